@@ -1,0 +1,3 @@
+from loadlint.cli import main
+
+raise SystemExit(main())
