@@ -1,0 +1,254 @@
+"""Step 5: rules × call sites × hardware profile → findings (and fixes).
+
+``lint_text`` is the heart: pre-filter, one parse, one collection pass, the
+selected rules, suppression comments.  It never raises for a bad input:
+undecodable bytes are LL901, unparsable text LL900, and an unexpected error
+inside a rule is turned into a finding-free result with an error message
+rather than aborting the run over other files.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Callable
+
+from loadlint.rules import CODES, ENGINE_CODES, name_of, rule_class
+from loadlint.source import DecodeError, Source, decode, lines
+from loadlint.types import Finding, Fix, HardwareProfile, Location
+
+#: A file that never contains one of these cannot construct a DataLoader and
+#: is not parsed at all.
+PREFILTER = ("DataLoader",)
+
+#: Bracket nesting beyond this is reported as too complex instead of being
+#: handed to a recursive parser and visitor.
+MAX_NESTING = 200
+
+_NOQA = re.compile(r"#\s*noqa(?::[ \t]*(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*))?", re.IGNORECASE)
+_FILE_NOQA = re.compile(
+    r"^[ \t]*#\s*loadlint:\s*noqa(?::[ \t]*(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*))?\s*$",
+    re.IGNORECASE | re.MULTILINE,
+)
+_CODE = re.compile(r"[A-Za-z]+[0-9]+")
+
+
+@dataclass
+class FileResult:
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    #: Text after fixes, when fixing changed it.
+    fixed: str | None = None
+    source: Source | None = None
+    #: Fixes applied (code -> count), for --show-fixes.
+    applied: dict[str, int] = field(default_factory=dict)
+    #: An internal failure for this file (never a traceback to the user).
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Options:
+    """What to check: the selected codes and the hardware profile."""
+
+    select: frozenset[str]
+    profile_factory: Callable[[], HardwareProfile]
+
+    def profile(self) -> HardwareProfile:
+        return self.profile_factory()
+
+
+def suppressed_codes(text: str, row: int) -> set[str] | None:
+    """Codes a ``# noqa`` comment on ``row`` suppresses; {"*"} for a bare one."""
+    src_lines = lines(text)
+    if row - 1 >= len(src_lines):
+        return None
+    line = src_lines[row - 1]
+    if "#" not in line:
+        return None
+    match = _NOQA.search(line)
+    if match is None:
+        return None
+    codes = match.group("codes")
+    return {"*"} if not codes else {c.upper() for c in _CODE.findall(codes)}
+
+
+def file_suppressions(text: str) -> set[str]:
+    out: set[str] = set()
+    if "loadlint" not in text:
+        return out
+    for match in _FILE_NOQA.finditer(text):
+        codes = match.group("codes")
+        out |= {"*"} if not codes else {c.upper() for c in _CODE.findall(codes)}
+    return out
+
+
+def _is_suppressed(finding: Finding, text: str, file_level: set[str]) -> bool:
+    if "*" in file_level or finding.code in file_level:
+        return True
+    codes = suppressed_codes(text, finding.location.row)
+    return codes is not None and ("*" in codes or finding.code in codes)
+
+
+def nesting_depth(text: str) -> int:
+    depth = deepest = 0
+    for ch in text:
+        if ch in "([{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+        elif ch in ")]}":
+            depth -= 1
+    return deepest
+
+
+def _engine_finding(code: str, message: str, path: str, row: int = 1, column: int = 1) -> Finding:
+    return Finding(code, name_of(code), message, path, Location(row, column), Location(row, column + 1))
+
+
+@dataclass
+class Analysis:
+    """Everything one pass produced, kept for building fixes."""
+
+    text: str
+    module: object
+    positions: object
+    reports: list = field(default_factory=list)  # (code, Report)
+    findings: list[Finding] = field(default_factory=list)
+
+
+def analyse(text: str, path: str, options: Options, *, notebook: bool = False) -> tuple[list[Finding], Analysis | None]:
+    """Lint one module's text.  Returns findings and, when parsed, the analysis."""
+    if not any(word in text for word in PREFILTER):
+        return [], None
+    if nesting_depth(text) > MAX_NESTING:
+        if "LL900" in options.select:
+            return [_engine_finding("LL900", f"file too complex to analyse: brackets nested more than {MAX_NESTING} deep", path)], None
+        return [], None
+
+    import libcst as cst
+
+    from loadlint.callsites import collect
+    from loadlint.fixes import Builder, Positions
+    from loadlint.rules.base import Context, Settings
+
+    try:
+        module = cst.parse_module(text)
+    except cst.ParserSyntaxError as exc:
+        if "LL900" not in options.select:
+            return [], None
+        message = str(exc.message).strip().splitlines()[0] if exc.message else "invalid syntax"
+        return [_engine_finding("LL900", f"SyntaxError: {message}", path, exc.raw_line, exc.raw_column + 1)], None
+    except RecursionError:
+        return [_engine_finding("LL900", "file too complex to analyse: nesting exceeds the recursion limit", path)], None
+    try:
+        info = collect(module)
+    except RecursionError:
+        return [_engine_finding("LL900", "file too complex to analyse: nesting exceeds the recursion limit", path)], None
+    info.is_notebook = notebook
+    if not info.calls and not info.samplers:
+        return [], None
+
+    positions = Positions(module, text)
+    analysis = Analysis(text, module, positions)
+    context = Context(info, Settings(_LazyProfile(options)), path, notebook)  # type: ignore[arg-type]
+    builder = Builder(module, positions)
+    file_level = file_suppressions(text)
+    pairs: list[tuple[Finding, tuple]] = []
+    for code in sorted(options.select):
+        if code in ENGINE_CODES or code not in CODES:
+            continue
+        rule = rule_class(code)()
+        for report in rule.check(context):
+            start, end = positions.range(report.node)
+            fix: Fix | None = None
+            if report.fix is not None:
+                try:
+                    fix = builder.build(report.fix)
+                except Exception:  # an unrenderable fix must not lose the finding
+                    fix = None
+            finding = Finding(code, rule.name, report.message, path, start, end, fix)
+            if _is_suppressed(finding, text, file_level):
+                continue
+            pairs.append((finding, (code, report)))
+    pairs.sort(key=lambda p: (p[0].location.row, p[0].location.column, p[0].code))
+    analysis.findings = [f for f, _ in pairs]
+    analysis.reports = [r for _, r in pairs]
+    return analysis.findings, analysis
+
+
+class _LazyProfile:
+    """Resolves the hardware profile on first use only: most files never need it."""
+
+    def __init__(self, options: Options) -> None:
+        self._options = options
+        self._profile: HardwareProfile | None = None
+
+    def __getattr__(self, name: str):
+        if self._profile is None:
+            self._profile = self._options.profile()
+        return getattr(self._profile, name)
+
+
+def lint_bytes(data: bytes, path: str, options: Options) -> FileResult:
+    result = FileResult(path)
+    if not any(word.encode() in data for word in PREFILTER):
+        return result
+    try:
+        source = decode(data)
+    except DecodeError as exc:
+        if "LL901" in options.select:
+            result.findings.append(_engine_finding("LL901", f"cannot read file: {exc}", path, exc.row, exc.column))
+        return result
+    result.source = source
+    try:
+        result.findings, _ = analyse(source.text, path, options)
+    except Exception as exc:  # the engine never crashes on one file
+        result.error = f"internal error while checking: {type(exc).__name__}: {exc}"
+    return result
+
+
+CRASH_PREFIX = "LL0"
+
+
+def fix_text(text: str, path: str, options: Options, *, unsafe: bool) -> tuple[str, list[Finding], dict[str, int]]:
+    """Apply fixes until none applies; return (new text, remaining findings, applied counts).
+
+    Each round applies every applicable fix at once (changes to one call
+    merged).  The result must parse and must not gain a crash-class finding;
+    otherwise the round is undone and reported as an error.
+    """
+    from loadlint.fixes import Builder, FixError, apply_edits
+
+    applied: dict[str, int] = {}
+    findings, analysis = analyse(text, path, options)
+    for _ in range(8):
+        if analysis is None:
+            break
+        chosen = [
+            (code, report)
+            for (code, report), finding in zip(analysis.reports, analysis.findings)
+            if report.fix is not None and finding.fix is not None and (unsafe or report.fix.applicability == "safe")
+        ]
+        if not chosen:
+            break
+        builder = Builder(analysis.module, analysis.positions)  # type: ignore[arg-type]
+        try:
+            edits = builder.edits([report.fix for _, report in chosen])
+            new_text = apply_edits(text, edits)
+        except FixError as exc:
+            raise FixFailed(f"cannot apply fixes: {exc}") from None
+        new_findings, new_analysis = analyse(new_text, path, options)
+        before = {f.code for f in findings if f.code.startswith(CRASH_PREFIX) or f.code == "LL900"}
+        after = {f.code for f in new_findings if f.code.startswith(CRASH_PREFIX) or f.code == "LL900"}
+        if after - before:
+            raise FixFailed(f"fix would introduce {', '.join(sorted(after - before))}; file left unchanged")
+        if new_text == text:
+            break
+        for code, _ in chosen:
+            applied[code] = applied.get(code, 0) + 1
+        text, findings, analysis = new_text, new_findings, new_analysis
+    return text, findings, applied
+
+
+class FixFailed(Exception):
+    """Fixing a file failed; it is left untouched."""

@@ -1,0 +1,424 @@
+"""Step 6a: fix specifications to text edits.
+
+Rules describe fixes declaratively (``FixSpec``).  Here every change to one
+call is merged, the call is rebuilt with libcst (matching its layout: one
+line, or one argument per line with the same indentation and trailing-comma
+style) and rendered in place.  Edits replace only the call's own span, so
+everything outside the edited calls and added imports stays byte-identical.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import libcst as cst
+from libcst._nodes.internal import CodegenState
+
+from loadlint.rules.base import CallChange, FixSpec
+from loadlint.source import LINE_BREAK, line_starts
+from loadlint.types import Edit, Fix, Location
+
+
+class FixError(Exception):
+    """A fix that cannot be rendered safely; the finding stays unfixed."""
+
+
+@dataclass
+class Positions:
+    """Maps nodes to source offsets (positions are computed only when needed)."""
+
+    module: cst.Module
+    text: str
+    _ranges: dict | None = None
+    _starts: list[int] | None = None
+
+    def _ensure(self) -> None:
+        if self._ranges is None:
+            from libcst.metadata import MetadataWrapper, PositionProvider
+
+            wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
+            self._ranges = wrapper.resolve(PositionProvider)
+            self._starts = line_starts(self.text)
+
+    def range(self, node: cst.CSTNode) -> tuple[Location, Location]:
+        """1-based rows and 1-based columns, end exclusive."""
+        self._ensure()
+        code_range = self._ranges[node]  # type: ignore[index]
+        start, end = code_range.start, code_range.end
+        return Location(start.line, start.column + 1), Location(end.line, end.column + 1)
+
+    def offset(self, location: Location) -> int:
+        self._ensure()
+        return self._starts[location.row - 1] + location.column - 1  # type: ignore[index]
+
+    def span(self, node: cst.CSTNode) -> tuple[int, int, Location, Location]:
+        start, end = self.range(node)
+        return self.offset(start), self.offset(end), start, end
+
+    def line_text(self, row: int) -> str:
+        self._ensure()
+        starts = self._starts
+        begin = starts[row - 1]  # type: ignore[index]
+        stop = starts[row] if row < len(starts) else len(self.text)  # type: ignore[arg-type]
+        return LINE_BREAK.sub("", self.text[begin:stop])
+
+    def location_of_offset(self, offset: int) -> Location:
+        import bisect
+
+        self._ensure()
+        row = bisect.bisect_right(self._starts, offset)  # type: ignore[arg-type]
+        return Location(row, offset - self._starts[row - 1] + 1)  # type: ignore[index]
+
+
+# -- rendering nodes in context ---------------------------------------------
+
+def render(node: cst.CSTNode, module: cst.Module, indent: str) -> str:
+    state = CodegenState(default_indent=module.default_indent, default_newline=module.default_newline)
+    if indent:
+        state.indent_tokens.append(indent)
+    node._codegen(state)
+    return "".join(state.tokens)
+
+
+def render_in_place(original: cst.CSTNode, new: cst.CSTNode, positions: Positions) -> tuple[int, int, str]:
+    """Render ``new`` where ``original`` stands, with the block indentation
+    that reproduces ``original`` exactly (multi-line calls depend on it)."""
+    start, end, loc, _ = positions.span(original)
+    old_text = positions.text[start:end]
+    candidates: list[str] = []
+    row = loc.row
+    while row >= 1 and len(candidates) < 8 and loc.row - row < 60:
+        line = positions.line_text(row)
+        indent = line[: len(line) - len(line.lstrip(" \t"))]
+        if indent not in candidates:
+            candidates.append(indent)
+        row -= 1
+    if "" not in candidates:
+        candidates.append("")
+    for indent in candidates:
+        if render(original, positions.module, indent) == old_text:
+            return start, end, render(new, positions.module, indent)
+    raise FixError("cannot reproduce the original layout of the call")
+
+
+# -- call rewriting ---------------------------------------------------------
+
+def _clean_separator(comma: cst.Comma) -> cst.Comma:
+    """A separator like ``comma`` but without the comment it may carry."""
+    after = comma.whitespace_after
+    if isinstance(after, cst.ParenthesizedWhitespace):
+        after = cst.ParenthesizedWhitespace(
+            first_line=cst.TrailingWhitespace(),
+            empty_lines=[],
+            indent=after.indent,
+            last_line=after.last_line,
+        )
+    return cst.Comma(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=after)
+
+
+def _separator(call: cst.Call) -> cst.Comma:
+    args = call.args
+    for arg in reversed(args[:-1]):
+        if isinstance(arg.comma, cst.Comma):
+            return _clean_separator(arg.comma)
+    before = call.whitespace_before_args
+    if isinstance(before, cst.ParenthesizedWhitespace):
+        return _clean_separator(cst.Comma(whitespace_after=before))
+    return cst.Comma(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(" "))
+
+
+def _keyword_arg(name: str, code: str) -> cst.Arg:
+    return cst.Arg(
+        value=cst.parse_expression(code),
+        keyword=cst.Name(name),
+        equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
+    )
+
+
+def _append_args(call: cst.Call, new: list[cst.Arg]) -> cst.Call:
+    if not new:
+        return call
+    args = list(call.args)
+    if not args:
+        sep = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        built = [a.with_changes(comma=sep) for a in new[:-1]] + [new[-1]]
+        return call.with_changes(args=built)
+    sep = _separator(call)
+    last = args[-1]
+    if isinstance(last.comma, cst.Comma):
+        trailing = last.comma
+        after = trailing.whitespace_after
+        if isinstance(after, cst.ParenthesizedWhitespace) and isinstance(sep.whitespace_after, cst.ParenthesizedWhitespace):
+            # Multi-line with a trailing comma: the old last argument keeps its
+            # comma (and any comment); the new ones follow on lines of their own.
+            args[-1] = last.with_changes(comma=trailing.with_changes(
+                whitespace_after=after.with_changes(last_line=sep.whitespace_after.last_line)))
+            closing = cst.Comma(
+                whitespace_before=cst.SimpleWhitespace(""),
+                whitespace_after=cst.ParenthesizedWhitespace(
+                    first_line=cst.TrailingWhitespace(), empty_lines=[], indent=after.indent, last_line=after.last_line
+                ),
+            )
+        else:
+            args[-1] = last.with_changes(comma=trailing.with_changes(whitespace_after=cst.SimpleWhitespace(" ")))
+            closing = trailing
+        built = [a.with_changes(comma=sep) for a in new[:-1]] + [new[-1].with_changes(comma=closing)]
+        return call.with_changes(args=[*args, *built])
+    args[-1] = last.with_changes(comma=sep, whitespace_after_arg=cst.SimpleWhitespace(""))
+    built = [a.with_changes(comma=sep) for a in new[:-1]]
+    built.append(new[-1].with_changes(whitespace_after_arg=last.whitespace_after_arg))
+    return call.with_changes(args=[*args, *built])
+
+
+def _remove_arg(call: cst.Call, index: int) -> cst.Call:
+    args = list(call.args)
+    removed = args.pop(index)
+    if index == len(args) and args:
+        # The removed argument was last: its predecessor takes over its
+        # trailing comma (or lack of one) and the whitespace before ")".
+        prev = args[-1]
+        args[-1] = prev.with_changes(comma=removed.comma, whitespace_after_arg=removed.whitespace_after_arg)
+    elif not args:
+        return call.with_changes(args=[])
+    return call.with_changes(args=args)
+
+
+def apply_call_change(call: cst.Call, change: CallChange) -> cst.Call:
+    from loadlint.callsites import DEFAULTS, POSITIONAL
+
+    # Map parameter names to argument indices (keywords and positional slots).
+    def index_of(name: str) -> int | None:
+        position = 0
+        for i, arg in enumerate(call.args):
+            if arg.star:
+                if arg.star == "*":
+                    position = len(POSITIONAL)
+                continue
+            if arg.keyword is not None:
+                if arg.keyword.value == name:
+                    return i
+            else:
+                if position < len(POSITIONAL) and POSITIONAL[position] == name:
+                    return i
+                position += 1
+        return None
+
+    for name in change.remove:
+        i = index_of(name)
+        if i is None:
+            continue
+        arg = call.args[i]
+        later_positional = any(a.keyword is None and not a.star for a in call.args[i + 1:])
+        if arg.keyword is None and later_positional:
+            # Removing a positional argument would shift the ones after it.
+            call = call.with_changes(args=[
+                *call.args[:i], arg.with_changes(value=cst.parse_expression(repr(DEFAULTS[name]))), *call.args[i + 1:]
+            ])
+        else:
+            call = _remove_arg(call, i)
+    new: list[cst.Arg] = []
+    for name, code in change.set.items():
+        i = index_of(name)
+        if i is not None:
+            args = list(call.args)
+            args[i] = args[i].with_changes(value=cst.parse_expression(code))
+            call = call.with_changes(args=args)
+        else:
+            new.append(_keyword_arg(name, code))
+    return _append_args(call, new)
+
+
+def merge_changes(changes: list[CallChange]) -> CallChange:
+    merged = CallChange(changes[0].call)
+    removed: list[str] = []
+    for change in changes:
+        merged.set.update(change.set)
+        removed.extend(r for r in change.remove if r not in removed)
+    merged.remove = tuple(r for r in removed if r not in merged.set)
+    return merged
+
+
+# -- whole fixes --------------------------------------------------------------
+
+_IMPORT_LINE = re.compile(r"^(?:import|from)\s")
+
+
+@dataclass
+class ImportPlan:
+    """Where new imports go: after the last top-level import, else after the
+    module docstring and ``__future__`` imports, else at the top."""
+
+    offset: int
+    newline: str
+
+
+def plan_imports(module: cst.Module, positions: Positions) -> ImportPlan:
+    last_import = None
+    first_stmt_after_docstring = None
+    for i, stmt in enumerate(module.body):
+        if isinstance(stmt, cst.SimpleStatementLine) and all(
+            isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body
+        ):
+            last_import = stmt
+        elif last_import is None and i == 0 and isinstance(stmt, cst.SimpleStatementLine) and isinstance(
+            stmt.body[0], cst.Expr
+        ) and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString)):
+            first_stmt_after_docstring = stmt
+        elif last_import is not None or i > 0:
+            break
+    anchor = last_import or first_stmt_after_docstring
+    newline = module.default_newline
+    if anchor is None:
+        return ImportPlan(0, newline)
+    _, end, _, end_loc = positions.span(anchor)
+    # Statements own their trailing newline; insert after it.
+    starts = line_starts(positions.text)
+    offset = starts[end_loc.row] if end_loc.row < len(starts) else len(positions.text)
+    if offset == len(positions.text) and not positions.text.endswith(("\n", "\r")):
+        return ImportPlan(offset, newline)
+    return ImportPlan(offset, newline)
+
+
+def existing_imports(module: cst.Module) -> set[str]:
+    out = set()
+    for stmt in module.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, (cst.Import, cst.ImportFrom)):
+                    out.add(cst.Module([]).code_for_node(small).strip())
+    return out
+
+
+@dataclass
+class Builder:
+    """Turns FixSpecs into Fix objects (with edits) for one module."""
+
+    module: cst.Module
+    positions: Positions
+    _imports: set[str] | None = None
+    _plan: ImportPlan | None = None
+    bound_names: set[str] = field(default_factory=set)
+
+    def build(self, spec: FixSpec) -> Fix:
+        return Fix(spec.applicability, spec.message, tuple(self.edits([spec])))
+
+    def edits(self, specs: list[FixSpec]) -> list[Edit]:
+        """Edits for several fixes at once, with changes to one call merged."""
+        edits: list[Edit] = []
+        by_call: dict[int, list[CallChange]] = {}
+        order: list[cst.Call] = []
+        for spec in specs:
+            for change in spec.calls:
+                if id(change.call) not in by_call:
+                    order.append(change.call)
+                by_call.setdefault(id(change.call), []).append(change)
+        replaced: dict[int, str] = {}
+        for spec in specs:
+            for node, code in spec.replace:
+                replaced[id(node)] = code
+        for call in order:
+            merged = merge_changes(by_call[id(call)])
+            new_call = apply_call_change(call, merged)
+            # Replacements inside the call (e.g. os.cpu_count()) are made on
+            # the rebuilt call so that the call is edited once.
+            new_call = _replace_inside(new_call, replaced)
+            start, end, code = render_in_place(call, new_call, self.positions)
+            edits.append(self._edit(start, end, code))
+        for spec in specs:
+            for node, code in spec.replace:
+                if any(self._inside(node, c) for c in order):
+                    continue
+                start, end, _, _ = self.positions.span(node)
+                edits.append(self._edit(start, end, code))
+            for node, code in spec.prepend:
+                edits.append(self._prepend(node, code))
+        imports = []
+        for spec in specs:
+            for statement in spec.imports:
+                if statement not in imports and statement not in self.existing_imports:
+                    imports.append(statement)
+        if imports:
+            plan = self.plan
+            text = "".join(f"{s}{plan.newline}" for s in imports)
+            if plan.offset == len(self.positions.text) and plan.offset and not self.positions.text.endswith(("\n", "\r")):
+                text = plan.newline + text
+            edits.append(self._edit(plan.offset, plan.offset, text))
+        edits.sort(key=lambda e: (e.start, e.end))
+        for a, b in zip(edits, edits[1:]):
+            if b.start < a.end:
+                raise FixError("overlapping edits")
+        return edits
+
+    def _inside(self, node: cst.CSTNode, call: cst.Call) -> bool:
+        n_start, n_end, _, _ = self.positions.span(node)
+        c_start, c_end, _, _ = self.positions.span(call)
+        return c_start <= n_start and n_end <= c_end
+
+    @property
+    def existing_imports(self) -> set[str]:
+        if self._imports is None:
+            self._imports = existing_imports(self.module)
+        return self._imports
+
+    @property
+    def plan(self) -> ImportPlan:
+        if self._plan is None:
+            self._plan = plan_imports(self.module, self.positions)
+        return self._plan
+
+    def _prepend(self, compound: cst.CSTNode, code: str) -> Edit:
+        body = getattr(compound, "body", None)
+        if not isinstance(body, cst.IndentedBlock) or not body.body:
+            raise FixError("cannot insert into a one-line block")
+        first = body.body[0]
+        start, _, loc, _ = self.positions.span(first)
+        line = self.positions.line_text(loc.row)
+        indent = line[: loc.column - 1]
+        if indent.strip():
+            raise FixError("first statement does not start its line")
+        offset = start - (loc.column - 1)
+        return self._edit(offset, offset, f"{indent}{code}{self.module.default_newline}")
+
+    def _edit(self, start: int, end: int, content: str) -> Edit:
+        return Edit(
+            content,
+            start,
+            end,
+            self.positions.location_of_offset(start),
+            self.positions.location_of_offset(end),
+        )
+
+
+class _Replacer(cst.CSTTransformer):
+    def __init__(self, replaced: dict[int, str], originals: dict[int, cst.CSTNode]) -> None:
+        self.replaced = replaced
+
+    def on_leave(self, original_node, updated_node):  # type: ignore[override]
+        code = self.replaced.get(id(original_node))
+        if code is not None and isinstance(original_node, cst.BaseExpression):
+            return cst.parse_expression(code)
+        return updated_node
+
+
+def _replace_inside(call: cst.Call, replaced: dict[int, str]) -> cst.Call:
+    if not replaced:
+        return call
+    # Nodes kept from the original call are the same objects, so identity
+    # works after with_changes().
+    result = call.visit(_Replacer(replaced, {}))
+    assert isinstance(result, cst.Call)
+    return result
+
+
+def apply_edits(text: str, edits: list[Edit]) -> str:
+    out = []
+    cursor = 0
+    for edit in sorted(edits, key=lambda e: (e.start, e.end)):
+        if edit.start < cursor:
+            raise FixError("overlapping edits")
+        out.append(text[cursor:edit.start])
+        out.append(edit.content)
+        cursor = edit.end
+    out.append(text[cursor:])
+    return "".join(out)

@@ -1,0 +1,292 @@
+"""Step 3: names and values.
+
+Our own import table and constant evaluator, used instead of libcst's scope
+and qualified-name providers: those build metadata for every node of every
+file, which is where TorchFix spends most of its time.  We only need to know
+what a handful of names refer to and the value of a few argument expressions.
+
+Values are either a plain Python value or ``UNKNOWN``.  Rules stay silent on
+``UNKNOWN``: a false positive costs more trust than a miss.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import libcst as cst
+
+
+class _Sentinel:
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def __bool__(self) -> bool:  # a sentinel used as a condition is a bug
+        raise TypeError(f"{self.name} has no truth value")
+
+
+#: The value cannot be decided statically.
+UNKNOWN: Any = _Sentinel("UNKNOWN")
+#: The argument is certainly absent from the call.
+MISSING: Any = _Sentinel("MISSING")
+
+
+def is_known(value: object) -> bool:
+    return value is not UNKNOWN and value is not MISSING
+
+
+def dotted_name(node: cst.BaseExpression) -> str | None:
+    """``a.b.c`` for a Name/Attribute chain, else None."""
+    parts: list[str] = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if isinstance(node, cst.Name):
+        parts.append(node.value)
+        return ".".join(reversed(parts))
+    return None
+
+
+@dataclass
+class Binding:
+    """One binding of a name in a scope.
+
+    ``value`` is the assigned expression for a plain ``name = expr``; None for
+    anything else (parameters, loop targets, augmented assignment, imports…),
+    which makes the name unresolvable.
+    """
+
+    value: cst.BaseExpression | None
+    #: Nesting path of the statement (ids of enclosing if/for/while/try blocks).
+    path: tuple[int, ...] = ()
+    order: int = 0
+
+
+@dataclass
+class DictMutation:
+    kind: str  # "update" | "setitem" | "other"
+    value: cst.BaseExpression | None
+    key: str | None
+    path: tuple[int, ...]
+    order: int
+
+
+@dataclass(eq=False)
+class Scope:
+    kind: str  # "module" | "function" | "class"
+    parent: Scope | None
+    name: str = ""
+    bindings: dict[str, list[Binding]] = field(default_factory=dict)
+    dict_mutations: dict[str, list[DictMutation]] = field(default_factory=dict)
+    globals_: set[str] = field(default_factory=set)
+
+    def bind(self, name: str, value: cst.BaseExpression | None, path=(), order=0) -> None:
+        self.bindings.setdefault(name, []).append(Binding(value, path, order))
+
+    def lookup(self, name: str) -> tuple[Scope, list[Binding]] | None:
+        """Python's LEGB lookup, skipping class scopes from inner functions."""
+        scope: Scope | None = self
+        first = True
+        while scope is not None:
+            if scope.kind != "class" or first:
+                if name in scope.bindings and name not in scope.globals_:
+                    return scope, scope.bindings[name]
+            first = False
+            scope = scope.parent
+        return None
+
+    def single_value(self, name: str) -> cst.BaseExpression | None:
+        """The expression of a name bound exactly once by a plain assignment."""
+        found = self.lookup(name)
+        if found is None:
+            return None
+        _, bindings = found
+        if len(bindings) != 1:
+            return None
+        return bindings[0].value
+
+    @property
+    def function(self) -> Scope:
+        """The innermost function (or the module) this scope belongs to."""
+        scope = self
+        while scope.kind == "class" and scope.parent is not None:
+            scope = scope.parent
+        return scope
+
+
+class ImportTable:
+    """Maps local names to fully qualified names, as the imports bind them.
+
+    Bindings are recorded in source order during the single traversal, so a
+    later ``class DataLoader`` shadows an earlier import for the code after it.
+    """
+
+    __slots__ = ("names",)
+
+    def __init__(self) -> None:
+        self.names: dict[str, str] = {}
+
+    def add_import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            full = dotted_name(alias.name)
+            if full is None:
+                continue
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                self.names[alias.asname.name.value] = full
+            else:
+                # ``import torch.utils.data`` binds ``torch``.
+                head = full.split(".", 1)[0]
+                self.names[head] = head
+
+    def add_import_from(self, node: cst.ImportFrom) -> None:
+        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+            return
+        module = dotted_name(node.module)
+        if module is None:
+            return
+        for alias in node.names:
+            if not isinstance(alias.name, cst.Name):
+                continue
+            local = alias.name.value
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                local = alias.asname.name.value
+            self.names[local] = f"{module}.{alias.name.value}"
+
+    def shadow(self, name: str) -> None:
+        """A local definition (class, def) replaces an imported name."""
+        self.names.pop(name, None)
+
+    def qualify(self, node: cst.BaseExpression) -> str | None:
+        """The qualified name an expression refers to, if it is an import."""
+        dotted = dotted_name(node)
+        if dotted is None:
+            return None
+        head, _, rest = dotted.partition(".")
+        base = self.names.get(head)
+        if base is None:
+            return None
+        return f"{base}.{rest}" if rest else base
+
+
+# Canonical names for re-exports: torch exposes the same objects under several
+# module paths.
+_ALIASES = {
+    "torch.utils.data.dataloader.DataLoader": "torch.utils.data.DataLoader",
+    "torch.utils.data.dataset.TensorDataset": "torch.utils.data.TensorDataset",
+    "torch.utils.data.dataset.Dataset": "torch.utils.data.Dataset",
+    "torch.utils.data.dataset.IterableDataset": "torch.utils.data.IterableDataset",
+    "torch.utils.data.distributed.DistributedSampler": "torch.utils.data.DistributedSampler",
+    "torch.nn.parallel.distributed.DistributedDataParallel": "torch.nn.parallel.DistributedDataParallel",
+    "torch.nn.parallel.DistributedDataParallel": "torch.nn.parallel.DistributedDataParallel",
+    "torch.multiprocessing.spawn.spawn": "torch.multiprocessing.spawn",
+    "torch.distributed.distributed_c10d.init_process_group": "torch.distributed.init_process_group",
+}
+
+
+def canonical(qualified: str | None) -> str | None:
+    if qualified is None:
+        return None
+    return _ALIASES.get(qualified, qualified)
+
+
+_BINOPS = {
+    cst.Add: lambda a, b: a + b,
+    cst.Subtract: lambda a, b: a - b,
+    cst.Multiply: lambda a, b: a * b,
+    cst.FloorDivide: lambda a, b: a // b,
+    cst.Divide: lambda a, b: a / b,
+    cst.Modulo: lambda a, b: a % b,
+    cst.Power: lambda a, b: a**b if abs(b) < 64 else UNKNOWN,
+}
+
+
+def evaluate(node: cst.BaseExpression | None, scope: Scope | None, _depth: int = 0) -> Any:
+    """The value of a constant expression, or UNKNOWN.
+
+    Literals, names bound exactly once to such an expression (in the function
+    or at module level), unary minus and simple arithmetic, and a conditional
+    expression whose branches agree.
+    """
+    if node is None or _depth > 20:
+        return UNKNOWN
+    if isinstance(node, (cst.Integer, cst.Float)):
+        return node.evaluated_value
+    if isinstance(node, cst.SimpleString):
+        try:
+            return node.evaluated_value
+        except Exception:  # libcst raises on odd prefixes; treat as unknown
+            return UNKNOWN
+    if isinstance(node, cst.ConcatenatedString):
+        try:
+            value = node.evaluated_value
+        except Exception:
+            return UNKNOWN
+        return UNKNOWN if value is None else value
+    if isinstance(node, cst.Name):
+        if node.value in ("True", "False", "None"):
+            return {"True": True, "False": False, "None": None}[node.value]
+        if scope is None:
+            return UNKNOWN
+        found = scope.lookup(node.value)
+        if found is None:
+            return UNKNOWN
+        owner, bindings = found
+        if len(bindings) != 1 or bindings[0].value is None:
+            return UNKNOWN
+        return evaluate(bindings[0].value, owner, _depth + 1)
+    if isinstance(node, cst.UnaryOperation):
+        operand = evaluate(node.expression, scope, _depth + 1)
+        if operand is UNKNOWN:
+            return UNKNOWN
+        try:
+            if isinstance(node.operator, cst.Minus):
+                return -operand
+            if isinstance(node.operator, cst.Plus):
+                return +operand
+            if isinstance(node.operator, cst.Not):
+                return not operand
+        except TypeError:
+            return UNKNOWN
+        return UNKNOWN
+    if isinstance(node, cst.BinaryOperation):
+        op = _BINOPS.get(type(node.operator))
+        if op is None:
+            return UNKNOWN
+        left = evaluate(node.left, scope, _depth + 1)
+        if left is UNKNOWN:
+            return UNKNOWN
+        right = evaluate(node.right, scope, _depth + 1)
+        if right is UNKNOWN:
+            return UNKNOWN
+        if not all(type(v) in (int, float) for v in (left, right)):
+            return UNKNOWN
+        try:
+            return op(left, right)
+        except (ArithmeticError, ValueError, OverflowError):
+            return UNKNOWN
+    if isinstance(node, cst.IfExp):
+        body = evaluate(node.body, scope, _depth + 1)
+        orelse = evaluate(node.orelse, scope, _depth + 1)
+        if body is not UNKNOWN and orelse is not UNKNOWN and type(body) is type(orelse) and body == orelse:
+            return body
+        return UNKNOWN
+    return UNKNOWN
+
+
+def follow_name(node: cst.BaseExpression, scope: Scope | None, depth: int = 0) -> tuple[cst.BaseExpression, Scope | None]:
+    """Follow a name bound exactly once to its expression (for structure, not value)."""
+    while isinstance(node, cst.Name) and scope is not None and depth < 10:
+        found = scope.lookup(node.value)
+        if found is None:
+            break
+        owner, bindings = found
+        if len(bindings) != 1 or bindings[0].value is None:
+            break
+        node, scope = bindings[0].value, owner
+        depth += 1
+    return node, scope

@@ -1,0 +1,46 @@
+"""The rule registry.
+
+``CODES`` maps each code to its module and class without importing them:
+selection, ``noqa`` and ``--statistics`` work without loading libcst, which
+keeps start-up fast for files that never reach a rule.  A test checks the
+table against the modules.
+"""
+
+from __future__ import annotations
+
+import importlib
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from loadlint.rules.base import Rule
+
+#: code -> (name, module under loadlint.rules, class)
+CODES: dict[str, tuple[str, str, str]] = {
+    "LL101": ("missing-distributed-sampler", "ll101_missing_distributed_sampler", "MissingDistributedSampler"),
+    "LL201": ("synchronous-loading", "ll201_synchronous_loading", "SynchronousLoading"),
+    "LL202": ("missing-pin-memory", "ll202_missing_pin_memory", "MissingPinMemory"),
+    "LL203": ("worker-oversubscription", "ll203_worker_oversubscription", "WorkerOversubscription"),
+    "LL900": ("syntax-error", "ll900_syntax_error", "SyntaxErrorRule"),
+    "LL901": ("unreadable-file", "ll901_unreadable_file", "UnreadableFile"),
+}
+
+#: Reported by the engine itself (parse and read failures), not by a visitor.
+ENGINE_CODES = frozenset({"LL900", "LL901"})
+
+#: Rules that are opt-in (``--select``/``extend-select``), as ruff's preview.
+DEFAULT_OFF: frozenset[str] = frozenset()
+
+
+def name_of(code: str) -> str:
+    return CODES[code][0]
+
+
+@lru_cache(maxsize=None)
+def rule_class(code: str) -> type[Rule]:
+    _, module, cls = CODES[code]
+    return getattr(importlib.import_module(f"loadlint.rules.{module}"), cls)
+
+
+def all_rules() -> list[type[Rule]]:
+    return [rule_class(code) for code in sorted(CODES)]

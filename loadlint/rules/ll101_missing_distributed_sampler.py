@@ -1,0 +1,264 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from loadlint.resolve import MISSING, dotted_name
+from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
+
+_IMPORT = "from torch.utils.data.distributed import DistributedSampler"
+_SAMPLER_NAMES = ("torch.utils.data.DistributedSampler",)
+
+
+class MissingDistributedSampler(Rule):
+    """
+    ## What it does
+    Checks for `DataLoader` calls over a map-style dataset without a `sampler`
+    or `batch_sampler` in a module that sets up distributed training
+    (`init_process_group`, `DistributedDataParallel`, `mp.spawn`,
+    `get_rank`/`get_world_size`, the torchrun variables `LOCAL_RANK` and
+    `WORLD_SIZE`).
+
+    ## Why is this bad?
+    Without a `DistributedSampler`, every rank iterates the whole dataset:
+    with 8 GPUs each sample is seen 8 times per epoch, the epoch takes as long
+    as on one GPU, and gradients are averaged over duplicates.  Nothing
+    crashes; the run is just 8 times more expensive than it should be.
+
+    The rule is silent when a framework owns sampling (Lightning's `Trainer`
+    and modules, accelerate's `Accelerator`, the Hugging Face `Trainer`, Ray
+    Train's `prepare_data_loader`), when a sampler is passed, also
+    conditionally (`sampler=DistributedSampler(ds) if distributed else None`),
+    and when the dataset is an `IterableDataset`.
+
+    ## Example
+    ```python
+    dist.init_process_group("nccl")
+    loader = DataLoader(train_set, batch_size=32, shuffle=True)
+    for epoch in range(epochs):
+        for batch in loader:
+            ...
+    ```
+
+    Use instead:
+    ```python
+    from torch.utils.data.distributed import DistributedSampler
+
+    dist.init_process_group("nccl")
+    loader = DataLoader(train_set, batch_size=32, sampler=DistributedSampler(train_set, shuffle=True))
+    for epoch in range(epochs):
+        loader.sampler.set_epoch(epoch)
+        for batch in loader:
+            ...
+    ```
+
+    ## Fix safety
+    The fix passes `sampler=DistributedSampler(<dataset>, shuffle=<the old
+    shuffle value, default False>)`, removes `shuffle`, adds the import, and,
+    where the loader is iterated in an epoch loop with a loop variable,
+    inserts `<loader>.sampler.set_epoch(<epoch>)` as the loop body's first
+    statement.  It is unsafe: it changes which samples each rank sees (which
+    is the point, but the user must read it).  No fix is offered when the
+    dataset argument is not a plain name (it would be built twice).
+
+    ## References
+    - [`DistributedSampler`](https://pytorch.org/docs/stable/data.html#torch.utils.data.distributed.DistributedSampler)
+    - [Multi-GPU training with DDP](https://pytorch.org/tutorials/beginner/ddp_series_multigpu.html)
+    """
+
+    code = "LL101"
+    name = "missing-distributed-sampler"
+    summary = "distributed training without a `DistributedSampler`: every rank sees every sample"
+    fix_availability = "sometimes"
+
+    def check(self, ctx: Context) -> Iterator[Report]:
+        info = ctx.info
+        if not info.distributed or info.frameworks:
+            return
+        for call in ctx.calls:
+            if call.value("sampler") is not MISSING or call.value("batch_sampler") is not MISSING:
+                continue
+            if info.is_iterable_dataset(call):
+                continue
+            if info.lightning_hook(call):
+                continue
+            evidence = info.distributed[0]
+            message = (
+                f"every rank iterates the whole dataset: the module trains distributed (`{evidence}`) "
+                "but this DataLoader has no `sampler`; pass `sampler=DistributedSampler(dataset)`"
+            )
+            yield Report(call.node, message, self._fix(ctx, call))
+
+    def _fix(self, ctx: Context, call) -> FixSpec | None:
+        dataset = call.expr("dataset")
+        if dataset is None or dotted_name(dataset) is None or "dataset" not in call.args:
+            return None
+        shuffle = call.expr("shuffle")
+        shuffle_code = "False" if shuffle is None else cst.Module([]).code_for_node(shuffle)
+        sampler = f"DistributedSampler({dotted_name(dataset)}, shuffle={shuffle_code})"
+        spec = FixSpec(
+            "unsafe",
+            "Pass a `DistributedSampler` (changes which samples each rank sees)",
+            calls=[CallChange(call.node, {"sampler": sampler}, ("shuffle",))],
+            imports=[] if self._has_import(ctx) else [_IMPORT],
+        )
+        if not ctx.info.set_epoch_called:
+            for frame, iteration in ctx.info.epoch_uses(call):
+                if iteration is None or frame.var is None or iteration.scope.function is not call.scope.function:
+                    continue
+                spec.prepend.append((frame.node, f"{iteration.key[1]}.sampler.set_epoch({frame.var})"))
+                break
+        return spec
+
+    @staticmethod
+    def _has_import(ctx: Context) -> bool:
+        qualified = ctx.info.imports.names.get("DistributedSampler")
+        return qualified in ("torch.utils.data.distributed.DistributedSampler", "torch.utils.data.DistributedSampler")
+
+    VALID = [
+        Valid("""
+            import torch.distributed as dist
+            from torch.utils.data import DataLoader
+            from torch.utils.data.distributed import DistributedSampler
+            dist.init_process_group("nccl")
+            loader = DataLoader(ds, batch_size=8, sampler=DistributedSampler(ds))
+        """),
+        # A conditional sampler is still a sampler.
+        Valid("""
+            import torch.distributed as dist
+            from torch.utils.data import DataLoader, DistributedSampler
+            dist.init_process_group("gloo")
+            sampler = DistributedSampler(ds) if distributed else None
+            loader = DataLoader(ds, batch_size=8, sampler=sampler, shuffle=(sampler is None))
+        """),
+        # Not distributed.
+        Valid("""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=8, num_workers=2)
+        """),
+        # A framework owns sampling.
+        Valid("""
+            import torch.distributed as dist
+            from accelerate import Accelerator
+            from torch.utils.data import DataLoader
+            accelerator = Accelerator()
+            dist.get_rank()
+            loader = DataLoader(ds, batch_size=8, num_workers=2)
+            model, loader = accelerator.prepare(model, loader)
+        """),
+        Valid("""
+            import lightning as L
+            import os
+            from torch.utils.data import DataLoader
+            RANK = int(os.environ["LOCAL_RANK"])
+            class Data(L.LightningDataModule):
+                def train_dataloader(self):
+                    return DataLoader(self.ds, batch_size=8, num_workers=2)
+        """),
+        # Substring is not evidence: accelerate's DistributedDataParallelKwargs is not DDP.
+        Valid("""
+            from accelerate.utils import DistributedDataParallelKwargs
+            from torch.utils.data import DataLoader
+            kwargs = DistributedDataParallelKwargs(find_unused_parameters=True)
+            loader = DataLoader(ds, batch_size=8, num_workers=2)
+        """),
+        # Batch samplers shard too.
+        Valid("""
+            import torch.distributed as dist
+            from torch.utils.data import DataLoader
+            dist.init_process_group("nccl")
+            loader = DataLoader(ds, batch_sampler=bs, num_workers=2)
+        """),
+        # An IterableDataset cannot take a sampler.
+        Valid("""
+            import torch.distributed as dist
+            from torch.utils.data import DataLoader, IterableDataset
+            class Stream(IterableDataset):
+                def __iter__(self):
+                    yield 1
+            dist.init_process_group("nccl")
+            loader = DataLoader(Stream(), batch_size=8)
+        """),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch.distributed as dist
+            from torch.utils.data import DataLoader
+            dist.init_process_group("nccl")
+            loader = DataLoader(train_set, batch_size=32, shuffle=True)
+            for epoch in range(10):
+                for batch in loader:
+                    step(batch)
+            """,
+            message="every rank iterates the whole dataset: the module trains distributed "
+            "(`torch.distributed.init_process_group`) but this DataLoader has no `sampler`; "
+            "pass `sampler=DistributedSampler(dataset)`",
+            fixed="""
+            import torch.distributed as dist
+            from torch.utils.data import DataLoader
+            from torch.utils.data.distributed import DistributedSampler
+            dist.init_process_group("nccl")
+            loader = DataLoader(train_set, batch_size=32, sampler=DistributedSampler(train_set, shuffle=True))
+            for epoch in range(10):
+                loader.sampler.set_epoch(epoch)
+                for batch in loader:
+                    step(batch)
+            """,
+            line=4,
+        ),
+        Invalid(
+            """
+            import os
+            from torch.nn.parallel import DistributedDataParallel as DDP
+            from torch.utils.data import DataLoader
+
+            def main():
+                model = DDP(net)
+                loader = DataLoader(
+                    dataset,
+                    batch_size=32,
+                )
+            """,
+            fixed="""
+            import os
+            from torch.nn.parallel import DistributedDataParallel as DDP
+            from torch.utils.data import DataLoader
+            from torch.utils.data.distributed import DistributedSampler
+
+            def main():
+                model = DDP(net)
+                loader = DataLoader(
+                    dataset,
+                    batch_size=32,
+                    sampler=DistributedSampler(dataset, shuffle=False),
+                )
+            """,
+        ),
+        Invalid(
+            """
+            import os
+            from torch.utils.data import DataLoader
+            local_rank = int(os.environ["LOCAL_RANK"])
+            loader = DataLoader(MyData(), batch_size=32)
+            """,
+        ),
+        Invalid(
+            """
+            import torch.multiprocessing as mp
+            from torch.utils.data import DataLoader
+            def worker(rank):
+                loader = DataLoader(ds, batch_size=32, num_workers=2)
+            mp.spawn(worker, nprocs=2)
+            """,
+            fixed="""
+            import torch.multiprocessing as mp
+            from torch.utils.data import DataLoader
+            from torch.utils.data.distributed import DistributedSampler
+            def worker(rank):
+                loader = DataLoader(ds, batch_size=32, num_workers=2, sampler=DistributedSampler(ds, shuffle=False))
+            mp.spawn(worker, nprocs=2)
+            """,
+        ),
+    ]

@@ -1,0 +1,181 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+from loadlint.resolve import MISSING
+from loadlint.rules._common import dataset_touches_cuda
+from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
+
+
+class MissingPinMemory(Rule):
+    """
+    ## What it does
+    Checks for `DataLoader` calls without `pin_memory=True` in code that moves
+    its batches to a GPU (`.cuda()`, `.to("cuda")`, `.to(device)` where
+    `device` is a CUDA device or `torch.accelerator.current_accelerator()`,
+    the `nccl` backend).
+
+    ## Why is this bad?
+    A host-to-device copy from ordinary (pageable) memory is staged through a
+    pinned buffer by the driver and blocks the host; it cannot overlap with
+    compute.  With `pin_memory=True` the DataLoader's pin thread places each
+    batch in page-locked memory in the background, and
+    `.to(device, non_blocking=True)` copies it asynchronously.
+
+    The rule is silent when the module shows no sign of an accelerator (a
+    CPU-only script is not told to pin memory), and when the Dataset itself
+    returns CUDA tensors (pinning those fails; see LL105).
+
+    ## Example
+    ```python
+    loader = DataLoader(dataset, batch_size=64, num_workers=4)
+    for x, y in loader:
+        x, y = x.cuda(), y.cuda()
+    ```
+
+    Use instead:
+    ```python
+    loader = DataLoader(dataset, batch_size=64, num_workers=4, pin_memory=True)
+    for x, y in loader:
+        x, y = x.cuda(non_blocking=True), y.cuda(non_blocking=True)
+    ```
+
+    ## Fix safety
+    The fix sets `pin_memory=True`.  It is safe: on a machine without an
+    accelerator PyTorch only warns and skips pinning.
+
+    ## References
+    - [PyTorch: Memory pinning](https://pytorch.org/docs/stable/data.html#memory-pinning)
+    - [A guide on good usage of non_blocking and pin_memory()](https://pytorch.org/tutorials/intermediate/pinmem_nonblock.html)
+    """
+
+    code = "LL202"
+    name = "missing-pin-memory"
+    summary = "batches go to the GPU from pageable memory (`pin_memory` not set)"
+    fix_availability = "always"
+
+    def check(self, ctx: Context) -> Iterator[Report]:
+        if not ctx.info.cuda:
+            return
+        for call in ctx.calls:
+            value = call.value("pin_memory")
+            if value is not MISSING and value is not False:
+                continue
+            if dataset_touches_cuda(ctx.info, call):
+                continue
+            what = "`pin_memory` is not set" if value is MISSING else "`pin_memory=False`"
+            message = (
+                f"{what} but batches go to the GPU: copies from pageable memory block and cannot overlap compute; "
+                "set `pin_memory=True`"
+            )
+            fix = FixSpec("safe", "Set `pin_memory=True`", calls=[CallChange(call.node, {"pin_memory": "True"})])
+            yield Report(call.node, message, fix)
+
+    VALID = [
+        # No accelerator in sight.
+        Valid("""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, num_workers=2)
+            for x in loader:
+                print(x.sum())
+        """),
+        Valid("""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, num_workers=2, pin_memory=True)
+            for x in loader:
+                x = x.cuda(non_blocking=True)
+        """),
+        Valid("""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, num_workers=2, pin_memory=args.pin)
+            model.cuda()
+        """),
+        # The dataset already returns CUDA tensors.
+        Valid("""
+            import torch
+            from torch.utils.data import DataLoader, Dataset
+            class OnGpu(Dataset):
+                def __getitem__(self, i):
+                    return torch.ones(3).cuda()
+                def __len__(self):
+                    return 10
+            loader = DataLoader(OnGpu(), num_workers=0)
+            model.cuda()
+        """),
+        # A device that is explicitly the CPU.
+        Valid("""
+            import torch
+            from torch.utils.data import DataLoader
+            device = torch.device("cpu")
+            loader = DataLoader(ds, num_workers=2)
+            for x in loader:
+                x = x.to(device)
+        """),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch
+            from torch.utils.data import DataLoader
+            device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            loader = DataLoader(ds, num_workers=2)
+            for x in loader:
+                x = x.to(device)
+            """,
+            message="`pin_memory` is not set but batches go to the GPU: copies from pageable memory block and cannot "
+            "overlap compute; set `pin_memory=True`",
+            fixed="""
+            import torch
+            from torch.utils.data import DataLoader
+            device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            loader = DataLoader(ds, num_workers=2, pin_memory=True)
+            for x in loader:
+                x = x.to(device)
+            """,
+            line=4,
+        ),
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, num_workers=2, pin_memory=False)
+            for x, y in loader:
+                x, y = x.cuda(), y.cuda()
+            """,
+            fixed="""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, num_workers=2, pin_memory=True)
+            for x, y in loader:
+                x, y = x.cuda(), y.cuda()
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            from torch.utils.data import DataLoader
+            device = torch.accelerator.current_accelerator()
+            loader = DataLoader(ds, num_workers=2)
+            model.to(device)
+            """,
+            fixed="""
+            import torch
+            from torch.utils.data import DataLoader
+            device = torch.accelerator.current_accelerator()
+            loader = DataLoader(ds, num_workers=2, pin_memory=True)
+            model.to(device)
+            """,
+        ),
+        Invalid(
+            """
+            import torch.distributed as dist
+            from torch.utils.data import DataLoader
+            dist.init_process_group(backend="nccl")
+            loader = DataLoader(ds, num_workers=2, sampler=s)
+            """,
+            fixed="""
+            import torch.distributed as dist
+            from torch.utils.data import DataLoader
+            dist.init_process_group(backend="nccl")
+            loader = DataLoader(ds, num_workers=2, sampler=s, pin_memory=True)
+            """,
+        ),
+    ]

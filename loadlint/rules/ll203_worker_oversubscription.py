@@ -1,0 +1,202 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from loadlint.resolve import follow_name
+from loadlint.rules._common import profile_note, ranks, suggested_workers
+from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
+from loadlint.types import HardwareProfile
+
+#: Divides the CPUs this process may use among the ranks torchrun starts on
+#: the node; falls back to os.cpu_count() where sched_getaffinity is missing.
+PER_RANK_WORKERS = (
+    "max(1, (len(os.sched_getaffinity(0)) if hasattr(os, \"sched_getaffinity\") else os.cpu_count() or 1)"
+    " // int(os.environ.get(\"LOCAL_WORLD_SIZE\", 1)) - 1)"
+)
+
+_T8 = HardwareProfile(usable_cpus=16, gpu_count=8, declared=frozenset({"cpus", "gpus"}))
+_T1 = HardwareProfile(usable_cpus=4, gpu_count=1, declared=frozenset({"cpus", "gpus"}))
+
+
+class WorkerOversubscription(Rule):
+    """
+    ## What it does
+    Checks for DataLoaders that start more worker processes on a node than
+    the node has usable CPUs: `num_workers × ranks per node > usable CPUs`,
+    where the ranks per node are the target's GPU count when the module
+    trains distributed, else 1.  `num_workers=os.cpu_count()` (or
+    `multiprocessing.cpu_count()`, `psutil.cpu_count()`) in a distributed
+    module is always reported.
+
+    ## Why is this bad?
+    Each worker is a full Python process.  Past the number of CPUs, workers
+    only compete for cores with each other and with the training processes;
+    throughput drops, memory grows with every copy of the parent, and nodes
+    freeze or get OOM-killed.  `os.cpu_count()` counts every CPU of the host,
+    ignoring CPU affinity and container quotas, and under DDP every rank
+    starts that many workers: 8 ranks × 96 workers on a 96-CPU node.
+    PyTorch only warns about one loader in one process
+    (`check_worker_number_rationality`); it never adds up the ranks.
+
+    "Usable CPUs" is the smallest of the logical CPUs, this process's
+    affinity and the cgroup CPU quota of this machine, or `cpus` of the
+    declared target.
+
+    ## Example
+    ```python
+    dist.init_process_group("nccl")
+    loader = DataLoader(ds, sampler=sampler, num_workers=os.cpu_count())
+    ```
+
+    Use instead:
+    ```python
+    dist.init_process_group("nccl")
+    workers = max(1, len(os.sched_getaffinity(0)) // int(os.environ.get("LOCAL_WORLD_SIZE", 1)) - 1)
+    loader = DataLoader(ds, sampler=sampler, num_workers=workers)
+    ```
+
+    ## Fix safety
+    The fix replaces a literal with the target's suggestion, and
+    `os.cpu_count()` in a distributed module with an expression that divides
+    the usable CPUs among the node's ranks at run time (adding `import os`
+    when needed).  It is safe: it only lowers the number of workers.
+
+    ## References
+    - [torch.utils.data: `check_worker_number_rationality`](https://github.com/pytorch/pytorch/blob/main/torch/utils/data/dataloader.py)
+    - [torchrun environment variables (`LOCAL_WORLD_SIZE`)](https://pytorch.org/docs/stable/elastic/run.html#environment-variables)
+    """
+
+    code = "LL203"
+    name = "worker-oversubscription"
+    summary = "more DataLoader workers on a node than it has usable CPUs"
+    fix_availability = "always"
+    needs_hardware = True
+
+    def check(self, ctx: Context) -> Iterator[Report]:
+        info = ctx.info
+        for call in ctx.calls:
+            expr = call.expr("num_workers")
+            if expr is not None and ctx.distributed:
+                target, _ = follow_name(expr, call.scope)
+                if isinstance(target, cst.Call) and id(target) in info.cpu_count_calls:
+                    name = cst.Module([]).code_for_node(target.func)
+                    message = (
+                        f"`num_workers={name}()` under distributed training: every rank on the node starts "
+                        "a worker per CPU of the whole machine; divide the usable CPUs among the ranks"
+                    )
+                    fix = FixSpec(
+                        "safe",
+                        "Divide the usable CPUs among the node's ranks",
+                        replace=[(target, PER_RANK_WORKERS)],
+                        imports=[] if info.imports.names.get("os") == "os" else ["import os"],
+                    )
+                    yield Report(call.node, message, fix)
+                    continue
+            value = call.value("num_workers")
+            if type(value) is not int or value <= 0:
+                continue
+            per_node = ranks(ctx)
+            total = value * per_node
+            usable = ctx.profile.usable_cpus
+            if total <= usable:
+                continue
+            n = suggested_workers(ctx, call)
+            started = f"`num_workers={value}`" + (f" × {per_node} ranks = {total} workers" if per_node > 1 else "")
+            message = (
+                f"{started} on {usable} usable CPUs: workers compete for cores and memory; "
+                f"use `num_workers={n}` ({profile_note(ctx)})"
+            )
+            fix = FixSpec("safe", f"Set `num_workers={n}`", calls=[CallChange(call.node, {"num_workers": str(n)})])
+            yield Report(call.node, message, fix)
+
+    VALID = [
+        Valid("""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, num_workers=3)
+        """, profile=_T1),
+        # Not distributed: os.cpu_count() cannot be resolved, and one process is fine.
+        Valid("""
+            import os
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, num_workers=os.cpu_count())
+        """),
+        Valid("""
+            import torch.distributed as dist
+            from torch.utils.data import DataLoader
+            dist.init_process_group("nccl")
+            loader = DataLoader(ds, sampler=s, num_workers=1)
+        """, profile=_T8),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=2, num_workers=16)
+            """,
+            message="`num_workers=16` on 4 usable CPUs: workers compete for cores and memory; "
+            "use `num_workers=2` (target: 4 CPUs, 1 GPUs)",
+            fixed="""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=2, num_workers=2)
+            """,
+            profile=_T1,
+        ),
+        Invalid(
+            """
+            import torch.distributed as dist
+            from torch.utils.data import DataLoader
+            dist.init_process_group("nccl")
+            loader = DataLoader(ds, sampler=s, num_workers=4)
+            """,
+            message="`num_workers=4` × 8 ranks = 32 workers on 16 usable CPUs: workers compete for cores and "
+            "memory; use `num_workers=1` (target: 16 CPUs, 8 GPUs, 8 ranks per node)",
+            fixed="""
+            import torch.distributed as dist
+            from torch.utils.data import DataLoader
+            dist.init_process_group("nccl")
+            loader = DataLoader(ds, sampler=s, num_workers=1)
+            """,
+            profile=_T8,
+        ),
+        Invalid(
+            """
+            import os
+            import torch.distributed as dist
+            from torch.utils.data import DataLoader
+            dist.init_process_group("nccl")
+            loader = DataLoader(ds, sampler=s, num_workers=os.cpu_count())
+            """,
+            message="`num_workers=os.cpu_count()` under distributed training: every rank on the node starts a "
+            "worker per CPU of the whole machine; divide the usable CPUs among the ranks",
+            fixed="""
+            import os
+            import torch.distributed as dist
+            from torch.utils.data import DataLoader
+            dist.init_process_group("nccl")
+            loader = DataLoader(ds, sampler=s, num_workers=%s)
+            """ % PER_RANK_WORKERS,
+        ),
+        Invalid(
+            """
+            import multiprocessing
+            from torch.utils.data import DataLoader
+            from torch.nn.parallel import DistributedDataParallel
+            workers = multiprocessing.cpu_count()
+            def main():
+                model = DistributedDataParallel(net)
+                return DataLoader(ds, sampler=s, num_workers=workers)
+            """,
+            fixed="""
+            import multiprocessing
+            from torch.utils.data import DataLoader
+            from torch.nn.parallel import DistributedDataParallel
+            import os
+            workers = %s
+            def main():
+                model = DistributedDataParallel(net)
+                return DataLoader(ds, sampler=s, num_workers=workers)
+            """ % PER_RANK_WORKERS,
+        ),
+    ]

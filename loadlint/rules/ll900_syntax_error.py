@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+from loadlint.rules.base import Context, Invalid, Report, Rule
+
+
+class SyntaxErrorRule(Rule):
+    """
+    ## What it does
+    Reports a file that mentions `DataLoader` but cannot be parsed, at the
+    position of the syntax error, and files too deeply nested to analyse.
+
+    ## Why is this bad?
+    A file that does not parse cannot be checked: its DataLoader calls could
+    hide any of the other findings.  loadlint reports it instead of skipping
+    it silently, and goes on with the other files (exit code 1, as for any
+    finding).  Files that never mention `DataLoader` are not parsed at all
+    (that is what keeps loadlint fast), so their syntax errors are left to
+    your other tools.
+
+    ## Example
+    ```python
+    loader = DataLoader(ds, batch_size=32
+    ```
+
+    Use instead:
+    ```python
+    loader = DataLoader(ds, batch_size=32)
+    ```
+
+    ## Fix safety
+    There is no fix.
+
+    ## References
+    - [Python grammar](https://docs.python.org/3/reference/grammar.html)
+    """
+
+    code = "LL900"
+    name = "syntax-error"
+    summary = "the file does not parse (or is too deeply nested to analyse)"
+
+    def check(self, ctx: Context) -> Iterator[Report]:
+        # Reported by the engine before any rule runs.
+        return iter(())
+
+    INVALID = [
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=32
+            """,
+            line=2,
+        ),
+    ]

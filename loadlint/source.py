@@ -1,0 +1,88 @@
+"""Step 2a: bytes on disk to text, the way Python itself would decode them.
+
+Honours a UTF-8 BOM and PEP 263 coding lines.  Line endings are kept as they
+are (libcst round-trips CRLF), so a fix can write the file back unchanged
+outside its edit.
+"""
+
+from __future__ import annotations
+
+import codecs
+import io
+import re
+import tokenize
+from dataclasses import dataclass
+
+#: Line breaks as libcst (and Python's tokenizer) count them.
+LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+class DecodeError(Exception):
+    """The bytes are not text in the declared encoding; carries a position."""
+
+    def __init__(self, message: str, row: int = 1, column: int = 1) -> None:
+        super().__init__(message)
+        self.row = row
+        self.column = column
+
+
+@dataclass(frozen=True)
+class Source:
+    text: str
+    encoding: str
+    bom: bool
+
+    def encode(self, text: str) -> bytes:
+        data = text.encode(self.encoding)
+        return (codecs.BOM_UTF8 + data) if self.bom else data
+
+
+def decode(data: bytes) -> Source:
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE, codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
+        raise DecodeError("UTF-16/UTF-32 source is not Python source (Python reads UTF-8 or a PEP 263 encoding)")
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:
+        raise DecodeError(f"invalid encoding declaration: {exc.msg if hasattr(exc, 'msg') else exc}") from None
+    bom = encoding == "utf-8-sig"
+    body = data[len(codecs.BOM_UTF8):] if bom else data
+    codec = "utf-8" if bom else encoding
+    try:
+        text = body.decode(codec)
+    except UnicodeDecodeError as exc:
+        row, column = position_of_byte(body, exc.start)
+        raise DecodeError(f"cannot decode as {codec}: invalid byte 0x{body[exc.start]:02x}", row, column) from None
+    except LookupError:
+        raise DecodeError(f"unknown encoding {encoding!r}") from None
+    if "\x00" in text:
+        offset = text.index("\x00")
+        row, column = position_of_offset(text, offset)
+        raise DecodeError("source contains a NUL byte (binary file?)", row, column)
+    return Source(text, codec, bom)
+
+
+def position_of_byte(data: bytes, index: int) -> tuple[int, int]:
+    prefix = data[:index]
+    row = len(LINE_BREAK.findall(prefix.decode("latin-1"))) + 1
+    last = max(prefix.rfind(b"\n"), prefix.rfind(b"\r"))
+    return row, index - last
+
+
+def line_starts(text: str) -> list[int]:
+    """Offsets at which each line begins (index 0 is line 1)."""
+    starts = [0]
+    starts.extend(m.end() for m in LINE_BREAK.finditer(text))
+    return starts
+
+
+def position_of_offset(text: str, offset: int) -> tuple[int, int]:
+    starts = line_starts(text)
+    import bisect
+
+    row = bisect.bisect_right(starts, offset)
+    return row, offset - starts[row - 1] + 1
+
+
+def lines(text: str) -> list[str]:
+    """Lines without their line breaks (libcst's notion of a line)."""
+    return LINE_BREAK.split(text)
