@@ -589,7 +589,9 @@ def suggest_num_workers(
         workers = min(workers, max(1, profile.physical_cores // ranks))
     if batch_size is not None and batch_size >= 1:
         workers = min(workers, batch_size)
-    if profile.memory_total:
+    # This machine's memory says nothing about a declared training box.
+    mixed = "cpus" in profile.declared and "memory" not in profile.declared
+    if profile.memory_total and not mixed:
         workers = min(workers, max(1, profile.memory_total // (WORKER_MEMORY_BYTES * ranks)))
     return max(1, workers)
 

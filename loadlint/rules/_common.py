@@ -23,7 +23,7 @@ def suggested_workers(ctx: Context, call: LoaderCall) -> int:
 
 def profile_note(ctx: Context) -> str:
     note = ctx.profile.label
-    if ctx.distributed:
+    if ctx.distributed and ranks(ctx) > 1:
         note += f", {ranks(ctx)} ranks per node"
     return note
 

@@ -592,25 +592,13 @@ def _flat(obj: Any) -> list[Any]:
 # --------------------------------------------------------------------------
 
 
-class LimitedIterable:
-    """An IterableDataset cut to ``total`` samples shared among workers, so
-    that a benchmark epoch of an endless stream still ends. Defined here
-    (an importable module) so that spawn workers can unpickle it."""
-
-    def __new__(cls, dataset: Any, total: int) -> Any:
-        import torch
-
-        class _Limited(torch.utils.data.IterableDataset):
-            pass
-
-        obj = _LimitedBase(dataset, total)
-        return obj
-
-
-def _limited_base_class() -> Any:
+def _limited_class() -> Any:
     import torch
 
     class _LimitedIterable(torch.utils.data.IterableDataset):
+        """An IterableDataset cut to ``total`` samples shared among workers,
+        so that a benchmark epoch of a long stream still ends."""
+
         def __init__(self, dataset: Any, total: int) -> None:
             self.dataset = dataset
             self.total = total
@@ -626,18 +614,18 @@ def _limited_base_class() -> Any:
 
 
 def __getattr__(name: str) -> Any:
-    # Created lazily: this module must import without torch, yet pickling
-    # needs the class reachable as a module attribute.
+    # Built on first use because this module must import without torch;
+    # reachable as a module attribute so that spawn workers unpickle it.
     if name == "_LimitedIterable":
-        cls = _limited_base_class()
+        cls = _limited_class()
         globals()[name] = cls
         return cls
     raise AttributeError(name)
 
 
 def _LimitedBase(dataset: Any, total: int) -> Any:
-    return __getattr__("_LimitedIterable")(dataset, total) if "_LimitedIterable" not in globals() \
-        else globals()["_LimitedIterable"](dataset, total)
+    cls = globals().get("_LimitedIterable") or __getattr__("_LimitedIterable")
+    return cls(dataset, total)
 
 
 def make_loader(torch: Any, arguments: dict[str, Any], config: dict[str, Any],
@@ -1536,9 +1524,9 @@ def _dispatch(torch: Any, spec: dict[str, Any], result: dict[str, Any]) -> None:
         cands, sweep = tune(bench, cands)  # type: ignore[misc]
         result["candidates"] = cands
         result["sweep"] = sweep
-    if len([c for c in cands if c.get("equivalence", {}).get("equivalent")]) < 2 \
-            and not spec.get("tune"):
-        result["bench"] = {"skipped": "no other equivalent configuration to compare"}
+    if len([c for c in cands if c.get("equivalence", {}).get("equivalent")]) < 2:
+        S.notes.append("no other equivalent configuration to compare: the current one "
+                       "was measured alone")
     result["bench"] = bench.benchmark(cands)
     if bench.cuda:
         result["cuda"] = h2d_bandwidth(torch, bench)

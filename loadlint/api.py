@@ -1,0 +1,219 @@
+"""The library API the command line, the language server and the flake8
+plugin share: check or fix paths and sources, never raising for one bad file.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from loadlint.config import Overrides, Resolver, Settings
+from loadlint.discover import Candidate, discover
+from loadlint.engine import PREFILTER, FileResult, FixFailed, Options, analyse, fix_text, lint_bytes
+from loadlint.source import DecodeError, decode
+from loadlint.types import Finding, HardwareProfile, Location
+
+
+class ProfileCache:
+    """One hardware profile per distinct target; detection runs at most once."""
+
+    def __init__(self) -> None:
+        self._profiles: dict[tuple, HardwareProfile] = {}
+        self._detected: HardwareProfile | None = None
+
+    def get(self, target: tuple) -> Callable[[], HardwareProfile]:
+        def factory() -> HardwareProfile:
+            profile = self._profiles.get(target)
+            if profile is None:
+                from loadlint.hardware import resolve_profile
+
+                profile = resolve_profile(dict(target) or None, detector=self._detect)
+                self._profiles[target] = profile
+            return profile
+
+        return factory
+
+    def _detect(self, **kwargs: Any) -> HardwareProfile:
+        from loadlint.hardware import detect
+
+        if self._detected is None or kwargs.get("nvml", True) and self._detected.gpu_count is None:
+            self._detected = detect(**kwargs)
+        return self._detected
+
+
+@dataclass
+class FixRequest:
+    unsafe: bool = False
+    #: Compute fixes but write nothing (--diff).
+    dry_run: bool = False
+
+
+@dataclass
+class Run:
+    results: list[FileResult] = field(default_factory=list)
+    #: Files that were considered (after discovery), for statistics.
+    files: int = 0
+    parsed: int = 0
+
+    @property
+    def findings(self) -> list[Finding]:
+        return [f for r in self.results for f in r.findings]
+
+    @property
+    def errors(self) -> list[FileResult]:
+        return [r for r in self.results if r.error]
+
+
+def options_for(settings: Settings, path: str, profiles: ProfileCache) -> Options:
+    return Options(select=settings.codes_for(path), profile_factory=profiles.get(settings.target))
+
+
+def check_file(candidate: Candidate, profiles: ProfileCache, fix: FixRequest | None = None) -> FileResult:
+    path = str(candidate.path)
+    options = options_for(candidate.settings, path, profiles)
+    try:
+        data = candidate.path.read_bytes()
+    except OSError as exc:
+        result = FileResult(path)
+        if "LL901" in options.select:
+            reason = exc.strerror or type(exc).__name__
+            result.findings.append(
+                Finding("LL901", "unreadable-file", f"cannot read file: {reason}", path, Location(1, 1), Location(1, 2))
+            )
+        return result
+    if path.endswith(".ipynb"):
+        return _check_notebook(candidate, data, options, fix)
+    if fix is None:
+        return lint_bytes(data, path, options)
+    return _fix_file(candidate.path, data, options, fix)
+
+
+def _check_notebook(candidate: Candidate, data: bytes, options: Options, fix: FixRequest | None) -> FileResult:
+    try:
+        from loadlint import notebook
+    except ImportError:
+        return FileResult(str(candidate.path))
+    return notebook.check(candidate.path, data, options, fix)
+
+
+def _fix_file(path: Path, data: bytes, options: Options, request: FixRequest) -> FileResult:
+    result = FileResult(str(path))
+    if not any(word.encode() in data for word in PREFILTER):
+        return result
+    try:
+        source = decode(data)
+    except DecodeError:
+        return lint_bytes(data, str(path), options)
+    result.source = source
+    try:
+        fixed, findings, applied = fix_text(source.text, str(path), options, unsafe=request.unsafe)
+    except FixFailed as exc:
+        result.findings, _ = analyse(source.text, str(path), options)
+        result.error = str(exc)
+        return result
+    except Exception as exc:  # never crash the run over one file
+        result.error = f"internal error while fixing: {type(exc).__name__}: {exc}"
+        return result
+    result.findings = findings
+    result.applied = applied
+    if fixed != source.text:
+        result.fixed = fixed
+        if not request.dry_run:
+            try:
+                write_atomic(path, data, source.encode(fixed))
+            except OSError as exc:
+                result.error = f"cannot write fixes: {exc.strerror or exc}"
+                result.fixed = None
+            except FileChanged:
+                result.error = "file changed on disk while it was being fixed; not written"
+                result.fixed = None
+    return result
+
+
+class FileChanged(Exception):
+    pass
+
+
+def write_atomic(path: Path, original: bytes, new: bytes) -> None:
+    """Replace ``path`` with ``new`` all at once: a temporary file in the same
+    folder, flushed to disk, then renamed over the original (keeping its
+    mode).  Refuses when the file no longer holds ``original``, so a change
+    made by someone else since we read it is never overwritten."""
+    directory = path.parent
+    mode = stat.S_IMODE(os.stat(path).st_mode)
+    if not os.access(path, os.W_OK):
+        raise PermissionError(13, "file is read-only")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".loadlint-tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(new)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        if path.read_bytes() != original:
+            raise FileChanged(str(path))
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def check_paths(
+    paths: Iterable[Path],
+    overrides: Overrides | None = None,
+    *,
+    config: Path | None = None,
+    isolated: bool = False,
+    force_exclude: bool = False,
+    fix: FixRequest | None = None,
+    resolver: Resolver | None = None,
+    profiles: ProfileCache | None = None,
+) -> Run:
+    """Check (or fix) files and folders; one FileResult per file."""
+    resolver = resolver or Resolver(overrides or Overrides(), config, isolated)
+    profiles = profiles or ProfileCache()
+    run = Run()
+    for candidate in discover(list(paths), resolver.for_path, force_exclude=force_exclude):
+        run.files += 1
+        result = check_file(candidate, profiles, fix)
+        if result.findings or result.error or result.fixed is not None:
+            run.results.append(result)
+    run.results.sort(key=lambda r: r.path)
+    return run
+
+
+def check_source(
+    text: str,
+    path: str = "<stdin>",
+    *,
+    settings: Settings | None = None,
+    profile: HardwareProfile | None = None,
+    select: Iterable[str] | None = None,
+) -> list[Finding]:
+    """Findings for source text (the language server and tests use this)."""
+    settings = settings or Settings()
+    codes = frozenset(select) if select is not None else settings.codes_for(path)
+    factory = (lambda: profile) if profile is not None else ProfileCache().get(settings.target)
+    findings, _ = analyse(text, path, Options(codes, factory))  # type: ignore[arg-type]
+    return findings
+
+
+def fix_source(
+    text: str,
+    path: str = "<stdin>",
+    *,
+    settings: Settings | None = None,
+    profile: HardwareProfile | None = None,
+    unsafe: bool = False,
+) -> tuple[str, list[Finding]]:
+    settings = settings or Settings()
+    factory = (lambda: profile) if profile is not None else ProfileCache().get(settings.target)
+    fixed, findings, _ = fix_text(text, path, Options(settings.codes_for(path), factory), unsafe=unsafe)  # type: ignore[arg-type]
+    return fixed, findings

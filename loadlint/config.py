@@ -1,0 +1,318 @@
+"""Configuration: ``[tool.loadlint]`` in pyproject.toml, or ``loadlint.toml`` /
+``.loadlint.toml`` (same keys, no prefix), merged with command-line flags.
+
+As in ruff, the closest configuration file above a path wins and files are
+not merged unless one says ``extend = "<path>"``.  Every error is a
+``ConfigError`` whose message is one line naming the file and the key.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Iterable
+
+from loadlint.rules import CODES, DEFAULT_OFF
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+CONFIG_FILES = (".loadlint.toml", "loadlint.toml", "pyproject.toml")
+OUTPUT_FORMATS = ("full", "concise", "json", "json-lines", "sarif", "github", "gitlab", "junit", "pylint")
+DEFAULT_EXCLUDES = (
+    ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache",
+    ".nox", ".pants.d", ".pyenv", ".pytest_cache", ".pytype", ".ruff_cache", ".loadlint_cache", ".svn",
+    ".tox", ".venv", ".vscode", "__pypackages__", "_build", "buck-out", "build", "dist", "node_modules",
+    "site-packages", "venv",
+)
+
+
+class ConfigError(Exception):
+    """A configuration problem: exit 2 with this one-line message."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    exclude: tuple[str, ...] = DEFAULT_EXCLUDES
+    extend_exclude: tuple[str, ...] = ()
+    respect_gitignore: bool = True
+    unsafe_fixes: bool = False
+    output_format: str | None = None
+    target: tuple[tuple[str, Any], ...] = ()
+    extensions: tuple[str, ...] = ("py", "pyi", "ipynb")
+    #: Directory the config file lives in (relative patterns are resolved there).
+    root: str = "."
+    source: str | None = None
+
+    def codes(self) -> frozenset[str]:
+        return resolve_selection(self.select, self.ignore, self.extend_select, self.source or "--select")
+
+    def codes_for(self, path: str) -> frozenset[str]:
+        codes = self.codes()
+        if not self.per_file_ignores:
+            return codes
+        rel = _relative(path, self.root)
+        for pattern, ignored in self.per_file_ignores:
+            if _glob_match(rel, pattern):
+                codes = codes - expand(ignored, self.source or "per-file-ignores")
+        return codes
+
+    def target_dict(self) -> dict[str, Any]:
+        return dict(self.target)
+
+    def fingerprint(self, path: str) -> str:
+        """What a cached result depends on, for this path."""
+        return repr((sorted(self.codes_for(path)), self.target))
+
+
+def _relative(path: str, root: str) -> str:
+    try:
+        return os.path.relpath(path, root).replace(os.sep, "/")
+    except ValueError:
+        return path.replace(os.sep, "/")
+
+
+def _glob_match(rel: str, pattern: str) -> bool:
+    pattern = pattern.replace(os.sep, "/")
+    if fnmatch.fnmatchcase(rel, pattern):
+        return True
+    # A pattern without a slash matches the file name anywhere, as in ruff.
+    return "/" not in pattern and fnmatch.fnmatchcase(rel.rsplit("/", 1)[-1], pattern)
+
+
+def expand(selectors: Iterable[str], source: str) -> frozenset[str]:
+    """Codes matched by selectors: full codes, prefixes (``LL2``) or ``ALL``."""
+    out: set[str] = set()
+    for raw in selectors:
+        selector = raw.strip().upper()
+        if not selector:
+            continue
+        if selector == "ALL":
+            out |= set(CODES)
+            continue
+        matched = {code for code in CODES if code.startswith(selector)}
+        if not matched:
+            raise ConfigError(f"{source}: unknown rule selector '{raw.strip()}' (codes look like LL201, prefixes like LL2, or ALL)")
+        out |= matched
+    return frozenset(out)
+
+
+def resolve_selection(
+    select: Iterable[str], ignore: Iterable[str], extend_select: Iterable[str], source: str = "--select"
+) -> frozenset[str]:
+    select = tuple(select)
+    chosen = expand(select, source) if select else frozenset(CODES) - DEFAULT_OFF
+    chosen |= expand(extend_select, source)
+    return chosen - expand(ignore, source)
+
+
+# -- files ---------------------------------------------------------------
+
+_KEYS = {
+    "select", "ignore", "extend-select", "per-file-ignores", "exclude", "extend-exclude",
+    "respect-gitignore", "unsafe-fixes", "output-format", "target", "extend", "extension",
+}
+
+
+def find_config(start: Path) -> Path | None:
+    """The closest configuration file at or above ``start`` that configures loadlint."""
+    directory = start if start.is_dir() else start.parent
+    directory = directory.resolve()
+    for folder in (directory, *directory.parents):
+        for name in CONFIG_FILES:
+            candidate = folder / name
+            if candidate.is_file():
+                if name == "pyproject.toml" and not _has_tool_section(candidate):
+                    continue
+                return candidate
+    return None
+
+
+def _has_tool_section(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            data = handle.read()
+    except OSError:
+        return False
+    if b"tool.loadlint" not in data and b"[tool]" not in data:
+        return False
+    try:
+        return "loadlint" in tomllib.loads(data.decode("utf-8")).get("tool", {})
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+
+
+def load_table(path: Path) -> dict[str, Any]:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    if path.name == "pyproject.toml":
+        table = data.get("tool", {}).get("loadlint", {})
+    else:
+        table = data.get("tool", {}).get("loadlint", data) if "tool" in data else data
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.loadlint] must be a table")
+    return table
+
+
+def load_settings(path: Path, _seen: tuple[Path, ...] = ()) -> Settings:
+    """Settings from one configuration file (following ``extend``)."""
+    path = path.resolve()
+    if path in _seen:
+        raise ConfigError(f"{path}: circular 'extend'")
+    table = load_table(path)
+    base = Settings()
+    if "extend" in table:
+        parent = table["extend"]
+        if not isinstance(parent, str):
+            raise ConfigError(f"{path}: 'extend' must be a path string")
+        parent_path = (path.parent / os.path.expanduser(parent)).resolve()
+        if not parent_path.is_file():
+            raise ConfigError(f"{path}: 'extend' points to a missing file: {parent}")
+        base = load_settings(parent_path, (*_seen, path))
+    return apply_table(base, table, path)
+
+
+def _str_list(value: Any, key: str, source: Path) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{source}: '{key}' must be a list of strings")
+    return tuple(value)
+
+
+def apply_table(base: Settings, table: dict[str, Any], source: Path) -> Settings:
+    for key in table:
+        if key not in _KEYS:
+            allowed = ", ".join(sorted(_KEYS))
+            raise ConfigError(f"{source}: unknown key '{key}' in [tool.loadlint] (allowed: {allowed})")
+    changes: dict[str, Any] = {"root": str(source.parent), "source": str(source)}
+    for key in ("select", "ignore", "extend-select", "exclude", "extend-exclude"):
+        if key in table:
+            values = _str_list(table[key], key, source)
+            if key in ("select", "ignore", "extend-select"):
+                expand(values, f"{source}: '{key}'")
+            changes[key.replace("-", "_")] = values
+    if "extend-select" in table:
+        changes["extend_select"] = base.extend_select + changes["extend_select"]
+    if "extend-exclude" in table:
+        changes["extend_exclude"] = base.extend_exclude + changes["extend_exclude"]
+    if "per-file-ignores" in table:
+        pfi = table["per-file-ignores"]
+        if not isinstance(pfi, dict):
+            raise ConfigError(f"{source}: 'per-file-ignores' must be a table of glob = [codes]")
+        entries = []
+        for pattern, codes in pfi.items():
+            codes = _str_list(codes, f"per-file-ignores.{pattern}", source)
+            expand(codes, f"{source}: 'per-file-ignores'")
+            entries.append((pattern, codes))
+        changes["per_file_ignores"] = tuple(entries)
+    for key in ("respect-gitignore", "unsafe-fixes"):
+        if key in table:
+            if not isinstance(table[key], bool):
+                raise ConfigError(f"{source}: '{key}' must be true or false")
+            changes[key.replace("-", "_")] = table[key]
+    if "output-format" in table:
+        value = table["output-format"]
+        if value not in OUTPUT_FORMATS:
+            raise ConfigError(f"{source}: 'output-format' must be one of {', '.join(OUTPUT_FORMATS)}, not {value!r}")
+        changes["output_format"] = value
+    if "extension" in table:
+        values = _str_list(table["extension"], "extension", source)
+        changes["extensions"] = tuple(v.lstrip(".") for v in values)
+    if "target" in table:
+        from loadlint.hardware import TargetError, validate_target
+
+        if not isinstance(table["target"], dict):
+            raise ConfigError(f"{source}: [tool.loadlint.target] must be a table")
+        try:
+            target = validate_target(table["target"], f"{source}: [tool.loadlint.target]")
+        except TargetError as exc:
+            raise ConfigError(str(exc)) from None
+        merged = {**dict(base.target), **target}
+        changes["target"] = tuple(sorted(merged.items()))
+    return replace(base, **changes)
+
+
+@dataclass
+class Overrides:
+    """Command-line flags; None means "not given" (the config decides)."""
+
+    select: tuple[str, ...] | None = None
+    ignore: tuple[str, ...] | None = None
+    extend_select: tuple[str, ...] | None = None
+    exclude: tuple[str, ...] | None = None
+    extend_exclude: tuple[str, ...] | None = None
+    respect_gitignore: bool | None = None
+    unsafe_fixes: bool | None = None
+    output_format: str | None = None
+    target: dict[str, Any] = field(default_factory=dict)
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] | None = None
+
+    def apply(self, settings: Settings) -> Settings:
+        changes: dict[str, Any] = {}
+        if self.select is not None:
+            changes["select"] = self.select
+        if self.ignore is not None:
+            changes["ignore"] = settings.ignore + self.ignore
+        if self.extend_select is not None:
+            changes["extend_select"] = settings.extend_select + self.extend_select
+        if self.exclude is not None:
+            changes["exclude"] = self.exclude
+        if self.extend_exclude is not None:
+            changes["extend_exclude"] = settings.extend_exclude + self.extend_exclude
+        for name in ("respect_gitignore", "unsafe_fixes", "output_format", "per_file_ignores"):
+            value = getattr(self, name)
+            if value is not None:
+                changes[name] = value
+        if self.target:
+            changes["target"] = tuple(sorted({**dict(settings.target), **self.target}.items()))
+        return replace(settings, **changes) if changes else settings
+
+
+class Resolver:
+    """Finds the settings for each file: the closest config, then the flags.
+
+    Loaded files are cached per directory, so a tree of thousands of files
+    reads each configuration once.
+    """
+
+    def __init__(self, overrides: Overrides, config: Path | None = None, isolated: bool = False) -> None:
+        self.overrides = overrides
+        self.fixed: Settings | None = None
+        if isolated:
+            self.fixed = overrides.apply(Settings(root=os.getcwd()))
+        elif config is not None:
+            self.fixed = overrides.apply(load_settings(config))
+        self._by_dir: dict[Path, Settings] = {}
+        self._by_file: dict[Path, Settings] = {}
+
+    def for_path(self, path: Path) -> Settings:
+        if self.fixed is not None:
+            return self.fixed
+        directory = (path if path.is_dir() else path.parent).resolve()
+        cached = self._by_dir.get(directory)
+        if cached is not None:
+            return cached
+        config = find_config(directory)
+        if config is None:
+            settings = self.overrides.apply(Settings(root=os.getcwd()))
+        else:
+            settings = self._by_file.get(config)
+            if settings is None:
+                settings = self.overrides.apply(load_settings(config))
+                self._by_file[config] = settings
+        self._by_dir[directory] = settings
+        return settings
