@@ -194,7 +194,8 @@ def _base_spec(opts: dict[str, Any], mode: str) -> dict[str, Any]:
         "cwd": os.getcwd(), "target": target,
         "protocol": {"warmup_min": p.warmup_min, "batches_min": p.batches_min,
                      "seconds_min": p.seconds_min, "repeats": p.repeats,
-                     "max_retries": p.max_retries},
+                     "max_retries": p.max_retries, "per_worker": p.per_worker,
+                     "warmup_per_worker": p.warmup_per_worker},
         "tries": opts["tries"], "tune": opts["tune"], "step_ms": opts["step_ms"],
     }
 

@@ -42,13 +42,17 @@ class Protocol:
     seconds_min: float = 2.0
     repeats: int = 5
     max_retries: int = 2
+    #: Batches per worker in the measured window and, times the prefetch
+    #: factor, in the warm-up (every worker fills its queue first).
+    per_worker: int = 10
+    warmup_per_worker: int = 2
 
     def warmup(self, num_workers: int, prefetch_factor: int | None) -> int:
         pf = prefetch_factor or (2 if num_workers else 0)
-        return max(self.warmup_min, 2 * num_workers * pf)
+        return max(self.warmup_min, self.warmup_per_worker * num_workers * pf)
 
     def measured(self, num_workers: int) -> int:
-        return max(self.batches_min, 10 * num_workers)
+        return max(self.batches_min, self.per_worker * num_workers)
 
     @classmethod
     def from_env(cls, **overrides: object) -> "Protocol":
@@ -58,6 +62,8 @@ class Protocol:
             ("warmup_min", "LOADLINT_VERIFY_WARMUP", int),
             ("batches_min", "LOADLINT_VERIFY_MIN_BATCHES", int),
             ("seconds_min", "LOADLINT_VERIFY_MIN_SECONDS", float),
+            ("per_worker", "LOADLINT_VERIFY_PER_WORKER", int),
+            ("warmup_per_worker", "LOADLINT_VERIFY_WARMUP_PER_WORKER", int),
         ):
             if env.get(key):
                 values[name] = kind(env[key])

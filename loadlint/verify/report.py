@@ -321,7 +321,7 @@ def render_text(report: dict[str, Any]) -> str:
             out.append(f"epoch: {site['len']} batches as written; projected epoch = start-up + "
                        "len / steady rate")
         out.append("")
-        header = f"  {'candidate':<11} {'n':>2} {'median':>10} {'spread':>7} {'vs current':>11}  "
+        header = f"  {'candidate':<11} {'n':>2} {'median':>10} {'spread':>7} {'vs current':>19}  "
         if report["mode"] == "in-situ":
             header += f"{'steps/s':>8} {'blocked':>8} {'GPU util':>9}  config"
         else:
@@ -330,10 +330,11 @@ def render_text(report: dict[str, Any]) -> str:
         base = site["candidates"][0]["config"] if site["candidates"] else None
         for c in site["candidates"]:
             d = c["decision"]
-            vs = "-" if not d else (f"{d['speedup']:.2f}x" if d.get("speedup") else d["verdict"])
+            vs = "-" if not d else (f"{d['speedup']:.2f}x {d['verdict'][:7]}" if d.get("speedup")
+                                    else d["verdict"])
             med = "-" if c["median_rate"] is None else f"{c['median_rate']:.4g}"
             spread = "-" if c["spread"] is None else f"{c['spread']:.1%}"
-            row = f"  {c['name']:<11} {c['n']:>2} {med:>10} {spread:>7} {vs:>11}  "
+            row = f"  {c['name']:<11} {c['n']:>2} {med:>10} {spread:>7} {vs:>19}  "
             if report["mode"] == "in-situ":
                 blocked = "-" if c["data_wait_share"] is None else f"{c['data_wait_share']:.0%}"
                 gpu = "-" if c["gpu_util_mean"] is None else f"{c['gpu_util_mean']:.0f}±{c['gpu_util_stdev']:.0f}%"
@@ -388,8 +389,8 @@ def render_text(report: dict[str, Any]) -> str:
         if site["verdict"] == "confirmed":
             out.append(f"best: {format_config(site['best']) or 'DataLoader defaults'}"
                        + (f"; remove {', '.join(site['removed'])}" if site["removed"] else ""))
-            out.append("apply with: loadlint verify ... --output-format json > report.json && "
-                       "loadlint fix --from-verify report.json")
+            out.append("apply with: loadlint fix --from-verify REPORT.json "
+                       "(write the report with -o REPORT.json)")
     return "\n".join(out).rstrip() + "\n"
 
 

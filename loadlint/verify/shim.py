@@ -1374,6 +1374,8 @@ def run_ddp(torch: Any, spec: dict[str, Any]) -> dict[str, Any]:
             padded=(getattr(sampler, "total_size", 0) - len(loader.dataset))
             if isinstance(sampler, DistributedSampler) else 0,
             dataset_len=_safe_len(loader.dataset),
+            drop_last=bool(getattr(sampler, "drop_last", False)),
+            target_index=S.target,
         )
     info["outcome"] = outcome
     return info
@@ -1417,6 +1419,7 @@ def run_ddp_sim(torch: Any, spec: dict[str, Any]) -> dict[str, Any]:
                       if is_dist else [],
                       "sampler": type(sampler).__name__, "distributed_sampler": is_dist,
                       "shuffle": getattr(sampler, "shuffle", None), "padded": padded,
+                      "drop_last": bool(getattr(sampler, "drop_last", False)),
                       "dataset_len": _safe_len(loader.dataset), "notes": []})
     del args
     return {"outcome": outcome, "ranks": ranks}
