@@ -186,6 +186,17 @@ class FunctionFacts:
 
 
 @dataclass(eq=False)
+class LambdaFacts:
+    node: cst.Lambda
+    #: The scope the lambda is written in (its free names resolve there).
+    scope: Scope
+    params: set[str] = field(default_factory=set)
+    names_used: set[str] = field(default_factory=set)
+    cuda: bool = False
+    cuda_devices: list[tuple[cst.BaseExpression, Scope]] = field(default_factory=list)
+
+
+@dataclass(eq=False)
 class ClassFacts:
     name: str
     node: cst.ClassDef
@@ -282,6 +293,19 @@ class ModuleInfo:
     is_notebook: bool = False
     #: Lambda-carrying calls bound to names: key -> True.
     built_with_lambda: set[Key] = field(default_factory=set)
+    #: Every ``def``, keyed by (id of the scope it binds in, name).
+    defs: dict[Key, FunctionFacts] = field(default_factory=dict)
+    #: Every ``class``, keyed the same way (local classes are not picklable).
+    class_defs: dict[Key, ClassFacts] = field(default_factory=dict)
+    #: Every lambda, by id of its node.
+    lambdas: dict[int, LambdaFacts] = field(default_factory=dict)
+    #: ids of calls with a lambda anywhere inside their arguments.
+    calls_with_lambda: set[int] = field(default_factory=set)
+    #: Names read inside the arguments of constructor-like calls (a
+    #: capitalised callee, or DataLoader itself), by id of the call.
+    call_names: dict[int, set[str]] = field(default_factory=dict)
+    #: id of an attribute-assignment target -> the whole assignment.
+    attr_assign_nodes: dict[int, cst.CSTNode] = field(default_factory=dict)
 
     # -- derived facts ----------------------------------------------------
 
@@ -344,6 +368,18 @@ class ModuleInfo:
             return False
         cls = self.classes.get(call.class_name)
         return cls is not None and any(b.endswith(_LIGHTNING_BASES) for b in cls.bases)
+
+    def definition(self, name: str, scope: Scope) -> FunctionFacts | ClassFacts | None:
+        """The ``def`` or ``class`` a name refers to from ``scope``, when it is
+        bound exactly once (by that definition)."""
+        found = scope.lookup(name)
+        if found is None:
+            return None
+        owner, bindings = found
+        if len(bindings) != 1:
+            return None
+        key = (id(owner), name)
+        return self.defs.get(key) or self.class_defs.get(key)
 
     def _function_named(self, name: str) -> FunctionFacts | None:
         for fn in self.functions:
@@ -410,6 +446,9 @@ class Collector(cst.CSTVisitor):
         self.pending_targets: dict[int, list[cst.BaseExpression]] = {}
         self.pending_return: set[int] = set()
         self.saved: list[tuple[list[LoopFrame], list[int]]] = []
+        self.lambdas: list[LambdaFacts] = []
+        #: Calls being visited, innermost last, and whether each records names.
+        self.open_calls: list[tuple[cst.Call, set[str] | None]] = []
 
     # -- helpers ----------------------------------------------------------
 
@@ -475,6 +514,7 @@ class Collector(cst.CSTVisitor):
                 bases.append(self.qualify(arg.value) or dotted_name(arg.value) or "")
         facts = ClassFacts(node.name.value, node, bases, nested=bool(self.functions))
         self.info.classes.setdefault(node.name.value, facts)
+        self.info.class_defs[(id(self.scope), node.name.value)] = facts
         self.classes.append(facts)
         self.scope = Scope("class", self.scope, node.name.value)
         for base in bases:
@@ -511,6 +551,7 @@ class Collector(cst.CSTVisitor):
         )
         if in_class and self.classes:
             self.classes[-1].methods.setdefault(node.name.value, facts)
+        self.info.defs[(id(self.scope), node.name.value)] = facts
         self.functions.append(facts)
         self.info.functions.append(facts)
         self.scope = scope
@@ -523,7 +564,23 @@ class Collector(cst.CSTVisitor):
         self.loops, self.path = self.saved.pop()
 
     def visit_Lambda(self, node: cst.Lambda) -> bool:
+        params = node.params
+        names = {
+            p.name.value
+            for p in (*params.posonly_params, *params.params, *params.kwonly_params)
+        }
+        for star in (params.star_arg, params.star_kwarg):
+            if isinstance(star, cst.Param):
+                names.add(star.name.value)
+        facts = LambdaFacts(node, self.scope, names)
+        self.info.lambdas[id(node)] = facts
+        self.lambdas.append(facts)
+        for call, _ in self.open_calls:
+            self.info.calls_with_lambda.add(id(call))
         return True
+
+    def leave_Lambda(self, original_node: cst.Lambda) -> None:
+        self.lambdas.pop()
 
     def visit_Global(self, node: cst.Global) -> None:
         for item in node.names:
@@ -637,6 +694,7 @@ class Collector(cst.CSTVisitor):
                 self._record_setitem(t, node.value)
             elif isinstance(t, cst.Attribute):
                 self._record_attr_assign(t)
+                self.info.attr_assign_nodes[id(t)] = node
         if isinstance(node.value, cst.Call):
             self.pending_targets[id(node.value)] = [t.target for t in node.targets]
             self._record_prepare_alias(node)
@@ -737,6 +795,10 @@ class Collector(cst.CSTVisitor):
                     self.info.distributed.append(f"os.environ[{index.value.value}]")
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
+        if self.lambdas:
+            qualified = self.qualify(node)
+            if qualified and qualified.startswith("torch.cuda.") and qualified not in _CUDA_QUERIES:
+                self.lambdas[-1].cuda = True
         fn = self.function
         if fn is None:
             return
@@ -750,6 +812,11 @@ class Collector(cst.CSTVisitor):
         fn = self.function
         if fn is not None:
             fn.names_used.add(node.value)
+        if self.lambdas:
+            self.lambdas[-1].names_used.add(node.value)
+        for _, names in self.open_calls:
+            if names is not None:
+                names.add(node.value)
 
     def visit_Call(self, node: cst.Call) -> None:
         self.order += 1
@@ -759,11 +826,22 @@ class Collector(cst.CSTVisitor):
         elif qualified is not None:
             self._record_qualified_call(node, qualified)
         func = node.func
+        # Names are kept only for constructor-like calls: datasets, transforms
+        # and the loader itself, which is what the rules ask about.
+        callee = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        names: set[str] | None = None
+        if qualified == DATALOADER or callee[:1].isupper():
+            names = self.info.call_names.setdefault(id(node), set())
+        self.open_calls.append((node, names))
         if isinstance(func, cst.Attribute):
             self._record_method_call(node, func)
         elif isinstance(func, cst.Name):
             self._record_plain_call(node, func.value)
         fn = self.function
+        if self.lambdas:
+            for arg in node.args:
+                if arg.keyword is not None and arg.keyword.value == "device":
+                    self.lambdas[-1].cuda_devices.append((arg.value, self.scope))
         if fn is not None:
             for arg in node.args:
                 if arg.keyword is not None and arg.keyword.value == "device":
@@ -772,6 +850,9 @@ class Collector(cst.CSTVisitor):
                 fn.calls_get_worker_info = True
             if isinstance(func, cst.Name) and func.value in ("get_worker_info", "split_dataset_by_node"):
                 fn.calls_get_worker_info = True
+
+    def leave_Call(self, original_node: cst.Call) -> None:
+        self.open_calls.pop()
 
     def _record_qualified_call(self, node: cst.Call, qualified: str) -> None:
         info = self.info
@@ -849,6 +930,11 @@ class Collector(cst.CSTVisitor):
                     fn.cuda = True
                 elif device is not None:
                     fn.cuda_devices.append((device, self.scope))
+            if self.lambdas:
+                if method == "cuda":
+                    self.lambdas[-1].cuda = True
+                elif device is not None:
+                    self.lambdas[-1].cuda_devices.append((device, self.scope))
             root = _root_name(func.value)
             if root is not None:
                 for frame in reversed(self.loops):
@@ -1069,6 +1155,9 @@ def _settle_devices(info: ModuleInfo) -> None:
             info.cpu_device = True
         elif kind == "xla":
             info.xla = True
+    for lam in info.lambdas.values():
+        if not lam.cuda:
+            lam.cuda = any(device_kind(expr, scope, info.imports) == "cuda" for expr, scope in lam.cuda_devices)
     for fn in info.functions:
         if not fn.cuda:
             fn.cuda = any(
