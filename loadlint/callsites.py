@@ -1117,10 +1117,17 @@ def device_kind(node: cst.BaseExpression | None, scope: Scope | None, imports: I
                 return kind
         return "cpu" if kinds == {"cpu"} else None
     if isinstance(node, cst.Name):
-        target, owner = follow_name(node, scope)
-        if target is node:
+        # A device chosen in branches (``if use_accel: device = ...``) has
+        # several bindings: the accelerator one is the evidence that counts.
+        found = scope.lookup(node.value) if scope is not None else None
+        if found is None:
             return None
-        return device_kind(target, owner, imports, depth + 1)
+        owner, bindings = found
+        kinds = {device_kind(b.value, owner, imports, depth + 1) for b in bindings if b.value is not None}
+        for kind in ("cuda", "accelerator", "xla"):
+            if kind in kinds:
+                return kind
+        return "cpu" if kinds == {"cpu"} and all(b.value is not None for b in bindings) else None
     if isinstance(node, cst.Call):
         qualified = canonical(imports.qualify(node.func))
         if qualified == "torch.device" and node.args:

@@ -19,7 +19,9 @@ def ranks(ctx: Context) -> int:
 
 
 def suggested_workers(ctx: Context, call: LoaderCall) -> int:
-    batch = call.effective("batch_size")
+    # Only a batch size written at the call caps the suggestion: the default
+    # of 1 says nothing about how heavy a sample is.
+    batch = call.value("batch_size")
     batch_size = batch if type(batch) is int and batch > 0 else None
     return suggest_num_workers(ctx.profile, ranks(ctx), batch_size)
 
@@ -412,3 +414,53 @@ __all__ = [
     "unpicklable_callable",
     "worker_hazards",
 ]
+
+
+def sampler_presence(expr: cst.BaseExpression | None, scope: Scope | None, _depth: int = 0) -> str | None:
+    """"always" when a sampler is certainly passed, "conditional" when one
+    branch of a conditional passes one and the other None, else None.
+
+    A call counts only when it constructs something (a capitalised callee):
+    a helper function may return None.
+    """
+    if expr is None or _depth > 5:
+        return None
+    if evaluate(expr, scope) is None:
+        return None
+    target, owner = follow_name(expr, scope)
+    if isinstance(target, cst.IfExp):
+        branches = (target.body, target.orelse)
+        kinds = [sampler_presence(b, owner, _depth + 1) for b in branches]
+        if kinds == ["always", "always"]:
+            return "always"
+        if "always" in kinds and any(evaluate(b, owner) is None for b in branches):
+            return "conditional"
+        return None
+    if isinstance(target, (cst.List, cst.Tuple)) and target.elements:
+        return "always"
+    if isinstance(target, cst.Call):
+        func = target.func
+        callee = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        if callee[:1].isupper():
+            return "always"
+    return None
+
+
+def written_in_call(call: LoaderCall, name: str) -> bool:
+    """The argument is written in the call itself (so a fix can edit it),
+    not carried by a resolved ``**dict``."""
+    return name in call.args
+
+
+def code_of(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)
+
+
+def workers_text(call: LoaderCall) -> str:
+    """How the call's worker count reads in a message."""
+    return "without `num_workers`" if call.value("num_workers") is MISSING else f"with `num_workers={call.workers()!r}`"
+
+
+def value_text(call: LoaderCall, name: str) -> str:
+    expr = call.expr(name)
+    return f"`{name}={code_of(expr)}`" if expr is not None else f"`{name}`"
