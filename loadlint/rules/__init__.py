@@ -17,6 +17,16 @@ if TYPE_CHECKING:
 
 #: code -> (name, module under loadlint.rules, class)
 CODES: dict[str, tuple[str, str, str]] = {
+    "LL001": ("prefetch-without-workers", "ll001_prefetch_without_workers", "PrefetchWithoutWorkers"),
+    "LL002": ("persistent-without-workers", "ll002_persistent_without_workers", "PersistentWithoutWorkers"),
+    "LL003": ("sampler-with-shuffle", "ll003_sampler_with_shuffle", "SamplerWithShuffle"),
+    "LL004": ("batch-sampler-conflict", "ll004_batch_sampler_conflict", "BatchSamplerConflict"),
+    "LL005": ("invalid-loader-argument", "ll005_invalid_loader_argument", "InvalidLoaderArgument"),
+    "LL006": ("timeout-without-workers", "ll006_timeout_without_workers", "TimeoutWithoutWorkers"),
+    "LL008": ("iterable-dataset-with-sampler", "ll008_iterable_dataset_with_sampler", "IterableDatasetWithSampler"),
+    "LL009": ("invalid-multiprocessing-context", "ll009_invalid_multiprocessing_context", "InvalidMultiprocessingContext"),
+    "LL010": ("batch-none-drop-last", "ll010_batch_none_drop_last", "BatchNoneDropLast"),
+    "LL011": ("loader-attribute-reassigned", "ll011_loader_attribute_reassigned", "LoaderAttributeReassigned"),
     "LL101": ("missing-distributed-sampler", "ll101_missing_distributed_sampler", "MissingDistributedSampler"),
     "LL201": ("synchronous-loading", "ll201_synchronous_loading", "SynchronousLoading"),
     "LL202": ("missing-pin-memory", "ll202_missing_pin_memory", "MissingPinMemory"),

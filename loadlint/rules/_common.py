@@ -190,7 +190,7 @@ def torch_before_2(profile: HardwareProfile) -> bool:
 def _context_method(expr: cst.BaseExpression, scope: Scope | None) -> object:
     """The start method a ``multiprocessing_context`` argument names, or UNKNOWN."""
     value = evaluate(expr, scope)
-    if isinstance(value, str) or value is None:
+    if value is not UNKNOWN:
         return value
     target, owner = follow_name(expr, scope)
     if isinstance(target, cst.Call) and (dotted_name(target.func) or "").endswith("get_context") and target.args:

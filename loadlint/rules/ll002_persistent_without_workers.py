@@ -1,0 +1,128 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+from loadlint.rules._common import is_truthy, value_text, workers_text, written_in_call
+from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
+
+
+class PersistentWithoutWorkers(Rule):
+    """
+    ## What it does
+    Checks for `DataLoader` calls with a truthy `persistent_workers` while
+    `num_workers` is missing or `0`.
+
+    ## Why is this bad?
+    `persistent_workers` keeps worker processes alive between epochs; with
+    no workers the constructor raises:
+
+    ```
+    ValueError: persistent_workers option needs num_workers > 0
+    ```
+
+    The usual way in is a debug switch that sets `num_workers=0` and leaves
+    `persistent_workers=True` in place.
+
+    The rule is silent when either value cannot be resolved statically.
+
+    ## Example
+    ```python
+    loader = DataLoader(dataset, batch_size=32, num_workers=0, persistent_workers=True)
+    ```
+
+    Use instead:
+    ```python
+    loader = DataLoader(dataset, batch_size=32, num_workers=0)
+    ```
+
+    ## Fix safety
+    The fix removes `persistent_workers`.  It is safe: without workers there
+    is nothing to keep alive.
+
+    ## References
+    - [`torch.utils.data.DataLoader`](https://pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader)
+    """
+
+    code = "LL002"
+    name = "persistent-without-workers"
+    summary = "`persistent_workers` without worker processes (ValueError at construction)"
+    fix_availability = "sometimes"
+
+    def check(self, ctx: Context) -> Iterator[Report]:
+        for call in ctx.calls:
+            workers = call.workers()
+            if type(workers) is not int or workers != 0:
+                continue
+            if is_truthy(call.value("persistent_workers")) is not True:
+                continue
+            message = (
+                f"{value_text(call, 'persistent_workers')} {workers_text(call)} raises ValueError at construction: "
+                "there are no workers to keep alive; remove `persistent_workers` or start workers"
+            )
+            fix = None
+            if written_in_call(call, "persistent_workers"):
+                fix = FixSpec(
+                    "safe", "Remove `persistent_workers`", calls=[CallChange(call.node, remove=("persistent_workers",))]
+                )
+            yield Report(call.node, message, fix)
+
+    VALID = [
+        Valid("""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=4, num_workers=2, persistent_workers=True)
+        """),
+        Valid("""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=4, persistent_workers=False)
+        """),
+        Valid("""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, num_workers=args.workers, persistent_workers=True)
+        """),
+        Valid("""
+            from torch.utils.data import DataLoader
+            def build(ds, nw):
+                return DataLoader(ds, num_workers=nw, persistent_workers=nw > 0)
+        """),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=4, num_workers=0, persistent_workers=True)
+            """,
+            message="`persistent_workers=True` with `num_workers=0` raises ValueError at construction: there are no "
+            "workers to keep alive; remove `persistent_workers` or start workers",
+            fixed="""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=4, num_workers=0)
+            """,
+            line=2,
+        ),
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            DEBUG = True
+            WORKERS = 0 if DEBUG else 8
+            loader = DataLoader(ds, batch_size=4, persistent_workers=True, num_workers=0)
+            """,
+            fixed="""
+            from torch.utils.data import DataLoader
+            DEBUG = True
+            WORKERS = 0 if DEBUG else 8
+            loader = DataLoader(ds, batch_size=4, num_workers=0)
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            loader = torch.utils.data.DataLoader(ds, persistent_workers=1)
+            """,
+            message="`persistent_workers=1` without `num_workers` raises ValueError at construction: there are no "
+            "workers to keep alive; remove `persistent_workers` or start workers",
+            fixed="""
+            import torch
+            loader = torch.utils.data.DataLoader(ds)
+            """,
+        ),
+    ]

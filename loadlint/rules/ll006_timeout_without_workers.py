@@ -1,0 +1,112 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+from loadlint.rules._common import value_text, workers_text, written_in_call
+from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
+
+
+class TimeoutWithoutWorkers(Rule):
+    """
+    ## What it does
+    Checks for `DataLoader` calls with a positive `timeout` while
+    `num_workers` is missing or `0`.
+
+    ## Why is this bad?
+    `timeout` bounds how long the main process waits for a batch from a
+    worker.  Without workers the constructor accepts it, and the first
+    iteration fails:
+
+    ```
+    AssertionError: _SingleProcessDataLoaderIter requires timeout == 0
+    ```
+
+    So the crash comes after the model, the optimizer and often a
+    checkpoint have been loaded.
+
+    The rule is silent when either value cannot be resolved statically.
+
+    ## Example
+    ```python
+    loader = DataLoader(dataset, batch_size=32, timeout=120)
+    ```
+
+    Use instead:
+    ```python
+    loader = DataLoader(dataset, batch_size=32)
+    ```
+
+    ## Fix safety
+    The fix removes `timeout`.  It is safe: without workers there is nothing
+    to wait for.
+
+    ## References
+    - [`torch.utils.data.DataLoader`](https://pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader)
+    """
+
+    code = "LL006"
+    name = "timeout-without-workers"
+    summary = "`timeout` without worker processes (AssertionError at the first batch)"
+    fix_availability = "sometimes"
+
+    def check(self, ctx: Context) -> Iterator[Report]:
+        for call in ctx.calls:
+            workers = call.workers()
+            if type(workers) is not int or workers != 0:
+                continue
+            timeout = call.value("timeout")
+            if type(timeout) not in (int, float) or timeout <= 0:
+                continue
+            message = (
+                f"{value_text(call, 'timeout')} {workers_text(call)} raises AssertionError at the first batch: "
+                "the timeout applies to workers only; remove `timeout` or start workers"
+            )
+            fix = None
+            if written_in_call(call, "timeout"):
+                fix = FixSpec("safe", "Remove `timeout`", calls=[CallChange(call.node, remove=("timeout",))])
+            yield Report(call.node, message, fix)
+
+    VALID = [
+        Valid("""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=4, num_workers=2, timeout=60)
+        """),
+        Valid("""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=4, timeout=0)
+        """),
+        Valid("""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=4, timeout=args.timeout)
+        """),
+        Valid("""
+            from torch.utils.data import DataLoader
+            def build(ds, **kwargs):
+                return DataLoader(ds, timeout=60, **kwargs)
+        """),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=4, timeout=60)
+            """,
+            message="`timeout=60` without `num_workers` raises AssertionError at the first batch: the timeout applies "
+            "to workers only; remove `timeout` or start workers",
+            fixed="""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=4)
+            """,
+            line=2,
+        ),
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, 4, False, None, None, 0, None, False, False, 1.5)
+            """,
+            fixed="""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, 4, False, None, None, 0, None, False, False)
+            """,
+        ),
+    ]

@@ -1,0 +1,177 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from loadlint.resolve import MISSING, UNKNOWN
+from loadlint.rules._common import _context_method, value_text, workers_text, written_in_call
+from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
+from loadlint.types import HardwareProfile
+
+_METHODS = ("fork", "spawn", "forkserver")
+_WINDOWS = HardwareProfile(
+    usable_cpus=2, gpu_count=0, platform="windows", declared=frozenset({"cpus", "gpus", "platform", "python"})
+)
+
+
+class InvalidMultiprocessingContext(Rule):
+    """
+    ## What it does
+    Checks for `DataLoader` calls whose `multiprocessing_context` torch
+    rejects: any context with `num_workers` missing or `0`; a string that is
+    not a start method (`fork`, `spawn`, `forkserver`); `"fork"` or
+    `"forkserver"` on a Windows target; a value that is neither a string nor
+    a context.
+
+    ## Why is this bad?
+    The constructor raises:
+
+    ```
+    ValueError: multiprocessing_context can only be used with multi-process loading (num_workers > 0), but got num_workers=0
+    ValueError: multiprocessing_context option should specify a valid start method in ['fork', 'spawn', 'forkserver'], but got multiprocessing_context='threads'
+    TypeError: multiprocessing_context option should be a valid context object or a string specifying the start method, but got multiprocessing_context=3
+    ```
+
+    Windows only has `spawn`, so `"fork"` there fails with the second
+    message, listing `['spawn']`.
+
+    ## Example
+    ```python
+    loader = DataLoader(dataset, batch_size=32, num_workers=0, multiprocessing_context="spawn")
+    ```
+
+    Use instead:
+    ```python
+    loader = DataLoader(dataset, batch_size=32, num_workers=0)
+    ```
+
+    ## Fix safety
+    With no workers the fix removes `multiprocessing_context`; it is safe,
+    since no process is started.  An unknown or unavailable start method has
+    no fix: the intended one cannot be guessed.
+
+    ## References
+    - [PyTorch: Multi-process data loading](https://pytorch.org/docs/stable/data.html#multi-process-data-loading)
+    - [multiprocessing: Contexts and start methods](https://docs.python.org/3/library/multiprocessing.html#contexts-and-start-methods)
+    """
+
+    code = "LL009"
+    name = "invalid-multiprocessing-context"
+    summary = "`multiprocessing_context` without workers, or not a start method of the target (ValueError)"
+    fix_availability = "sometimes"
+
+    def check(self, ctx: Context) -> Iterator[Report]:
+        for call in ctx.calls:
+            expr = call.expr("multiprocessing_context")
+            if expr is None:
+                continue
+            scope = call.scope if "multiprocessing_context" in call.args else call.dict_args["multiprocessing_context"][1]
+            method = _context_method(expr, scope)
+            if method is None:
+                continue
+            shown = value_text(call, "multiprocessing_context")
+            workers = call.workers()
+            if type(workers) is int and workers == 0 and (method is not UNKNOWN or isinstance(expr, cst.Call)):
+                fix = None
+                if written_in_call(call, "multiprocessing_context"):
+                    fix = FixSpec(
+                        "safe",
+                        "Remove `multiprocessing_context`",
+                        calls=[CallChange(call.node, remove=("multiprocessing_context",))],
+                    )
+                yield Report(call.node, (
+                    f"{shown} {workers_text(call)} raises ValueError at construction: a start method only applies to "
+                    "worker processes; remove it or start workers"
+                ), fix)
+                continue
+            if method is UNKNOWN or method is MISSING:
+                continue
+            if not isinstance(method, str):
+                yield Report(call.node, f"{shown} raises TypeError at construction: pass a start method name "
+                             "(\"fork\", \"spawn\", \"forkserver\") or a multiprocessing context")
+            elif method not in _METHODS:
+                yield Report(call.node, f"{shown} raises ValueError at construction: it is not a start method; "
+                             "use \"spawn\", \"forkserver\" or \"fork\"")
+            elif method != "spawn" and ctx.profile.platform == "windows":
+                yield Report(call.node, f'{shown} raises ValueError at construction on Windows, which only has '
+                             f'"spawn"; use "spawn" ({ctx.profile.label})')
+
+    VALID = [
+        Valid("""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=4, num_workers=2, multiprocessing_context="spawn")
+        """),
+        Valid("""
+            import multiprocessing as mp
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=4, num_workers=2, multiprocessing_context=mp.get_context("forkserver"))
+        """),
+        Valid("""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=4, multiprocessing_context=None)
+        """),
+        Valid("""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=4, num_workers=args.workers, multiprocessing_context="spawn")
+        """),
+        # fork exists on the default (Linux) target.
+        Valid("""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=4, num_workers=2, multiprocessing_context="fork")
+        """),
+        Valid("""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=4, num_workers=2, multiprocessing_context="spawn")
+        """, profile=_WINDOWS),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=4, multiprocessing_context="spawn")
+            """,
+            message="`multiprocessing_context=\"spawn\"` without `num_workers` raises ValueError at construction: "
+            "a start method only applies to worker processes; remove it or start workers",
+            fixed="""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=4)
+            """,
+            line=2,
+        ),
+        Invalid(
+            """
+            import torch.multiprocessing as mp
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=4, num_workers=0, multiprocessing_context=mp.get_context("spawn"))
+            """,
+            fixed="""
+            import torch.multiprocessing as mp
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=4, num_workers=0)
+            """,
+        ),
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=4, num_workers=2, multiprocessing_context="threads")
+            """,
+            message="`multiprocessing_context=\"threads\"` raises ValueError at construction: it is not a start "
+            "method; use \"spawn\", \"forkserver\" or \"fork\"",
+        ),
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=4, num_workers=2, multiprocessing_context=3)
+            """,
+        ),
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=4, num_workers=2, multiprocessing_context="fork")
+            """,
+            message="`multiprocessing_context=\"fork\"` raises ValueError at construction on Windows, which only "
+            "has \"spawn\"; use \"spawn\" (target: 2 CPUs, 0 GPUs)",
+            profile=_WINDOWS,
+        ),
+    ]
