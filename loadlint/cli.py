@@ -157,13 +157,20 @@ def run_check(**kw) -> int:
             per_file_ignores=_per_file_ignores(kw["per_file_ignores"]),
         )
         resolver = Resolver(overrides, Path(kw["config_path"]) if kw["config_path"] else None, kw["isolated"])
-        paths = [p for p in kw["paths"]] or ["."]
+        # As in ruff, --stdin-filename alone means "read stdin".
+        paths = [p for p in kw["paths"]] or (["-"] if kw["stdin_filename"] else ["."])
         if kw["show_settings"]:
-            first = Path(kw["stdin_filename"] or paths[0])
+            first = Path(kw["stdin_filename"] if paths == ["-"] and kw["stdin_filename"] else paths[0])
             settings = resolver.for_path(first)
             click.echo(_format_settings(first, settings))
             return EXIT_CLEAN
         if paths == ["-"]:
+            if kw["force_exclude"] and kw["stdin_filename"] and _stdin_excluded(resolver, kw["stdin_filename"]):
+                # An excluded file is passed through untouched, with no findings.
+                if kw["fix"] and not kw["diff"]:
+                    sys.stdout.buffer.write(sys.stdin.buffer.read())
+                    sys.stdout.flush()
+                return EXIT_CLEAN
             return _check_stdin(resolver, kw)
         for path in paths:
             if not os.path.lexists(path):
@@ -188,13 +195,16 @@ def run_check(**kw) -> int:
 
 
 def _format_settings(path: Path, settings) -> str:
-    lines = [f"Resolved settings for: {path}"]
-    lines.append(f"Settings path: {settings.source or '(defaults)'}")
-    for name in ("select", "ignore", "extend_select", "per_file_ignores", "exclude", "extend_exclude",
-                 "respect_gitignore", "unsafe_fixes", "output_format", "target", "extensions"):
-        lines.append(f"{name.replace('_', '-')} = {getattr(settings, name)!r}")
-    lines.append(f"enabled codes = {sorted(settings.codes_for(str(path)))}")
-    return "\n".join(lines)
+    from loadlint.config import describe
+
+    return describe(path, settings)
+
+
+def _stdin_excluded(resolver, name: str) -> bool:
+    from loadlint.discover import is_excluded
+
+    path = Path(name)
+    return is_excluded(path, resolver.for_path(path))
 
 
 def _check_stdin(resolver, kw) -> int:
@@ -249,6 +259,7 @@ def _report(run, settings, kw, *, fixing: bool, unsafe: bool, stream=None) -> in
 
     fmt = kw["output_format"] or settings.output_format or "full"
     summary = summarize(run, unsafe, fixing)
+    summary.enabled = settings.codes()
     out_file = kw["output_file"]
     stream = stream or sys.stdout
     color = use_color(kw["color"], stream) and fmt in HUMAN_FORMATS and not out_file
@@ -263,9 +274,15 @@ def _report(run, settings, kw, *, fixing: bool, unsafe: bool, stream=None) -> in
     if kw["show_fixes"] and summary.fixed and fmt in HUMAN_FORMATS:
         text = _fixed_listing(run) + text
     if out_file:
-        Path(out_file).write_text(text, encoding="utf-8")
+        try:
+            Path(out_file).parent.mkdir(parents=True, exist_ok=True)
+            Path(out_file).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            fail(f"cannot write {out_file}: {exc.strerror or exc}")
     else:
-        click.echo(text, nl=False, file=stream)
+        # click strips escape codes from non-TTY streams unless told otherwise,
+        # which would make --color always / FORCE_COLOR useless in CI logs.
+        click.echo(text, nl=False, file=stream, color=style.color)
     return exit_code(run, kw, summary)
 
 

@@ -9,6 +9,7 @@ not merged unless one says ``extend = "<path>"``.  Every error is a
 from __future__ import annotations
 
 import fnmatch
+import json
 import os
 import sys
 from dataclasses import dataclass, field, replace
@@ -61,8 +62,9 @@ class Settings:
         if not self.per_file_ignores:
             return codes
         rel = _relative(path, self.root)
+        absolute = os.path.abspath(path).replace(os.sep, "/")
         for pattern, ignored in self.per_file_ignores:
-            if _glob_match(rel, pattern):
+            if _glob_match(absolute if os.path.isabs(pattern) else rel, pattern):
                 codes = codes - expand(ignored, self.source or "per-file-ignores")
         return codes
 
@@ -189,8 +191,39 @@ def _str_list(value: Any, key: str, source: Path) -> tuple[str, ...]:
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"{source}: '{key}' must be a list of strings")
+        raise ConfigError(f"{source}: '{key}' must be a list of strings, not {value!r}")
     return tuple(value)
+
+
+def _anchor(pattern: str, directory: Path) -> str:
+    """A pattern with a folder part is relative to the file that defines it,
+    so that it keeps its meaning when another config extends this one."""
+    if "/" not in pattern.replace(os.sep, "/") or os.path.isabs(pattern):
+        return pattern
+    return (directory / pattern).as_posix()
+
+
+def layer_selection(
+    base: Settings,
+    select: tuple[str, ...] | None,
+    ignore: tuple[str, ...] | None,
+    extend_select: tuple[str, ...] | None,
+) -> dict[str, tuple[str, ...]]:
+    """Stack one layer of selection on ``base``, as ruff does for an extended
+    config and for the command line: a ``select`` starts over (the earlier
+    ignores no longer apply); otherwise ``extend-select`` re-enables codes an
+    earlier layer ignored, and ``ignore`` adds to the earlier ignores."""
+    if select is not None:
+        return {"select": select, "ignore": ignore or (), "extend_select": extend_select or ()}
+    out: dict[str, tuple[str, ...]] = {}
+    earlier_ignore = base.ignore
+    if extend_select:
+        added = expand(extend_select, "extend-select")
+        if earlier_ignore and expand(earlier_ignore, "ignore") & added:
+            earlier_ignore = tuple(sorted(expand(earlier_ignore, "ignore") - added))
+        out["extend_select"] = base.extend_select + extend_select
+    out["ignore"] = earlier_ignore + (ignore or ())
+    return out
 
 
 def apply_table(base: Settings, table: dict[str, Any], source: Path) -> Settings:
@@ -199,14 +232,17 @@ def apply_table(base: Settings, table: dict[str, Any], source: Path) -> Settings
             allowed = ", ".join(sorted(_KEYS))
             raise ConfigError(f"{source}: unknown key '{key}' in [tool.loadlint] (allowed: {allowed})")
     changes: dict[str, Any] = {"root": str(source.parent), "source": str(source)}
-    for key in ("select", "ignore", "extend-select", "exclude", "extend-exclude"):
+    layer: dict[str, tuple[str, ...]] = {}
+    for key in ("select", "ignore", "extend-select"):
         if key in table:
             values = _str_list(table[key], key, source)
-            if key in ("select", "ignore", "extend-select"):
-                expand(values, f"{source}: '{key}'")
-            changes[key.replace("-", "_")] = values
-    if "extend-select" in table:
-        changes["extend_select"] = base.extend_select + changes["extend_select"]
+            expand(values, f"{source}: '{key}'")
+            layer[key] = values
+    if layer:
+        changes.update(layer_selection(base, layer.get("select"), layer.get("ignore"), layer.get("extend-select")))
+    for key in ("exclude", "extend-exclude"):
+        if key in table:
+            changes[key.replace("-", "_")] = _str_list(table[key], key, source)
     if "extend-exclude" in table:
         changes["extend_exclude"] = base.extend_exclude + changes["extend_exclude"]
     if "per-file-ignores" in table:
@@ -217,12 +253,12 @@ def apply_table(base: Settings, table: dict[str, Any], source: Path) -> Settings
         for pattern, codes in pfi.items():
             codes = _str_list(codes, f"per-file-ignores.{pattern}", source)
             expand(codes, f"{source}: 'per-file-ignores'")
-            entries.append((pattern, codes))
+            entries.append((_anchor(pattern, source.parent), codes))
         changes["per_file_ignores"] = tuple(entries)
     for key in ("respect-gitignore", "unsafe-fixes"):
         if key in table:
             if not isinstance(table[key], bool):
-                raise ConfigError(f"{source}: '{key}' must be true or false")
+                raise ConfigError(f"{source}: '{key}' must be true or false, not {table[key]!r}")
             changes[key.replace("-", "_")] = table[key]
     if "output-format" in table:
         value = table["output-format"]
@@ -263,12 +299,8 @@ class Overrides:
 
     def apply(self, settings: Settings) -> Settings:
         changes: dict[str, Any] = {}
-        if self.select is not None:
-            changes["select"] = self.select
-        if self.ignore is not None:
-            changes["ignore"] = settings.ignore + self.ignore
-        if self.extend_select is not None:
-            changes["extend_select"] = settings.extend_select + self.extend_select
+        if self.select is not None or self.ignore is not None or self.extend_select is not None:
+            changes.update(layer_selection(settings, self.select, self.ignore, self.extend_select))
         if self.exclude is not None:
             changes["exclude"] = self.exclude
         if self.extend_exclude is not None:
@@ -316,3 +348,42 @@ class Resolver:
                 self._by_file[config] = settings
         self._by_dir[directory] = settings
         return settings
+
+
+def describe(path: Path, settings: Settings) -> str:
+    """``--show-settings``: the resolved configuration for one file, as TOML
+    a user could paste into ``[tool.loadlint]`` (plus where it came from)."""
+
+    def toml(value: Any) -> str:
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, (int, float)):
+            return str(value)
+        if isinstance(value, str):
+            return json.dumps(value)
+        if value is None:
+            return '"" # (not set)'
+        return "[" + ", ".join(toml(v) for v in value) + "]"
+
+    lines = [
+        f"# Resolved settings for: {path}",
+        f"# Settings path: {settings.source or '(none: defaults)'}",
+        f"# Enabled rules: {', '.join(sorted(settings.codes_for(str(path)))) or '(none)'}",
+        "[tool.loadlint]",
+    ]
+    for name in ("select", "ignore", "extend-select", "exclude", "extend-exclude", "respect-gitignore",
+                 "unsafe-fixes", "output-format", "extension"):
+        attr = "extensions" if name == "extension" else name.replace("-", "_")
+        value = getattr(settings, attr)
+        if name == "output-format" and value is None:
+            continue
+        lines.append(f"{name} = {toml(value)}")
+    lines.append("")
+    lines.append("[tool.loadlint.per-file-ignores]")
+    for pattern, codes in settings.per_file_ignores:
+        lines.append(f"{json.dumps(pattern)} = {toml(codes)}")
+    lines.append("")
+    lines.append("[tool.loadlint.target]")
+    for key, value in settings.target:
+        lines.append(f"{key} = {toml(value)}")
+    return "\n".join(lines)

@@ -76,6 +76,8 @@ class Summary:
     fixed: int
     show_fix_marks: bool
     unsafe_enabled: bool
+    #: The rules the run had enabled (SARIF lists them all, found or not).
+    enabled: frozenset[str] = frozenset()
 
 
 def summarize(run: Run, unsafe_enabled: bool, fixing: bool) -> Summary:
@@ -135,6 +137,10 @@ def format_full(run: Run, summary: Summary, style: Style, sources: dict[str, lis
                 f"{style.bold(_position(finding))}: {style.red(finding.code)} {_fix_mark(finding, summary)}{finding.message}"
             )
             row = finding.location.row
+            if finding.cell is not None:
+                lines = sources.get(f"{result.path}:cell {finding.cell}")
+            else:
+                lines = sources.get(result.path)
             if lines is not None and 1 <= row <= len(lines):
                 text = lines[row - 1].expandtabs(4) if "\t" not in lines[row - 1][: finding.location.column] else lines[row - 1]
                 gutter = " " * len(str(row))
@@ -229,6 +235,9 @@ def source_lines(results: list[FileResult]) -> dict[str, list[str]]:
     for result in results:
         if result.source is not None:
             out[result.path] = split_lines(result.source.text)
+        # Notebook findings are positioned inside their cell.
+        for cell, text in getattr(result, "cell_sources", {}).items():
+            out[f"{result.path}:cell {cell}"] = split_lines(text)
     return out
 
 
