@@ -14,6 +14,8 @@ from typing import Any, Iterator
 
 import libcst as cst
 
+from loadlint.walk import walk
+
 from loadlint.resolve import (
     MISSING,
     UNKNOWN,
@@ -1088,7 +1090,8 @@ def _root_name(node: cst.BaseExpression) -> str | None:
 
 def collect(module: cst.Module) -> ModuleInfo:
     collector = Collector()
-    module.visit(collector)
+    # Our walker, not module.visit(): libcst's rebuilds every node it passes.
+    walk(module, collector)
     info = collector.info
     _settle_devices(info)
     return info
