@@ -100,9 +100,16 @@ def _check_notebook(candidate: Candidate, data: bytes, options: Options, fix: Fi
     return notebook.check(candidate.path, data, options, fix)
 
 
-def _fix_file(path: Path, data: bytes, options: Options, request: FixRequest) -> FileResult:
+def _fix_file(
+    path: Path, data: bytes, options: Options, request: FixRequest, external: Any = None
+) -> FileResult:
+    """Fix one file read as ``data``; write it back unless ``request.dry_run``.
+
+    Any failure leaves the file as it was and is reported on the result
+    (``error``), with the findings of the unfixed text.
+    """
     result = FileResult(str(path))
-    if not any(word.encode() in data for word in PREFILTER):
+    if external is None and not any(word.encode() in data for word in PREFILTER):
         return result
     try:
         source = decode(data)
@@ -110,10 +117,11 @@ def _fix_file(path: Path, data: bytes, options: Options, request: FixRequest) ->
         return lint_bytes(data, str(path), options)
     result.source = source
     try:
-        fixed, findings, applied = fix_text(source.text, str(path), options, unsafe=request.unsafe)
-    except FixFailed as exc:
+        fixed, findings, applied = fix_text(source.text, str(path), options, unsafe=request.unsafe, external=external)
+        new_bytes = source.encode(fixed)
+    except (FixFailed, UnicodeEncodeError) as exc:
         result.findings, _ = analyse(source.text, str(path), options)
-        result.error = str(exc)
+        result.error = str(exc) if isinstance(exc, FixFailed) else f"fixed code cannot be written as {source.encoding}"
         return result
     except Exception as exc:  # never crash the run over one file
         result.error = f"internal error while fixing: {type(exc).__name__}: {exc}"
@@ -124,25 +132,33 @@ def _fix_file(path: Path, data: bytes, options: Options, request: FixRequest) ->
         result.fixed = fixed
         if not request.dry_run:
             try:
-                write_atomic(path, data, source.encode(fixed))
-            except OSError as exc:
-                result.error = f"cannot write fixes: {exc.strerror or exc}"
-                result.fixed = None
+                write_atomic(path, data, new_bytes)
             except FileChanged:
                 result.error = "file changed on disk while it was being fixed; not written"
                 result.fixed = None
+            except OSError as exc:
+                result.error = f"cannot write fixes: {exc.strerror or exc}"
+                result.fixed = None
+            if result.fixed is None:
+                # Nothing was written: report the file as it is.
+                result.applied = {}
+                result.findings, _ = analyse(source.text, str(path), options)
     return result
 
 
 class FileChanged(Exception):
-    pass
+    """The file on disk no longer holds the bytes the fixes were made from."""
 
 
 def write_atomic(path: Path, original: bytes, new: bytes) -> None:
     """Replace ``path`` with ``new`` all at once: a temporary file in the same
     folder, flushed to disk, then renamed over the original (keeping its
     mode).  Refuses when the file no longer holds ``original``, so a change
-    made by someone else since we read it is never overwritten."""
+    made by someone else since we read it is never overwritten.
+
+    A symbolic link is followed: its target is rewritten and the link stays.
+    """
+    path = Path(os.path.realpath(path))
     directory = path.parent
     mode = stat.S_IMODE(os.stat(path).st_mode)
     if not os.access(path, os.W_OK):
@@ -163,6 +179,17 @@ def write_atomic(path: Path, original: bytes, new: bytes) -> None:
         except OSError:
             pass
         raise
+    # The rename is durable only once the folder's entry is on disk.
+    try:
+        dir_fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dir_fd)
+    except OSError:
+        pass
+    finally:
+        os.close(dir_fd)
 
 
 def check_paths(

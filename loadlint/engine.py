@@ -210,45 +210,140 @@ def lint_bytes(data: bytes, path: str, options: Options) -> FileResult:
 CRASH_PREFIX = "LL0"
 
 
-def fix_text(text: str, path: str, options: Options, *, unsafe: bool) -> tuple[str, list[Finding], dict[str, int]]:
-    """Apply fixes until none applies; return (new text, remaining findings, applied counts).
-
-    Each round applies every applicable fix at once (changes to one call
-    merged).  The result must parse and must not gain a crash-class finding;
-    otherwise the round is undone and reported as an error.
-    """
-    from loadlint.fixes import Builder, FixError, apply_edits
-
-    applied: dict[str, int] = {}
-    findings, analysis = analyse(text, path, options)
-    for _ in range(8):
-        if analysis is None:
-            break
-        chosen = [
-            (code, report)
-            for (code, report), finding in zip(analysis.reports, analysis.findings)
-            if report.fix is not None and finding.fix is not None and (unsafe or report.fix.applicability == "safe")
-        ]
-        if not chosen:
-            break
-        builder = Builder(analysis.module, analysis.positions)  # type: ignore[arg-type]
-        try:
-            edits = builder.edits([report.fix for _, report in chosen])
-            new_text = apply_edits(text, edits)
-        except FixError as exc:
-            raise FixFailed(f"cannot apply fixes: {exc}") from None
-        new_findings, new_analysis = analyse(new_text, path, options)
-        before = {f.code for f in findings if f.code.startswith(CRASH_PREFIX) or f.code == "LL900"}
-        after = {f.code for f in new_findings if f.code.startswith(CRASH_PREFIX) or f.code == "LL900"}
-        if after - before:
-            raise FixFailed(f"fix would introduce {', '.join(sorted(after - before))}; file left unchanged")
-        if new_text == text:
-            break
-        for code, _ in chosen:
-            applied[code] = applied.get(code, 0) + 1
-        text, findings, analysis = new_text, new_findings, new_analysis
-    return text, findings, applied
+def crash_codes() -> frozenset[str]:
+    """Codes whose findings mean the program would crash or fail to parse:
+    a fix must never add one."""
+    return frozenset({c for c in CODES if c.startswith(CRASH_PREFIX)} | {"LL900"})
 
 
 class FixFailed(Exception):
     """Fixing a file failed; it is left untouched."""
+
+
+#: A source of fixes for one round: given the text and its analysis (None
+#: when nothing was parsed), the (label, FixSpec) pairs to apply.
+SpecSource = Callable[[str, "Analysis | None"], list]
+
+
+def fix_text(
+    text: str,
+    path: str,
+    options: Options,
+    *,
+    unsafe: bool,
+    external: SpecSource | None = None,
+) -> tuple[str, list[Finding], dict[str, int]]:
+    """Apply fixes until none applies; return (new text, remaining findings, applied counts).
+
+    Each round applies every applicable fix at once, in one set of edits
+    (changes to one call merged).  The result must parse and must not gain a
+    crash-class finding (those rules run for the check even when they are not
+    selected); otherwise ``FixFailed`` is raised and nothing is kept.
+
+    ``external`` replaces the rules' fixes by other ones (``--from-verify``),
+    applied in a single round under the same checks.
+    """
+    guard = Options(options.select | crash_codes(), options.profile_factory)
+    applied: dict[str, int] = {}
+    all_findings, analysis = analyse(text, path, guard)
+    original_compiles = _compiles(text, path)
+    for _ in range(1 if external is not None else 8):
+        if external is not None:
+            chosen = external(text, analysis)
+        elif analysis is None:
+            break
+        else:
+            chosen = [
+                (code, report.fix)
+                for (code, report), finding in zip(analysis.reports, analysis.findings)
+                if code in options.select
+                and report.fix is not None
+                and finding.fix is not None
+                and (unsafe or report.fix.applicability == "safe")
+            ]
+        if not chosen:
+            break
+        new_text, kept = _apply_round(text, analysis, chosen)
+        if not kept or new_text == text:
+            break
+        _check_parses(new_text, path, original_compiles)
+        new_all, new_analysis = analyse(new_text, path, guard)
+        _check_no_new_crash(all_findings, new_all)
+        for label, _ in kept:
+            applied[label] = applied.get(label, 0) + 1
+        text, all_findings, analysis = new_text, new_all, new_analysis
+    return text, [f for f in all_findings if f.code in options.select], applied
+
+
+def _apply_round(text: str, analysis: Analysis | None, chosen: list) -> tuple[str, list]:
+    """The text with as many of ``chosen`` applied as render together.
+
+    A fix that cannot be rendered alongside the others (overlapping edits, a
+    layout it cannot reproduce) is left out of this round; its finding stays
+    and is reported as remaining.
+    """
+    import libcst as cst
+
+    from loadlint.fixes import Builder, Positions, apply_edits
+
+    if analysis is not None:
+        module, positions = analysis.module, analysis.positions
+    else:
+        module = cst.parse_module(text)
+        positions = Positions(module, text)
+    builder = Builder(module, positions)  # type: ignore[arg-type]
+    specs = [spec for _, spec in chosen]
+    try:
+        return apply_edits(text, builder.edits(specs)), chosen
+    except Exception:
+        pass
+    kept: list = []
+    for item in chosen:
+        try:
+            builder.edits([s for _, s in kept] + [item[1]])
+        except Exception:
+            continue
+        kept.append(item)
+    if not kept:
+        return text, []
+    return apply_edits(text, builder.edits([s for _, s in kept])), kept
+
+
+def _compiles(text: str, path: str) -> bool:
+    import ast
+
+    try:
+        compile(text, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
+
+
+def _check_parses(text: str, path: str, original_compiles: bool) -> None:
+    import libcst as cst
+
+    try:
+        cst.parse_module(text)
+    except Exception as exc:
+        raise FixFailed(f"fixed code does not parse ({type(exc).__name__}); file left unchanged") from None
+    # libcst accepts some code Python rejects; hold the result to Python's
+    # standard whenever the original met it.
+    if original_compiles and not _compiles(text, path):
+        raise FixFailed("fixed code is not valid Python; file left unchanged")
+
+
+def _check_no_new_crash(before: list[Finding], after: list[Finding]) -> None:
+    crash = crash_codes()
+    counts: dict[str, int] = {}
+    for finding in before:
+        if finding.code in crash:
+            counts[finding.code] = counts.get(finding.code, 0) + 1
+    for finding in after:
+        if finding.code not in crash:
+            continue
+        counts[finding.code] = counts.get(finding.code, 0) - 1
+        if counts[finding.code] < 0:
+            raise FixFailed(
+                f"fixing would introduce {finding.code} at line {finding.location.row} "
+                f"({finding.message}); file left unchanged"
+            )

@@ -136,6 +136,10 @@ def _keyword_arg(name: str, code: str) -> cst.Arg:
     )
 
 
+def _is_multiline(ws: cst.BaseParenthesizableWhitespace | cst.MaybeSentinel) -> bool:
+    return isinstance(ws, cst.ParenthesizedWhitespace)
+
+
 def _append_args(call: cst.Call, new: list[cst.Arg]) -> cst.Call:
     if not new:
         return call
@@ -165,10 +169,31 @@ def _append_args(call: cst.Call, new: list[cst.Arg]) -> cst.Call:
             closing = trailing
         built = [a.with_changes(comma=sep) for a in new[:-1]] + [new[-1].with_changes(comma=closing)]
         return call.with_changes(args=[*args, *built])
-    args[-1] = last.with_changes(comma=sep, whitespace_after_arg=cst.SimpleWhitespace(""))
+    tail = last.whitespace_after_arg
+    first_sep = sep
+    if isinstance(tail, cst.ParenthesizedWhitespace) and _is_multiline(sep.whitespace_after):
+        # ``last  # comment`` before a ")" on its own line: the comment stays
+        # on the old last argument's line, after the comma it now needs.
+        assert isinstance(sep.whitespace_after, cst.ParenthesizedWhitespace)
+        first_sep = sep.with_changes(whitespace_after=sep.whitespace_after.with_changes(first_line=tail.first_line))
+        tail = tail.with_changes(first_line=cst.TrailingWhitespace())
+    args[-1] = last.with_changes(comma=first_sep, whitespace_after_arg=cst.SimpleWhitespace(""))
     built = [a.with_changes(comma=sep) for a in new[:-1]]
-    built.append(new[-1].with_changes(whitespace_after_arg=last.whitespace_after_arg))
+    built.append(new[-1].with_changes(whitespace_after_arg=tail))
     return call.with_changes(args=[*args, *built])
+
+
+def _carried_lines(comma: cst.Comma | cst.MaybeSentinel, indent: cst.SimpleWhitespace) -> list[cst.EmptyLine]:
+    """Comments a separator carries (after the comma and on lines of their
+    own below it), as own-line comments at ``indent``."""
+    if not isinstance(comma, cst.Comma) or not isinstance(comma.whitespace_after, cst.ParenthesizedWhitespace):
+        return []
+    ws = comma.whitespace_after
+    out = []
+    if ws.first_line.comment is not None:
+        out.append(cst.EmptyLine(indent=True, whitespace=indent, comment=ws.first_line.comment))
+    out.extend(ws.empty_lines)
+    return out
 
 
 def _remove_arg(call: cst.Call, index: int) -> cst.Call:
@@ -178,13 +203,50 @@ def _remove_arg(call: cst.Call, index: int) -> cst.Call:
         # The removed argument was last: its predecessor takes over its
         # trailing comma (or lack of one) and the whitespace before ")".
         prev = args[-1]
-        args[-1] = prev.with_changes(comma=removed.comma, whitespace_after_arg=removed.whitespace_after_arg)
+        carried = _carried_lines(prev.comma, cst.SimpleWhitespace(""))
+        if carried and isinstance(removed.comma, cst.Comma) and _is_multiline(removed.comma.whitespace_after):
+            # The predecessor's own comment must not be lost with its comma.
+            ws = removed.comma.whitespace_after
+            assert isinstance(ws, cst.ParenthesizedWhitespace) and isinstance(prev.comma, cst.Comma)
+            prev_ws = prev.comma.whitespace_after
+            assert isinstance(prev_ws, cst.ParenthesizedWhitespace)
+            keep = [*prev_ws.empty_lines, *_carried_lines(removed.comma, prev_ws.last_line)]
+            comma = removed.comma.with_changes(whitespace_after=ws.with_changes(
+                first_line=prev_ws.first_line, empty_lines=keep))
+            args[-1] = prev.with_changes(comma=comma, whitespace_after_arg=removed.whitespace_after_arg)
+        else:
+            args[-1] = prev.with_changes(comma=removed.comma, whitespace_after_arg=removed.whitespace_after_arg)
     elif not args:
         return call.with_changes(args=[])
+    else:
+        # Comments on the removed argument's line stay where it was.
+        holder = args[index - 1].comma if index > 0 else call.whitespace_before_args
+        ws = holder.whitespace_after if isinstance(holder, cst.Comma) else holder
+        if isinstance(ws, cst.ParenthesizedWhitespace):
+            carried = _carried_lines(removed.comma, ws.last_line)
+            if carried:
+                ws = ws.with_changes(empty_lines=[*ws.empty_lines, *carried])
+                if index > 0:
+                    prev = args[index - 1]
+                    args[index - 1] = prev.with_changes(comma=prev.comma.with_changes(whitespace_after=ws))
+                else:
+                    call = call.with_changes(whitespace_before_args=ws)
     return call.with_changes(args=args)
 
 
-def apply_call_change(call: cst.Call, change: CallChange) -> cst.Call:
+def _rename_arg(arg: cst.Arg, name: str, code: str) -> cst.Arg:
+    """``arg`` turned into ``name=code`` in its own slot (layout and comments kept)."""
+    return arg.with_changes(
+        keyword=cst.Name(name),
+        value=cst.parse_expression(code),
+        equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
+    )
+
+
+def apply_call_change(call: cst.Call, change: CallChange, pairs: dict[str, str] | None = None) -> cst.Call:
+    """Apply one (merged) change.  ``pairs`` maps a removed keyword to the new
+    one that takes its slot (``shuffle`` -> ``sampler``), so that the new
+    argument keeps the old one's place and comment."""
     from loadlint.callsites import DEFAULTS, POSITIONAL
 
     # Map parameter names to argument indices (keywords and positional slots).
@@ -204,13 +266,19 @@ def apply_call_change(call: cst.Call, change: CallChange) -> cst.Call:
                 position += 1
         return None
 
+    pairs = dict(pairs or {})
+    placed: set[str] = set()
     for name in change.remove:
         i = index_of(name)
         if i is None:
             continue
         arg = call.args[i]
         later_positional = any(a.keyword is None and not a.star for a in call.args[i + 1:])
-        if arg.keyword is None and later_positional:
+        partner = pairs.get(name)
+        if partner is not None and partner in change.set and index_of(partner) is None and not later_positional:
+            call = call.with_changes(args=[*call.args[:i], _rename_arg(arg, partner, change.set[partner]), *call.args[i + 1:]])
+            placed.add(partner)
+        elif arg.keyword is None and later_positional:
             # Removing a positional argument would shift the ones after it.
             call = call.with_changes(args=[
                 *call.args[:i], arg.with_changes(value=cst.parse_expression(repr(DEFAULTS[name]))), *call.args[i + 1:]
@@ -219,6 +287,8 @@ def apply_call_change(call: cst.Call, change: CallChange) -> cst.Call:
             call = _remove_arg(call, i)
     new: list[cst.Arg] = []
     for name, code in change.set.items():
+        if name in placed:
+            continue
         i = index_of(name)
         if i is not None:
             args = list(call.args)
@@ -229,14 +299,20 @@ def apply_call_change(call: cst.Call, change: CallChange) -> cst.Call:
     return _append_args(call, new)
 
 
-def merge_changes(changes: list[CallChange]) -> CallChange:
+def merge_changes(changes: list[CallChange]) -> tuple[CallChange, dict[str, str]]:
+    """One change from several (later values win), and the removed keywords
+    each change replaces with a new one of its own."""
     merged = CallChange(changes[0].call)
     removed: list[str] = []
+    pairs: dict[str, str] = {}
     for change in changes:
         merged.set.update(change.set)
         removed.extend(r for r in change.remove if r not in removed)
+        added = [k for k in change.set if k not in change.remove]
+        for old, new in zip((r for r in change.remove if r not in change.set), added):
+            pairs.setdefault(old, new)
     merged.remove = tuple(r for r in removed if r not in merged.set)
-    return merged
+    return merged, {old: new for old, new in pairs.items() if old in merged.remove}
 
 
 # -- whole fixes --------------------------------------------------------------
@@ -318,21 +394,31 @@ class Builder:
             for node, code in spec.replace:
                 replaced[id(node)] = code
         for call in order:
-            merged = merge_changes(by_call[id(call)])
-            new_call = apply_call_change(call, merged)
+            merged, pairs = merge_changes(by_call[id(call)])
+            new_call = apply_call_change(call, merged, pairs)
             # Replacements inside the call (e.g. os.cpu_count()) are made on
             # the rebuilt call so that the call is edited once.
             new_call = _replace_inside(new_call, replaced)
             start, end, code = render_in_place(call, new_call, self.positions)
             edits.append(self._edit(start, end, code))
+        # Several findings may ask for the same replacement or insertion
+        # (two loaders sharing one ``workers = os.cpu_count()``): once each.
+        done_replace: set[int] = set()
+        done_prepend: set[tuple[int, str]] = set()
         for spec in specs:
             for node, code in spec.replace:
-                if any(self._inside(node, c) for c in order):
+                if id(node) in done_replace or any(self._inside(node, c) for c in order):
                     continue
+                done_replace.add(id(node))
                 start, end, _, _ = self.positions.span(node)
                 edits.append(self._edit(start, end, code))
             for node, code in spec.prepend:
+                if (id(node), code) in done_prepend:
+                    continue
+                done_prepend.add((id(node), code))
                 edits.append(self._prepend(node, code))
+            for node, code in spec.hoist:
+                edits.extend(self._hoist(node, code))
         imports = []
         for spec in specs:
             for statement in spec.imports:
@@ -379,6 +465,47 @@ class Builder:
             raise FixError("first statement does not start its line")
         offset = start - (loc.column - 1)
         return self._edit(offset, offset, f"{indent}{code}{self.module.default_newline}")
+
+    def _start_with_decorators(self, node: cst.CSTNode) -> tuple[int, Location]:
+        first = node.decorators[0] if isinstance(node, (cst.FunctionDef, cst.ClassDef)) and node.decorators else node
+        start, _, loc, _ = self.positions.span(first)
+        return start, loc
+
+    def _hoist(self, node: cst.CSTNode, code: str) -> list[Edit]:
+        """Insert ``code`` at module level before the top-level statement that
+        contains ``node``; a nested ``def`` given as ``node`` is moved, i.e.
+        also removed from where it stands."""
+        newline = self.module.default_newline
+        code = code.replace("\r\n", "\n").replace("\n", newline)
+        n_start, n_end, _, _ = self.positions.span(node)
+        top = None
+        for stmt in self.module.body:
+            s_start, _ = self._start_with_decorators(stmt)
+            _, s_end, _, _ = self.positions.span(stmt)
+            if s_start <= n_start and n_end <= s_end:
+                top = stmt
+                break
+        if top is None:
+            raise FixError("cannot find the top-level statement to hoist before")
+        if top is node:
+            raise FixError("already at module level")
+        start, loc = self._start_with_decorators(top)
+        if self.positions.line_text(loc.row)[: loc.column - 1].strip():
+            raise FixError("the statement does not start its line")
+        at = start - (loc.column - 1)
+        edits = [self._edit(at, at, code)]
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            d_start, d_loc = self._start_with_decorators(node)
+            if self.positions.line_text(d_loc.row)[: d_loc.column - 1].strip():
+                raise FixError("the definition does not start its line")
+            _, _, _, end_loc = self.positions.span(node)
+            starts = line_starts(self.positions.text)
+            begin = d_start - (d_loc.column - 1)
+            stop = starts[end_loc.row] if end_loc.row < len(starts) else len(self.positions.text)
+            if self.positions.text[n_end:stop].strip():
+                raise FixError("code follows the definition on its last line")
+            edits.append(self._edit(begin, stop, ""))
+        return edits
 
     def _edit(self, start: int, end: int, content: str) -> Edit:
         return Edit(
