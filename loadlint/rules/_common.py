@@ -99,7 +99,7 @@ def callable_problem(
             movable = None
             if definition.class_name is None and outer is not None and outer.kind == "function":
                 movable = definition.node
-            own = set(definition.scope.bindings)
+            own = set(definition.scope.bindings) | {definition.name}
             return PickleProblem(
                 param,
                 f"is a function defined {where}",
@@ -227,13 +227,13 @@ def spawn_reason(profile: HardwareProfile, call: LoaderCall | None = None, info:
             return None
     declared = profile.declared
     if "platform" not in declared:
-        return "no target platform is declared (macOS and Windows spawn workers)"
+        return "no target platform is declared, and macOS and Windows spawn workers"
     if profile.platform in ("macos", "windows"):
         return f"the target platform is {profile.platform}, where workers are spawned"
     if profile.platform != "linux":
         return None
     if "python" not in declared:
-        return "no target Python is declared (from 3.14 Linux starts workers with forkserver)"
+        return "no target Python is declared, and from 3.14 Linux starts workers with forkserver"
     if _version(profile.python) >= (3, 14):
         return f"Python {profile.python} on Linux starts workers with forkserver"
     return None
@@ -335,7 +335,7 @@ _DRAW_METHODS = ("__getitem__", "__getitems__", "__iter__")
 
 
 def shared_rng(info: ModuleInfo, call: LoaderCall) -> tuple[str, str] | None:
-    """LL103's condition without the worker gate: (class, generator) when the
+    """LL103's condition without the worker gate: (method, generator) when the
     Dataset draws from one generator instance created before the workers."""
     if call.value("worker_init_fn") is not MISSING:
         return None
@@ -354,10 +354,10 @@ def shared_rng(info: ModuleInfo, call: LoaderCall) -> tuple[str, str] | None:
             continue
         used = sorted(method.self_attrs_used & attrs)
         if used:
-            return cls.name, f"self.{used[0]}"
+            return f"{cls.name}.{name}", f"self.{used[0]}"
         used = sorted(method.names_used & info.module_rngs)
         if used:
-            return cls.name, used[0]
+            return f"{cls.name}.{name}", used[0]
     return None
 
 

@@ -1,0 +1,314 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from loadlint.rules._common import PickleProblem, code_of, pickle_problems, spawn_reason, workers_on
+from loadlint.rules.base import Context, FixSpec, Invalid, Report, Rule, Valid
+from loadlint.types import HardwareProfile
+
+_PORTABLE = HardwareProfile(usable_cpus=2, gpu_count=0, declared=frozenset({"cpus", "gpus"}))
+_MACOS = HardwareProfile(
+    usable_cpus=2, gpu_count=0, platform="macos", declared=frozenset({"cpus", "gpus", "platform", "python"})
+)
+_PY314 = HardwareProfile(
+    usable_cpus=2, gpu_count=0, python="3.14", declared=frozenset({"cpus", "gpus", "platform", "python"})
+)
+
+
+class UnpicklableWorkerFunction(Rule):
+    """
+    ## What it does
+    Checks for `DataLoader` calls with workers whose `collate_fn` or
+    `worker_init_fn` cannot be pickled: a lambda, a function defined inside
+    another function, or an instance or bound method of a class defined
+    inside a function; and for datasets built with such a function among
+    their arguments (`transform=transforms.Lambda(lambda x: ...)`, also
+    inside a `Compose([...])`).  It reports them when the workers may be
+    started with spawn or forkserver:
+
+    - the target platform is macOS or Windows (spawn is the default there);
+    - the target is Linux with Python 3.14 or later (the default became
+      forkserver);
+    - `multiprocessing_context="spawn"` or `"forkserver"`, or
+      `set_start_method("spawn")` in the module;
+    - the target does not declare `platform` and `python` (the portable
+      answer: the same script will run on a laptop or a newer Python).
+
+    It is silent with `multiprocessing_context="fork"`, without workers, and
+    when the number of workers cannot be resolved.
+
+    ## Why is this bad?
+    Spawned workers start a fresh interpreter and receive the dataset, the
+    `collate_fn` and the `worker_init_fn` by pickle, which stores functions
+    by their importable name.  Lambdas and local functions have none, and the
+    first batch fails (after a warning from torch that the start method may
+    be the cause):
+
+    ```
+    _pickle.PicklingError: Can't pickle <function <lambda> at 0x7f...>: attribute lookup <lambda> on __main__ failed
+    AttributeError: Can't pickle local object 'main.<locals>.collate'
+    ```
+
+    The code works on Linux with fork, so the crash shows up on a
+    colleague's Mac, on Windows, or after moving to Python 3.14.
+
+    ## Example
+    ```python
+    def main():
+        def collate(batch):
+            return torch.stack(batch)
+
+        loader = DataLoader(dataset, batch_size=32, num_workers=4, collate_fn=collate)
+    ```
+
+    Use instead:
+    ```python
+    def collate(batch):
+        return torch.stack(batch)
+
+
+    def main():
+        loader = DataLoader(dataset, batch_size=32, num_workers=4, collate_fn=collate)
+    ```
+
+    ## Fix safety
+    The fix moves the function to module level: a lambda becomes a
+    module-level `def` (named after the argument, `_collate_fn`) inserted
+    before the top-level statement that contains it, and a nested `def` is
+    moved there.  It is offered only when the function reads no local names
+    of the enclosing functions (moving it would break them; bind them with
+    `functools.partial` instead), and is then safe: the function behaves the
+    same wherever it is defined.  Local classes and datasets built with
+    lambdas have no fix.
+
+    ## References
+    - [PyTorch: Platform-specific behaviors](https://pytorch.org/docs/stable/data.html#platform-specific-behaviors)
+    - [pickle: What can be pickled and unpickled?](https://docs.python.org/3/library/pickle.html#what-can-be-pickled-and-unpickled)
+    - [Python 3.14: default start method changes](https://docs.python.org/3.14/library/multiprocessing.html#contexts-and-start-methods)
+    """
+
+    code = "LL007"
+    name = "unpicklable-worker-function"
+    summary = "a lambda or local function reaches spawned workers (pickling error at the first batch)"
+    fix_availability = "sometimes"
+
+    def check(self, ctx: Context) -> Iterator[Report]:
+        info = ctx.info
+        taken = self._bound_names(ctx)
+        for call in ctx.calls:
+            if not workers_on(call):
+                continue
+            problems = pickle_problems(info, call)
+            if not problems:
+                continue
+            why = spawn_reason(ctx.profile, call, info)
+            if why is None:
+                continue
+            for problem in problems:
+                subject = "the dataset" if problem.param == "dataset" else f"`{problem.param}`"
+                action = (
+                    "build it from module-level functions" if problem.param == "dataset" else "define it at module level"
+                )
+                message = (
+                    f"{subject} {problem.why}: workers started with spawn or forkserver cannot pickle it, so the first "
+                    f"batch fails ({why}); {action}"
+                )
+                yield Report(call.node, message, self._fix(ctx, problem, taken))
+
+    @staticmethod
+    def _bound_names(ctx: Context) -> set[str]:
+        info = ctx.info
+        names = set(info.module_scope.bindings) | set(info.imports.names)
+        for fn in info.functions:
+            names |= set(fn.scope.bindings)
+        return names
+
+    @staticmethod
+    def _fix(ctx: Context, problem: PickleProblem, taken: set[str]) -> FixSpec | None:
+        node = problem.movable
+        if node is None or problem.captures:
+            return None
+        if isinstance(node, cst.Lambda):
+            base = f"_{problem.param}"
+            name, n = base, 1
+            while name in taken:
+                n += 1
+                name = f"{base}_{n}"
+            taken.add(name)
+            code = f"def {name}({code_of(node.params)}):\n    return {code_of(node.body)}\n\n\n"
+            return FixSpec(
+                "safe", f"Move the lambda to a module-level function `{name}`", replace=[(node, name)], hoist=[(node, code)]
+            )
+        name = node.name.value
+        if name in ctx.info.module_scope.bindings or name in ctx.info.imports.names:
+            return None
+        outer = next(
+            (fn for fn in ctx.info.functions if any(stmt is node for stmt in getattr(fn.node.body, "body", ()))), None
+        )
+        if outer is None or len(outer.node.body.body) < 2:
+            return None
+        code = code_of(node.with_changes(leading_lines=[])) + "\n\n"
+        return FixSpec("safe", f"Move `{name}` to module level", hoist=[(node, code)])
+
+    VALID = [
+        Valid("""
+            from torch.utils.data import DataLoader
+            def collate(batch):
+                return batch
+            loader = DataLoader(ds, batch_size=4, num_workers=2, collate_fn=collate)
+        """, profile=_PORTABLE),
+        # fork pickles nothing.
+        Valid("""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, num_workers=2, collate_fn=lambda b: b, multiprocessing_context="fork")
+        """, profile=_MACOS),
+        # A declared Linux target before Python 3.14 forks.
+        Valid("""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=4, num_workers=2, collate_fn=lambda b: b)
+        """),
+        # No workers: nothing is pickled.
+        Valid("""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=4, collate_fn=lambda b: b)
+        """, profile=_PORTABLE),
+        Valid("""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, num_workers=args.workers, collate_fn=lambda b: b)
+        """, profile=_PORTABLE),
+        # A parameter is not a nested function.
+        Valid("""
+            from torch.utils.data import DataLoader
+            def build(ds, collate_fn):
+                return DataLoader(ds, num_workers=2, collate_fn=collate_fn)
+        """, profile=_PORTABLE),
+        Valid("""
+            import functools
+            from torch.utils.data import DataLoader
+            def collate(batch, pad):
+                return batch
+            loader = DataLoader(ds, num_workers=2, collate_fn=functools.partial(collate, pad=0))
+        """, profile=_MACOS),
+        Valid("""
+            from torch.utils.data import DataLoader
+            from torchvision import transforms
+            def main():
+                ds = Images(transform=transforms.Compose([transforms.ToTensor()]))
+                return DataLoader(ds, num_workers=2)
+        """, profile=_PORTABLE),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=4, num_workers=2, collate_fn=lambda b: b, multiprocessing_context="spawn")
+            """,
+            message="`collate_fn` is a lambda: workers started with spawn or forkserver cannot pickle it, so the first "
+            "batch fails (`multiprocessing_context=\"spawn\"`); define it at module level",
+            fixed="""
+            from torch.utils.data import DataLoader
+            def _collate_fn(b):
+                return b
+
+
+            loader = DataLoader(ds, batch_size=4, num_workers=2, collate_fn=_collate_fn, multiprocessing_context="spawn")
+            """,
+            line=2,
+        ),
+        Invalid(
+            """
+            import torch
+            from torch.utils.data import DataLoader
+
+
+            def main():
+                def seed_worker(worker_id):
+                    torch.manual_seed(worker_id)
+
+                return DataLoader(ds, batch_size=4, num_workers=2, worker_init_fn=seed_worker)
+
+
+            loader = main()
+            """,
+            message="`worker_init_fn` is a function defined inside `main()`: workers started with spawn or forkserver "
+            "cannot pickle it, so the first batch fails (no target platform is declared, and macOS and Windows spawn "
+            "workers); define it at module level",
+            fixed="""
+            import torch
+            from torch.utils.data import DataLoader
+
+
+            def seed_worker(worker_id):
+                torch.manual_seed(worker_id)
+
+
+            def main():
+
+                return DataLoader(ds, batch_size=4, num_workers=2, worker_init_fn=seed_worker)
+
+
+            loader = main()
+            """,
+            profile=_PORTABLE,
+        ),
+        # It reads a local name: moving it would break it, so no fix.
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            def main(pad):
+                def collate(batch):
+                    return batch + [pad]
+                return DataLoader(ds, num_workers=2, collate_fn=collate)
+            """,
+            profile=_MACOS,
+        ),
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            def main():
+                class Collate:
+                    def __call__(self, batch):
+                        return batch
+                return DataLoader(ds, batch_size=4, num_workers=2, collate_fn=Collate())
+            loader = main()
+            """,
+            message="`collate_fn` is an instance of `Collate`, a class defined inside a function: workers started "
+            "with spawn or forkserver cannot pickle it, so the first batch fails (the target platform is macos, "
+            "where workers are spawned); define it at module level",
+            profile=_MACOS,
+        ),
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            from torchvision import datasets, transforms
+            def main():
+                tf = transforms.Compose([transforms.ToTensor(), transforms.Lambda(lambda x: x * 2)])
+                train = datasets.MNIST("data", transform=tf)
+                return DataLoader(train, batch_size=64, num_workers=4)
+            """,
+            message="the dataset is built with `tf`, which holds a lambda: workers started with spawn or forkserver "
+            "cannot pickle it, so the first batch fails (Python 3.14 on Linux starts workers with forkserver); build "
+            "it from module-level functions",
+            profile=_PY314,
+        ),
+        Invalid(
+            """
+            import torch.multiprocessing as mp
+            from torch.utils.data import DataLoader
+            mp.set_start_method("spawn")
+            loader = DataLoader(ds, batch_size=4, num_workers=2, worker_init_fn=lambda i: None)
+            """,
+            fixed="""
+            import torch.multiprocessing as mp
+            from torch.utils.data import DataLoader
+            mp.set_start_method("spawn")
+            def _worker_init_fn(i):
+                return None
+
+
+            loader = DataLoader(ds, batch_size=4, num_workers=2, worker_init_fn=_worker_init_fn)
+            """,
+        ),
+    ]

@@ -1,0 +1,268 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from loadlint.resolve import evaluate, follow_name
+from loadlint.rules._common import sampler_presence
+from loadlint.rules.base import Context, FixSpec, Invalid, Report, Rule, Valid
+
+
+def _shuffle_arg(node: cst.Call) -> cst.BaseExpression | None:
+    # DistributedSampler(dataset, num_replicas=None, rank=None, shuffle=True, seed=0, drop_last=False)
+    positional = [a for a in node.args if a.keyword is None and not a.star]
+    for arg in node.args:
+        if arg.keyword is not None and arg.keyword.value == "shuffle":
+            return arg.value
+    return positional[3].value if len(positional) > 3 else None
+
+
+class MissingSetEpoch(Rule):
+    """
+    ## What it does
+    Checks for a `DistributedSampler` that shuffles (the default) whose
+    loader is iterated in an epoch loop, in a module that never calls
+    `.set_epoch(`.  The finding is reported at the `DistributedSampler(...)`
+    call.
+
+    A `set_epoch` call anywhere in the module counts, also through a helper
+    (`self.train_data.sampler.set_epoch(epoch)`, as in the DDP tutorial).
+
+    ## Why is this bad?
+    `DistributedSampler` seeds its permutation with `seed + epoch`, and the
+    epoch only changes through `set_epoch`.  Without it, every epoch visits
+    the samples in exactly the same order, on every rank: shuffling is
+    silently off after the first epoch.  Nothing fails; models just
+    generalise worse.  PyTorch's documentation warns about it: "Calling the
+    `set_epoch()` method at the beginning of each epoch before creating the
+    DataLoader iterator is necessary to make shuffling work properly across
+    multiple epochs. Otherwise, the same ordering will be always used."
+
+    The rule is silent with `shuffle=False`, when a framework drives the
+    loop (Lightning and accelerate call `set_epoch` themselves), and when
+    the loader is not iterated in a loop.
+
+    ## Example
+    ```python
+    sampler = DistributedSampler(dataset)
+    loader = DataLoader(dataset, batch_size=32, sampler=sampler)
+    for epoch in range(epochs):
+        for batch in loader:
+            ...
+    ```
+
+    Use instead:
+    ```python
+    sampler = DistributedSampler(dataset)
+    loader = DataLoader(dataset, batch_size=32, sampler=sampler)
+    for epoch in range(epochs):
+        sampler.set_epoch(epoch)
+        for batch in loader:
+            ...
+    ```
+
+    ## Fix safety
+    The fix inserts `<sampler>.set_epoch(<epoch>)` (or
+    `<loader>.sampler.set_epoch(<epoch>)`) as the first statement of the
+    epoch loop, when that loop has a simple loop variable.  It is safe: it
+    only changes the seed of each epoch's permutation, which is the
+    documented use.  A conditional sampler is guarded with
+    `if sampler is not None:`.
+
+    ## References
+    - [`DistributedSampler`](https://pytorch.org/docs/stable/data.html#torch.utils.data.distributed.DistributedSampler)
+    - [Multi-GPU training with DDP](https://pytorch.org/tutorials/beginner/ddp_series_multigpu.html)
+    """
+
+    code = "LL102"
+    name = "missing-set-epoch"
+    summary = "`DistributedSampler` without `set_epoch`: every epoch uses the same order"
+    fix_availability = "sometimes"
+
+    def check(self, ctx: Context) -> Iterator[Report]:
+        info = ctx.info
+        if info.set_epoch_called or info.frameworks:
+            return
+        for sampler in info.samplers:
+            shuffle = _shuffle_arg(sampler.node)
+            if shuffle is not None and evaluate(shuffle, sampler.scope) is not True:
+                continue  # False, or unknown: silent
+            for call in ctx.calls:
+                conditional = self._uses(call, sampler.node)
+                if conditional is None:
+                    continue
+                uses = info.epoch_uses(call)
+                if not uses:
+                    continue
+                message = (
+                    "`DistributedSampler` shuffles with the same seed every epoch: its loader is iterated in an epoch "
+                    "loop but `set_epoch` is never called; call `sampler.set_epoch(epoch)` at the start of each epoch"
+                )
+                yield Report(sampler.node, message, self._fix(sampler, call, conditional, uses))
+                break
+
+    @staticmethod
+    def _uses(call, node: cst.Call) -> bool | None:
+        """None when the loader does not use this sampler; else whether it is conditional."""
+        expr = call.expr("sampler")
+        if expr is None:
+            return None
+        if expr is node:
+            return False
+        target, _ = follow_name(expr, call.scope)
+        if target is node:
+            return False
+        if isinstance(target, cst.IfExp) and node in (target.body, target.orelse):
+            return sampler_presence(expr, call.scope) != "always"
+        return None
+
+    @staticmethod
+    def _fix(sampler, call, conditional: bool, uses) -> FixSpec | None:
+        key = sampler.key
+        expr = call.expr("sampler")
+        if isinstance(expr, cst.Name):
+            found = call.scope.lookup(expr.value)
+            key = (id(found[0]), expr.value) if found else None
+        for frame, iteration in uses:
+            if iteration is None or frame.var is None:
+                continue
+            same_function = key is not None and key[0] == id(iteration.scope.function)
+            if same_function and "." not in key[1]:
+                name = key[1]
+                code = f"{name}.set_epoch({frame.var})"
+                if conditional:
+                    code = f"if {name} is not None: {code}"
+            elif conditional:
+                continue
+            else:
+                code = f"{iteration.key[1]}.sampler.set_epoch({frame.var})"
+            return FixSpec("safe", "Call `set_epoch` at the start of each epoch", prepend=[(frame.node, code)])
+        return None
+
+    VALID = [
+        Valid("""
+            from torch.utils.data import DataLoader
+            from torch.utils.data.distributed import DistributedSampler
+            sampler = DistributedSampler(ds)
+            loader = DataLoader(ds, batch_size=4, sampler=sampler)
+            for epoch in range(3):
+                sampler.set_epoch(epoch)
+                for batch in loader:
+                    step(batch)
+        """),
+        # Through a helper, as in the DDP tutorial.
+        Valid("""
+            from torch.utils.data import DataLoader, DistributedSampler
+            class Trainer:
+                def __init__(self, ds):
+                    self.train_data = DataLoader(ds, batch_size=4, sampler=DistributedSampler(ds))
+                def _run_epoch(self, epoch):
+                    self.train_data.sampler.set_epoch(epoch)
+                    for batch in self.train_data:
+                        self.step(batch)
+                def train(self, epochs):
+                    for epoch in range(epochs):
+                        self._run_epoch(epoch)
+        """),
+        Valid("""
+            from torch.utils.data import DataLoader, DistributedSampler
+            loader = DataLoader(ds, batch_size=4, sampler=DistributedSampler(ds, shuffle=False))
+            for epoch in range(3):
+                for batch in loader:
+                    step(batch)
+        """),
+        # Not iterated in a loop.
+        Valid("""
+            from torch.utils.data import DataLoader, DistributedSampler
+            loader = DataLoader(ds, batch_size=4, sampler=DistributedSampler(ds))
+            for batch in loader:
+                step(batch)
+        """),
+        Valid("""
+            import lightning as L
+            from torch.utils.data import DataLoader, DistributedSampler
+            loader = DataLoader(ds, batch_size=4, sampler=DistributedSampler(ds))
+            trainer = L.Trainer()
+            for epoch in range(3):
+                for batch in loader:
+                    step(batch)
+        """),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            from torch.utils.data.distributed import DistributedSampler
+            sampler = DistributedSampler(ds)
+            loader = DataLoader(ds, batch_size=4, sampler=sampler)
+            for epoch in range(3):
+                for batch in loader:
+                    step(batch)
+            """,
+            message="`DistributedSampler` shuffles with the same seed every epoch: its loader is iterated in an epoch "
+            "loop but `set_epoch` is never called; call `sampler.set_epoch(epoch)` at the start of each epoch",
+            fixed="""
+            from torch.utils.data import DataLoader
+            from torch.utils.data.distributed import DistributedSampler
+            sampler = DistributedSampler(ds)
+            loader = DataLoader(ds, batch_size=4, sampler=sampler)
+            for epoch in range(3):
+                sampler.set_epoch(epoch)
+                for batch in loader:
+                    step(batch)
+            """,
+            line=3,
+        ),
+        Invalid(
+            """
+            from torch.utils.data import DataLoader, DistributedSampler
+            def train(ds, epochs):
+                train_loader = DataLoader(ds, batch_size=4, sampler=DistributedSampler(ds, shuffle=True))
+                for epoch in range(epochs):
+                    for i, batch in enumerate(train_loader):
+                        step(batch)
+            """,
+            fixed="""
+            from torch.utils.data import DataLoader, DistributedSampler
+            def train(ds, epochs):
+                train_loader = DataLoader(ds, batch_size=4, sampler=DistributedSampler(ds, shuffle=True))
+                for epoch in range(epochs):
+                    train_loader.sampler.set_epoch(epoch)
+                    for i, batch in enumerate(train_loader):
+                        step(batch)
+            """,
+            line=3,
+        ),
+        Invalid(
+            """
+            from torch.utils.data import DataLoader, DistributedSampler
+            def main(ds, distributed):
+                sampler = DistributedSampler(ds) if distributed else None
+                loader = DataLoader(ds, batch_size=4, sampler=sampler, shuffle=(sampler is None))
+                for epoch in range(10):
+                    for batch in loader:
+                        step(batch)
+            """,
+            fixed="""
+            from torch.utils.data import DataLoader, DistributedSampler
+            def main(ds, distributed):
+                sampler = DistributedSampler(ds) if distributed else None
+                loader = DataLoader(ds, batch_size=4, sampler=sampler, shuffle=(sampler is None))
+                for epoch in range(10):
+                    if sampler is not None: sampler.set_epoch(epoch)
+                    for batch in loader:
+                        step(batch)
+            """,
+        ),
+        # An epoch loop without a loop variable: reported, no fix.
+        Invalid(
+            """
+            from torch.utils.data import DataLoader, DistributedSampler
+            loader = DataLoader(ds, batch_size=4, sampler=DistributedSampler(ds))
+            while not done():
+                for batch in loader:
+                    step(batch)
+            """,
+        ),
+    ]

@@ -1,0 +1,170 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+from loadlint.rules._common import shared_rng, workers_on
+from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
+
+
+class WorkerRngDuplication(Rule):
+    """
+    ## What it does
+    Checks for `DataLoader` calls with workers and no `worker_init_fn` whose
+    Dataset (a class in the same module) creates a random generator instance
+    in `__init__` or at module level (`np.random.default_rng`,
+    `np.random.RandomState`, `random.Random`, `torch.Generator`) and draws
+    from it in `__getitem__` (or `__iter__`).
+
+    ## Why is this bad?
+    Each worker receives a copy of the Dataset, generator state included.
+    PyTorch reseeds `torch`, `random` and the legacy global `np.random` in
+    every worker, but not generator instances: all workers draw the same
+    numbers, so "random" crops, flips and noise repeat in lock-step across
+    workers (and, without persistent workers, across epochs too).  Nothing
+    fails; the augmentation is just much less random than intended.  This
+    is the bug found in most projects that use NumPy for augmentation.
+
+    The rule is silent when a `worker_init_fn` is passed (it may reseed) and
+    when the drawing method calls `get_worker_info()`.
+
+    ## Example
+    ```python
+    class Noisy(Dataset):
+        def __init__(self, data):
+            self.data = data
+            self.rng = np.random.default_rng(0)
+
+        def __getitem__(self, i):
+            return self.data[i] + self.rng.normal()
+    ```
+
+    Use instead:
+    ```python
+    def seed_worker(worker_id):
+        info = torch.utils.data.get_worker_info()
+        info.dataset.rng = np.random.default_rng(info.seed)
+
+
+    loader = DataLoader(Noisy(data), batch_size=32, num_workers=4, worker_init_fn=seed_worker)
+    ```
+
+    ## Fix safety
+    No fix is offered: the dataset may be wrapped (`Subset`,
+    `ConcatDataset`), so where to reseed is the author's decision.
+
+    ## References
+    - [PyTorch: Randomness in multi-process data loading](https://pytorch.org/docs/stable/data.html#randomness-in-multi-process-data-loading)
+    - [Reproducibility: DataLoader](https://pytorch.org/docs/stable/notes/randomness.html#dataloader)
+    """
+
+    code = "LL103"
+    name = "worker-rng-duplication"
+    summary = "a Dataset's random generator is copied into every worker: identical augmentations"
+
+    def check(self, ctx: Context) -> Iterator[Report]:
+        for call in ctx.calls:
+            if not workers_on(call):
+                continue
+            found = shared_rng(ctx.info, call)
+            if found is None:
+                continue
+            method, generator = found
+            message = (
+                f"`{method}` draws from `{generator}`, created before the workers start: every worker copies the same "
+                "generator state and produces the same random numbers; reseed it per worker in a `worker_init_fn`"
+            )
+            yield Report(call.node, message)
+
+    VALID = [
+        # Workers reseed the global generators.
+        Valid("""
+            import numpy as np
+            from torch.utils.data import DataLoader, Dataset
+            class Noisy(Dataset):
+                def __getitem__(self, i):
+                    return np.random.normal()
+                def __len__(self):
+                    return 8
+            loader = DataLoader(Noisy(), num_workers=2)
+        """),
+        Valid("""
+            import numpy as np
+            from torch.utils.data import DataLoader, Dataset
+            class Noisy(Dataset):
+                def __init__(self):
+                    self.rng = np.random.default_rng(0)
+                def __getitem__(self, i):
+                    return self.rng.normal()
+            loader = DataLoader(Noisy(), num_workers=2, worker_init_fn=seed_worker)
+        """),
+        Valid("""
+            import numpy as np
+            from torch.utils.data import DataLoader, Dataset
+            class Noisy(Dataset):
+                def __init__(self):
+                    self.rng = np.random.default_rng(0)
+                def __getitem__(self, i):
+                    return self.rng.normal()
+            loader = DataLoader(Noisy(), num_workers=0)
+        """),
+        # Seeded per worker.
+        Valid("""
+            import numpy as np
+            from torch.utils.data import DataLoader, Dataset, get_worker_info
+            class Noisy(Dataset):
+                def __init__(self):
+                    self.rng = np.random.default_rng(0)
+                def __getitem__(self, i):
+                    info = get_worker_info()
+                    if info is not None:
+                        self.rng = np.random.default_rng(info.seed)
+                    return self.rng.normal()
+            loader = DataLoader(Noisy(), num_workers=2)
+        """),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import numpy as np
+            from torch.utils.data import DataLoader, Dataset
+            class Noisy(Dataset):
+                def __init__(self, data):
+                    self.data = data
+                    self.rng = np.random.default_rng(0)
+                def __getitem__(self, i):
+                    return self.data[i] + self.rng.normal()
+                def __len__(self):
+                    return len(self.data)
+            loader = DataLoader(Noisy(values), batch_size=4, num_workers=2)
+            """,
+            message="`Noisy.__getitem__` draws from `self.rng`, created before the workers start: every worker copies "
+            "the same generator state and produces the same random numbers; reseed it per worker in a `worker_init_fn`",
+            line=11,
+        ),
+        Invalid(
+            """
+            import random
+            from torch.utils.data import DataLoader, Dataset
+            RNG = random.Random(42)
+            class Crops(Dataset):
+                def __getitem__(self, i):
+                    return RNG.randint(0, 10)
+            def main():
+                ds = Crops()
+                return DataLoader(ds, num_workers=4)
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            from torch.utils.data import DataLoader, Dataset
+            class Base(Dataset):
+                def __init__(self):
+                    self.gen = torch.Generator()
+            class Noise(Base):
+                def __getitem__(self, i):
+                    return torch.rand(3, generator=self.gen)
+            loader = DataLoader(Noise(), num_workers=2)
+            """,
+        ),
+    ]

@@ -1,0 +1,139 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+from loadlint.rules._common import unsharded_iterable, workers_on
+from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
+
+
+class UnshardedIterableDataset(Rule):
+    """
+    ## What it does
+    Checks for `DataLoader` calls with workers and no `worker_init_fn` over
+    an `IterableDataset` subclass (defined in the module) whose `__iter__`
+    never consults `get_worker_info()` (no method of the class does).
+
+    ## Why is this bad?
+    Every worker gets its own copy of an iterable dataset and iterates it
+    from the start.  Unless `__iter__` splits the stream by
+    `get_worker_info().id`, each of N workers yields the whole stream, so
+    every sample arrives N times per epoch.  Nothing fails; the epoch is N
+    times longer and the data distribution is skewed.  PyTorch's
+    documentation: "naive multi-process loading will often result in
+    duplicated data".
+
+    The rule is silent when a `worker_init_fn` is passed (the documented
+    alternative place to shard), for `IterDataPipe`s, and when `__iter__` is
+    inherited from a class outside the module.
+
+    ## Example
+    ```python
+    class Lines(IterableDataset):
+        def __iter__(self):
+            with open(self.path) as f:
+                yield from f
+
+    loader = DataLoader(Lines(path), batch_size=32, num_workers=4)
+    ```
+
+    Use instead:
+    ```python
+    class Lines(IterableDataset):
+        def __iter__(self):
+            info = get_worker_info()
+            workers, worker = (info.num_workers, info.id) if info else (1, 0)
+            with open(self.path) as f:
+                yield from itertools.islice(f, worker, None, workers)
+    ```
+
+    ## Fix safety
+    No fix is offered: how to split a stream depends on its source.
+
+    ## References
+    - [PyTorch: Iterable-style datasets](https://pytorch.org/docs/stable/data.html#torch.utils.data.IterableDataset)
+    """
+
+    code = "LL104"
+    name = "unsharded-iterable-dataset"
+    summary = "an `IterableDataset` that does not shard by worker: every sample arrives `num_workers` times"
+
+    def check(self, ctx: Context) -> Iterator[Report]:
+        for call in ctx.calls:
+            if not workers_on(call):
+                continue
+            name = unsharded_iterable(ctx.info, call)
+            if name is None:
+                continue
+            n = call.workers()
+            message = (
+                f"`{name}.__iter__` never calls `get_worker_info()`: each of the {n} workers yields the whole stream, "
+                f"so every sample arrives {n} times; split the stream by `get_worker_info().id`"
+            )
+            yield Report(call.node, message)
+
+    VALID = [
+        Valid("""
+            from torch.utils.data import DataLoader, IterableDataset, get_worker_info
+            class Lines(IterableDataset):
+                def __iter__(self):
+                    info = get_worker_info()
+                    start = info.id if info else 0
+                    yield from range(start, 100, info.num_workers if info else 1)
+            loader = DataLoader(Lines(), num_workers=2)
+        """),
+        # A helper method that shards counts.
+        Valid("""
+            import torch
+            from torch.utils.data import DataLoader, IterableDataset
+            class Lines(IterableDataset):
+                def _shard(self):
+                    return torch.utils.data.get_worker_info()
+                def __iter__(self):
+                    info = self._shard()
+                    yield from range(10)
+            loader = DataLoader(Lines(), num_workers=2)
+        """),
+        Valid("""
+            from torch.utils.data import DataLoader, IterableDataset
+            class Lines(IterableDataset):
+                def __iter__(self):
+                    yield from range(10)
+            loader = DataLoader(Lines(), num_workers=2, worker_init_fn=shard_worker)
+        """),
+        Valid("""
+            from torch.utils.data import DataLoader, IterableDataset
+            class Lines(IterableDataset):
+                def __iter__(self):
+                    yield from range(10)
+            loader = DataLoader(Lines(), num_workers=0)
+        """),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            from torch.utils.data import DataLoader, IterableDataset
+            class Lines(IterableDataset):
+                def __init__(self, path):
+                    self.path = path
+                def __iter__(self):
+                    with open(self.path) as f:
+                        yield from f
+            loader = DataLoader(Lines("train.txt"), batch_size=32, num_workers=4)
+            """,
+            message="`Lines.__iter__` never calls `get_worker_info()`: each of the 4 workers yields the whole stream, "
+            "so every sample arrives 4 times; split the stream by `get_worker_info().id`",
+            line=8,
+        ),
+        Invalid(
+            """
+            import torch
+            class Stream(torch.utils.data.IterableDataset):
+                def __iter__(self):
+                    return iter(range(100))
+            WORKERS = 2
+            def main():
+                stream = Stream()
+                return torch.utils.data.DataLoader(stream, num_workers=WORKERS)
+            """,
+        ),
+    ]

@@ -1,0 +1,174 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+from loadlint.rules._common import cuda_in_worker, workers_on
+from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
+
+
+class CudaInWorker(Rule):
+    """
+    ## What it does
+    Checks for `DataLoader` calls with workers whose Dataset (`__init__`,
+    `__getitem__`, `__getitems__`, `__iter__` of a class in the module), or
+    whose `collate_fn` or `worker_init_fn`, touches CUDA: `.cuda()`,
+    `.to("cuda")` or `.to(<CUDA device>)`, `device="cuda"`, `torch.cuda.*`
+    (queries such as `torch.cuda.is_available()` excepted).
+
+    ## Why is this bad?
+    Worker processes forked from a process that has initialised CUDA cannot
+    use it; the first batch fails with:
+
+    ```
+    RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, you must use the 'spawn' start method
+    ```
+
+    With spawn, every worker creates its own CUDA context (hundreds of MB of
+    GPU memory each) and the copies no longer overlap with compute.  Users
+    who hit the error often fall back to `num_workers=0`, which starves the
+    GPU.  Load on the CPU in workers; move batches in the training loop,
+    with `pin_memory=True` and `non_blocking=True`.
+
+    ## Example
+    ```python
+    class Images(Dataset):
+        def __getitem__(self, i):
+            return decode(self.files[i]).cuda()
+
+    loader = DataLoader(Images(files), batch_size=32, num_workers=4)
+    ```
+
+    Use instead:
+    ```python
+    class Images(Dataset):
+        def __getitem__(self, i):
+            return decode(self.files[i])
+
+    loader = DataLoader(Images(files), batch_size=32, num_workers=4, pin_memory=True)
+    for batch in loader:
+        batch = batch.cuda(non_blocking=True)
+    ```
+
+    ## Fix safety
+    No fix is offered: moving the transfer out of the Dataset changes where
+    the rest of the code expects its tensors.
+
+    ## References
+    - [PyTorch: Multi-process data loading (CUDA in workers)](https://pytorch.org/docs/stable/data.html#multi-process-data-loading)
+    - [CUDA in multiprocessing](https://pytorch.org/docs/stable/notes/multiprocessing.html#cuda-in-multiprocessing)
+    """
+
+    code = "LL105"
+    name = "cuda-in-worker"
+    summary = "the Dataset or `collate_fn` uses CUDA inside worker processes"
+
+    def check(self, ctx: Context) -> Iterator[Report]:
+        for call in ctx.calls:
+            if not workers_on(call):
+                continue
+            where = cuda_in_worker(ctx.info, call)
+            if where is None:
+                continue
+            message = (
+                f"{where} uses CUDA inside worker processes: forked workers fail with \"Cannot re-initialize CUDA in "
+                "forked subprocess\" and spawned ones each create a CUDA context; load on the CPU and move batches "
+                "to the GPU in the training loop"
+            )
+            yield Report(call.node, message)
+
+    VALID = [
+        Valid("""
+            import torch
+            from torch.utils.data import DataLoader, Dataset
+            class Images(Dataset):
+                def __getitem__(self, i):
+                    return torch.zeros(3)
+            loader = DataLoader(Images(), num_workers=2, pin_memory=True)
+            for batch in loader:
+                batch = batch.cuda(non_blocking=True)
+        """),
+        # A GPU-resident dataset without workers is legitimate.
+        Valid("""
+            import torch
+            from torch.utils.data import DataLoader, Dataset
+            class OnGpu(Dataset):
+                def __getitem__(self, i):
+                    return torch.ones(3).cuda()
+            loader = DataLoader(OnGpu(), num_workers=0)
+        """),
+        # Asking about CUDA is not using it.
+        Valid("""
+            import torch
+            from torch.utils.data import DataLoader, Dataset
+            class Images(Dataset):
+                def __getitem__(self, i):
+                    return torch.zeros(3) if torch.cuda.is_available() else torch.ones(3)
+            loader = DataLoader(Images(), num_workers=2)
+        """),
+        Valid("""
+            import torch
+            from torch.utils.data import DataLoader, Dataset
+            class Images(Dataset):
+                def __getitem__(self, i):
+                    return torch.zeros(3, device="cpu")
+            loader = DataLoader(Images(), num_workers=2)
+        """),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch
+            from torch.utils.data import DataLoader, Dataset
+            class Images(Dataset):
+                def __getitem__(self, i):
+                    return torch.zeros(3).cuda()
+                def __len__(self):
+                    return 8
+            loader = DataLoader(Images(), batch_size=4, num_workers=2)
+            """,
+            message="`Images.__getitem__` uses CUDA inside worker processes: forked workers fail with \"Cannot "
+            "re-initialize CUDA in forked subprocess\" and spawned ones each create a CUDA context; load on the CPU "
+            "and move batches to the GPU in the training loop",
+            line=8,
+        ),
+        Invalid(
+            """
+            import torch
+            from torch.utils.data import DataLoader, Dataset
+            DEVICE = torch.device("cuda")
+            class Cached(Dataset):
+                def __init__(self, x):
+                    self.x = x.to(DEVICE)
+            loader = DataLoader(Cached(x), num_workers=4)
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            from torch.utils.data import DataLoader
+            def collate(batch):
+                return torch.stack(batch).to("cuda")
+            loader = DataLoader(ds, num_workers=2, collate_fn=collate)
+            """,
+            message="`collate_fn` uses CUDA inside worker processes: forked workers fail with \"Cannot re-initialize "
+            "CUDA in forked subprocess\" and spawned ones each create a CUDA context; load on the CPU and move "
+            "batches to the GPU in the training loop",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, num_workers=2, collate_fn=lambda b: torch.stack(b).cuda())
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            from torch.utils.data import DataLoader, Dataset
+            class Noise(Dataset):
+                def __getitem__(self, i):
+                    return torch.randn(3, device="cuda")
+            loader = DataLoader(Noise(), num_workers=2)
+            """,
+        ),
+    ]
