@@ -72,10 +72,15 @@ def finding_rows(path: str) -> list[int] | None:
         from loadlint.api import check_paths  # type: ignore[attr-defined]
     except (ImportError, AttributeError):
         return None
+    from pathlib import Path
+
     try:
-        findings = check_paths([path])
+        found = check_paths([Path(path)])
     except Exception:  # the linter failing must not stop a measurement
         return None
+    # A list of findings, or a run whose results each carry findings.
+    findings = found if isinstance(found, list) else [
+        f for result in getattr(found, "results", []) for f in getattr(result, "findings", [])]
     rows = []
     for f in findings:
         if os.path.abspath(getattr(f, "path", path)) == os.path.abspath(path):

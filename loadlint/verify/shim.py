@@ -76,10 +76,15 @@ def progress(phase: str, **detail: Any) -> None:
     """Heartbeat: the parent treats a stale progress file as a hang."""
     if not S.progress_path:
         return
-    tmp = S.progress_path + ".tmp"
-    with open(tmp, "w") as fh:
-        json.dump({"phase": phase, "t": time.time(), **detail}, fh)
-    os.replace(tmp, S.progress_path)
+    # Ranks share the file: a private temporary name per process, and a
+    # failed heartbeat must never surface inside the user's loop.
+    tmp = f"{S.progress_path}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "w") as fh:
+            json.dump({"phase": phase, "t": time.time(), **detail}, fh)
+        os.replace(tmp, S.progress_path)
+    except OSError:
+        pass
 
 
 # --------------------------------------------------------------------------
@@ -1377,6 +1382,9 @@ def run_ddp(torch: Any, spec: dict[str, Any]) -> dict[str, Any]:
             drop_last=bool(getattr(sampler, "drop_last", False)),
             target_index=S.target,
         )
+        if outcome.get("outcome") == "crashed":
+            info["notes"].append(f"the script crashed inside its loop ({outcome['type']}: "
+                                 f"{outcome['message']}); the epochs before it were compared")
     info["outcome"] = outcome
     return info
 

@@ -1,0 +1,225 @@
+"""The decision rule, the contention gate and the report's arithmetic on
+synthetic timings: no torch, no subprocess."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from loadlint.verify import ddp, measure, report
+
+
+def test_confirmed_when_every_run_is_faster_and_gain_clears_threshold():
+    d = measure.decide([1.0, 1.01, 0.99, 1.0, 1.02], [1.8, 1.85, 1.9, 1.82, 1.88])
+    assert d.verdict == "confirmed"
+    assert d.speedup == pytest.approx(1.85 / 1.0)
+    assert d.threshold == pytest.approx(1.05)
+
+
+def test_refuted_is_the_mirror_image():
+    d = measure.decide([1.0, 1.01, 0.99], [0.38, 0.40, 0.37])
+    assert d.verdict == "refuted"
+    assert d.speedup < 1
+
+
+def test_overlapping_runs_are_inconclusive():
+    d = measure.decide([1.0, 1.1, 0.95], [1.05, 1.2, 1.15])
+    assert d.verdict == "inconclusive"
+    assert "overlap" in d.reason
+
+
+def test_small_gain_below_five_percent_is_inconclusive_even_if_separated():
+    d = measure.decide([1.0, 1.0, 1.0], [1.03, 1.03, 1.03])
+    assert d.verdict == "inconclusive"
+    assert "threshold" in d.reason
+
+
+def test_current_spread_raises_the_threshold():
+    current = [1.0, 1.2, 1.0, 1.1, 1.05]  # spread 19 %
+    d = measure.decide(current, [1.22, 1.23, 1.24])
+    assert d.threshold == pytest.approx(1 + 0.2 / 1.05)
+    assert d.verdict == "inconclusive"  # every run faster, but only 1.17x
+    assert measure.decide(current, [1.5, 1.6, 1.55]).verdict == "confirmed"
+
+
+def test_too_few_runs_never_give_a_verdict():
+    assert measure.decide([1.0, 1.0], [2.0, 2.0]).verdict == "inconclusive"
+    assert measure.decide([], [2.0, 2.0, 2.0]).verdict == "inconclusive"
+
+
+def test_nw1_on_two_cpus_like_the_issue_is_inconclusive():
+    d = measure.decide([1.0, 1.01, 1.0, 0.99, 1.0], [0.96, 1.0, 0.98, 0.99, 0.97])
+    assert d.verdict == "inconclusive"
+
+
+def window(**kw):
+    base = dict(wall_s=2.0, usable_cpus=2, foreign_busy_s=0.02, our_cpu_s=2.0,
+                runq_wait_s=0.05, demand=2)
+    base.update(kw)
+    return measure.Window(**base)
+
+
+def test_gate_quiet_machine():
+    g = measure.gate(window())
+    assert not g.contended
+    assert g.foreign_share == pytest.approx(0.005)
+
+
+def test_gate_second_tenant_busy_on_our_cpus():
+    g = measure.gate(window(foreign_busy_s=1.2))  # 30 % of 2 CPUs x 2 s
+    assert g.contended
+    assert "30%" in g.reason
+
+
+def test_gate_run_queue_wait_when_we_fit():
+    g = measure.gate(window(foreign_busy_s=None, runq_wait_s=1.0))
+    assert g.contended
+    assert "waited" in g.reason
+
+
+def test_gate_ignores_self_inflicted_wait_when_oversubscribed():
+    # Five processes on two CPUs queue behind each other: not contention.
+    g = measure.gate(window(foreign_busy_s=0.05, runq_wait_s=1.5, demand=5))
+    assert not g.contended
+
+
+def test_gate_window_from_shim_dict():
+    w = measure.Window.from_dict({"wall_s": 1, "usable_cpus": 2, "foreign_busy_s": None,
+                                  "our_cpu_s": 1, "runq_wait_s": 0, "demand": 1})
+    assert w.foreign_busy_s is None and not measure.gate(w).contended
+
+
+def test_protocol_minimums_follow_the_issue():
+    p = measure.Protocol()
+    assert p.warmup(0, None) == 5
+    assert p.warmup(4, 2) == 16
+    assert p.measured(0) == 30
+    assert p.measured(8) == 80
+    assert p.seconds_min == 2.0 and p.repeats == 5
+
+
+def test_protocol_from_env(monkeypatch):
+    monkeypatch.setenv("LOADLINT_VERIFY_MIN_SECONDS", "0.5")
+    monkeypatch.setenv("LOADLINT_VERIFY_PER_WORKER", "3")
+    p = measure.Protocol.from_env(repeats=3, batches_min=None)
+    assert (p.seconds_min, p.per_worker, p.repeats, p.batches_min) == (0.5, 3, 3, 30)
+
+
+def test_sweep_ceiling_projection():
+    assert measure.num_workers_sweep(2) == [0, 1, 2]
+    assert measure.num_workers_sweep(6) == [0, 1, 2, 4, 6]
+    assert measure.ceiling(2, 4) == 2.0
+    assert measure.ceiling(16, 4) == 4.0
+    assert measure.project_epoch(1.5, 10.0, 100) == pytest.approx(11.5)
+    assert math.isinf(measure.project_epoch(0, 0, 10))
+    assert measure.clearly_slower([0.5, 0.6], [1.0, 1.0])
+    assert not measure.clearly_slower([0.9], [1.0])
+
+
+def _run(rate):
+    return {"rate": rate, "epochs": [{"start_s": 0.1}, {"start_s": 0.05}], "ttfb_s": 0.1,
+            "steady_batches": 50, "steady_s": 1.0, "cpu_s": 1.0, "worker_pss": 1e8,
+            "shm_growth": 0, "data_wait_s": 0.5, "window": {}, "gate": {"contended": False}}
+
+
+def _raw(cur, cand, cand_config=None):
+    base = {"num_workers": 0, "prefetch_factor": None, "persistent_workers": False,
+            "pin_memory": False, "multiprocessing_context": None, "timeout": 0,
+            "in_order": True, "pin_memory_device": ""}
+    cfg = dict(base, **(cand_config or {"num_workers": 2, "persistent_workers": True}))
+    return {
+        "call": {"file": "/x/train.py", "line": 10, "end_line": 12, "len": 100,
+                 "iterable": False, "class": "torch.utils.data.dataloader.DataLoader"},
+        "preflight": {"usable_cpus": 2, "cuda": False},
+        "candidates": [
+            {"name": "current", "config": dict(base, prefetch_factor=None),
+             "equivalence": {"equivalent": True}, "runs": [_run(r) for r in cur]},
+            {"name": "suggested", "config": cfg, "equivalence": {"equivalent": True},
+             "runs": [_run(r) for r in cand]},
+        ],
+    }
+
+
+def test_report_confirmed_carries_best_for_fix_from_verify():
+    rep = report.analyse(_raw([1, 1.01, 0.99], [1.9, 1.95, 1.88]), mode="loader", command=[])
+    site = rep["call_sites"][0]
+    assert (site["file"], site["line"], site["end_line"]) == ("/x/train.py", 10, 12)
+    assert site["verdict"] == "confirmed"
+    assert site["best"] == {"num_workers": 2, "persistent_workers": True}
+    assert site["changes"] == {"num_workers": 2, "persistent_workers": True}
+    assert rep["ceiling"]["text"].startswith("at most 2.0x on 2 usable CPUs")
+    assert "no CUDA device" in rep["cuda"]["reason"]
+    text = report.render_text(rep)
+    assert "CONFIRMED" in text and "runs suggested: 1.9 1.95 1.88" in text
+
+
+def test_report_refuted_keeps_current_as_best():
+    rep = report.analyse(_raw([1, 1.01, 0.99], [0.38, 0.4, 0.37]), mode="loader", command=[])
+    site = rep["call_sites"][0]
+    assert site["verdict"] == "refuted"
+    assert site["best"] == {} and site["changes"] == {}
+
+
+def test_report_contended_is_never_a_verdict():
+    raw = _raw([1.0], [2.0, 2.1, 2.2])
+    raw["candidates"][0]["contended_runs"] = [_run(1.0)] * 6
+    site = report.analyse(raw, mode="loader", command=[])["call_sites"][0]
+    assert site["verdict"] == "contended"
+    assert site["best"] == {}
+
+
+def test_report_rejected_candidate_is_a_correctness_finding():
+    raw = _raw([1, 1, 1], [2, 2, 2])
+    raw["candidates"][1]["equivalence"] = {"equivalent": False, "how": "512 samples instead of 256"}
+    site = report.analyse(raw, mode="loader", command=[])["call_sites"][0]
+    assert site["candidates"][1]["decision"]["verdict"] == "rejected"
+    assert site["verdict"] == "inconclusive"
+    assert "changes the data" in site["findings"][0]
+
+
+def test_report_removed_keywords():
+    raw = _raw([1, 1, 1], [3, 3, 3], {"num_workers": 0})
+    raw["candidates"][0]["config"].update(num_workers=2, prefetch_factor=4)
+    site = report.analyse(raw, mode="loader", command=[])["call_sites"][0]
+    assert site["verdict"] == "confirmed"
+    assert site["best"] == {}
+    assert sorted(site["removed"]) == ["num_workers", "prefetch_factor"]
+
+
+def _rank(rank, epochs, **kw):
+    base = {"rank": rank, "epochs": [{"indices": e} for e in epochs], "set_epoch": [],
+            "sampler": "DistributedSampler", "distributed_sampler": True, "shuffle": True,
+            "padded": 0, "dataset_len": 8}
+    base.update(kw)
+    return base
+
+
+def test_ddp_compare_pass():
+    r0 = _rank(0, [[0, 2, 4, 6], [6, 4, 2, 0]], set_epoch=[{"epoch": 0}, {"epoch": 1}])
+    r1 = _rank(1, [[1, 3, 5, 7], [7, 1, 5, 3]])
+    v = ddp.compare([r0, r1])
+    assert v["verdict"] == "pass", v
+
+
+def test_ddp_compare_overlap_and_same_order():
+    r0 = _rank(0, [list(range(8))] * 3, sampler="RandomSampler", distributed_sampler=False)
+    r1 = _rank(1, [list(range(8))] * 3, sampler="RandomSampler", distributed_sampler=False)
+    v = ddp.compare([r0, r1])
+    by = {c["name"]: c for c in v["checks"]}
+    assert by["ranks overlap"]["status"] == "FAIL"
+    assert "share 8 of 8" in by["ranks overlap"]["evidence"]
+    assert by["order per epoch"]["status"] == "FAIL"
+
+
+def test_ddp_compare_coverage_gap():
+    v = ddp.compare([_rank(0, [[0, 1]]), _rank(1, [[2, 3]])])
+    by = {c["name"]: c for c in v["checks"]}
+    assert by["coverage"]["status"] == "FAIL"
+    assert "4 of 8" in by["coverage"]["evidence"]
+
+
+def test_ddp_padding_is_not_overlap():
+    v = ddp.compare([_rank(0, [[0, 2, 4]], padded=1, dataset_len=5),
+                     _rank(1, [[1, 3, 0]], padded=1, dataset_len=5)])
+    assert v["verdict"] == "pass", v
