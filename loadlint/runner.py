@@ -32,7 +32,10 @@ def execute(paths: list[Path], resolver: Resolver, kw: dict) -> int:
         chunks = []
         fixed_count = 0
         for result in run.results:
-            if result.fixed is not None and result.source is not None:
+            if result.fixed is not None and hasattr(result, "unified_diff"):
+                chunks.append(result.unified_diff())  # a notebook: one diff per changed cell
+                fixed_count += sum(result.applied.values())
+            elif result.fixed is not None and result.source is not None:
                 chunks.append(unified_diff(result.path, result.source.text, result.fixed))
                 fixed_count += sum(result.applied.values())
         text = "".join(chunks)

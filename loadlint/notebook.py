@@ -1,0 +1,634 @@
+"""Jupyter notebooks (``.ipynb``): read, check and fix them in place.
+
+A notebook is checked as one module: its code cells in cell order, so that
+an import in cell 1 resolves a call in cell 7.  Positions are reported as
+(cell, row inside the cell), the way ruff reports them.
+
+Reading uses the ``json`` module only (``nbformat`` is a test dependency,
+never a runtime one).  IPython syntax is masked line by line so the cell
+parses, and each masked line keeps its line so positions stay true.  Each
+cell is validated on its own first: Jupyter runs cells separately, so a cell
+that does not parse is an LL900 at that cell and is left out, and an
+indented cell can never silently become the body of a function in the
+previous one.
+
+Fixing never re-serialises the document: the new ``source`` values are
+spliced into the original text at the exact spans of the edited cells'
+``source`` entries, written in the file's own style (a string or a list of
+lines, its indentation, its escaping of non-ASCII text).  Everything else
+stays byte-for-byte, and the result is checked by parsing it back.
+"""
+
+from __future__ import annotations
+
+import ast
+import codecs
+import difflib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from loadlint.engine import PREFILTER, FileResult, FixFailed, Options, analyse, fix_text
+from loadlint.rules import name_of
+from loadlint.types import Edit, Finding, Fix, Location
+
+#: Cell magics whose body is Python: the cell is checked without its first
+#: line.  Any other ``%%`` cell (``%%bash``, ``%%writefile``, ``%%html``...)
+#: is not Python and is skipped.
+PYTHON_CELL_MAGICS = frozenset(
+    {"time", "timeit", "capture", "prun", "debug", "python", "python3", "pypy", "memit", "mprun", "snakeviz"}
+)
+
+_PLACEHOLDER = "__loadlint_ipython_{}__"
+_PLACEHOLDER_LINE = re.compile(r"^[ \t]*__loadlint_ipython_(\d+)__[ \t]*$", re.MULTILINE)
+#: A comment line before each cell in the joined module.  Fixes edit
+#: statements, never these comments, so the fixed module splits back into
+#: cells even when a fix inserts lines.
+_MARKER = "# __loadlint_cell_{}__\n"
+_MARKER_LINE = re.compile(r"^# __loadlint_cell_(\d+)__\r?\n", re.MULTILINE)
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+_MAGIC_ASSIGN = re.compile(r"[ \t]*[A-Za-z_][\w.]*(?:[ \t]*,[ \t]*[A-Za-z_][\w.]*)*[ \t]*=[ \t]*[%!]")
+_CONVERT = "convert it with `jupyter nbconvert --to notebook --nbformat 4`"
+
+
+# -- reading ------------------------------------------------------------------
+
+
+class NotebookError(Exception):
+    """The file is not a readable nbformat-4 notebook (LL901)."""
+
+    def __init__(self, message: str, row: int = 1, column: int = 1, cell: int | None = None) -> None:
+        super().__init__(message)
+        self.row = row
+        self.column = column
+        self.cell = cell
+
+
+@dataclass
+class Cell:
+    #: 1-based index over all cells (markdown and raw ones included).
+    index: int
+    source: str
+    #: ``source`` was a list of lines in the file (not one string).
+    as_list: bool
+
+
+def load(data: bytes) -> tuple[str, bool, dict, list[Cell], list[NotebookError]]:
+    """(text, had BOM, document, code cells, per-cell problems); raises
+    NotebookError when the file as a whole is unusable."""
+    bom = data.startswith(codecs.BOM_UTF8)
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise NotebookError(f"cannot read notebook: not UTF-8 (invalid byte 0x{data[exc.start]:02x})") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise NotebookError(f"malformed notebook JSON: {exc.msg}", exc.lineno, exc.colno) from None
+    except RecursionError:
+        raise NotebookError("malformed notebook JSON: nested too deeply") from None
+    if not isinstance(doc, dict):
+        raise NotebookError("not a notebook: the JSON document is not an object")
+    version = doc.get("nbformat")
+    if "worksheets" in doc or (isinstance(version, int) and not isinstance(version, bool) and version < 4):
+        raise NotebookError(f"nbformat {version if isinstance(version, int) else 3} notebooks are not supported: {_CONVERT}")
+    if version is not None and (not isinstance(version, int) or isinstance(version, bool)):
+        raise NotebookError(f"not a notebook: `nbformat` is {version!r}, not a number")
+    cells = doc.get("cells")
+    if cells is None:
+        raise NotebookError("not a notebook: it has no `cells` list")
+    if not isinstance(cells, list):
+        raise NotebookError("not a notebook: `cells` is not a list")
+    code: list[Cell] = []
+    problems: list[NotebookError] = []
+    for index, cell in enumerate(cells, 1):
+        if not isinstance(cell, dict):
+            problems.append(NotebookError(f"cell {index} is not a JSON object", cell=index))
+            continue
+        if cell.get("cell_type") != "code":
+            continue
+        source = cell.get("source", "")
+        if isinstance(source, list) and all(isinstance(s, str) for s in source):
+            code.append(Cell(index, "".join(source), True))
+        elif isinstance(source, str):
+            code.append(Cell(index, source, False))
+        else:
+            problems.append(NotebookError("`source` is neither a string nor a list of strings", cell=index))
+    return text, bom, doc, code, problems
+
+
+# -- masking IPython syntax ---------------------------------------------------
+
+
+def _split_lines(text: str) -> list[str]:
+    """Lines with their own line breaks; "".join() gives the text back."""
+    return _LINE.findall(text)
+
+
+@dataclass
+class _LineState:
+    quote: str | None = None  # the open string's quote (' " ''' or """)
+    depth: int = 0
+    continued: bool = False
+
+
+def _scan(line: str, state: _LineState) -> bool:
+    """Advance the tokenizer-ish state over one line; True when the line has
+    a ``?`` outside strings and comments (IPython's help syntax: Python has
+    no other use for it)."""
+    question = False
+    i, n = 0, len(line)
+    body = line.rstrip("\r\n")
+    n = len(body)
+    while i < n:
+        if state.quote is not None:
+            if body[i] == "\\":
+                i += 2
+                continue
+            if body.startswith(state.quote, i):
+                i += len(state.quote)
+                state.quote = None
+                continue
+            i += 1
+            continue
+        ch = body[i]
+        if ch == "#":
+            break
+        if ch in "\"'":
+            triple = ch * 3
+            state.quote = triple if body.startswith(triple, i) else ch
+            i += len(state.quote)
+            continue
+        if ch in "([{":
+            state.depth += 1
+        elif ch in ")]}":
+            state.depth = max(0, state.depth - 1)
+        elif ch == "?":
+            question = True
+        i += 1
+    stripped = body.rstrip()
+    state.continued = stripped.endswith("\\") and (state.quote is None or len(state.quote) == 3)
+    if state.quote is not None and len(state.quote) == 1 and not state.continued:
+        state.quote = None  # an unterminated string ends at the line (a syntax error anyway)
+    return question
+
+
+def _is_magic(line: str) -> bool:
+    stripped = line.lstrip(" \t")
+    return stripped.startswith(("%", "!", "?")) or _MAGIC_ASSIGN.match(line) is not None
+
+
+class _Masker:
+    """Numbers placeholders across the whole notebook so they are unique."""
+
+    def __init__(self) -> None:
+        self.originals: list[str] = []
+
+    def placeholder(self, line: str) -> str:
+        body = line.rstrip("\r\n")
+        ending = line[len(body):]
+        indent = body[: len(body) - len(body.lstrip(" \t"))]
+        self.originals.append(body)
+        return f"{indent}{_PLACEHOLDER.format(len(self.originals) - 1)}{ending}"
+
+    def mask(self, source: str) -> str | None:
+        """The cell's source as parsable Python, line for line; None for a
+        cell that is not Python (a ``%%bash`` cell)."""
+        lines = _split_lines(source)
+        out: list[str] = []
+        first = next((i for i, line in enumerate(lines) if line.strip()), None)
+        if first is not None and lines[first].lstrip().startswith("%%"):
+            magic = lines[first].lstrip()[2:].split(None, 1)
+            if not magic or magic[0] not in PYTHON_CELL_MAGICS:
+                return None
+        state = _LineState()
+        in_magic = False
+        for number, line in enumerate(lines):
+            at_start = state.quote is None and state.depth == 0 and not state.continued
+            if in_magic or (at_start and line.strip() and (_is_magic(line) or number == first and line.lstrip().startswith("%%"))):
+                out.append(self.placeholder(line))
+                in_magic = line.rstrip("\r\n").rstrip().endswith("\\")
+                continue
+            if state.quote is None and state.depth == 0 and not state.continued and line.strip():
+                probe = _LineState()
+                if _scan(line, probe) and probe.quote is None and probe.depth == 0:
+                    out.append(self.placeholder(line))
+                    continue
+            _scan(line, state)
+            out.append(line)
+        return "".join(out)
+
+    def unmask(self, text: str) -> str:
+        return _PLACEHOLDER_LINE.sub(lambda m: self.originals[int(m.group(1))], text)
+
+
+# -- the joined module --------------------------------------------------------
+
+
+@dataclass
+class _Part:
+    cell: Cell
+    masked: str
+    #: A newline was added so the next cell starts on its own line.
+    added_newline: bool = False
+
+
+@dataclass
+class Module:
+    parts: list[_Part] = field(default_factory=list)
+
+    def text(self) -> str:
+        chunks = []
+        for part in self.parts:
+            chunks.append(_MARKER.format(part.cell.index))
+            chunks.append(part.masked + ("\n" if part.added_newline else ""))
+        return "".join(chunks)
+
+
+def cell_rows(text: str) -> list[tuple[int, int]]:
+    """(first row of the cell in the joined text, cell index), in order."""
+    out = []
+    for match in _MARKER_LINE.finditer(text):
+        row = text.count("\n", 0, match.end()) + 1 if "\r" not in text else _row_of(text, match.end())
+        out.append((row, int(match.group(1))))
+    return out
+
+
+def _row_of(text: str, offset: int) -> int:
+    from loadlint.source import position_of_offset
+
+    return position_of_offset(text, offset)[0]
+
+
+def _locate(rows: list[tuple[int, int]], row: int) -> tuple[int | None, int]:
+    """Joined-text row -> (cell, row inside the cell)."""
+    cell, start = None, 1
+    for first, index in rows:
+        if first > row:
+            break
+        cell, start = index, first
+    if cell is None:
+        return (rows[0][1], 1) if rows else (None, row)
+    return cell, row - start + 1
+
+
+def split_cells(text: str) -> dict[int, str]:
+    """The joined text back into cell sources (still masked), by cell index."""
+    out: dict[int, str] = {}
+    matches = list(_MARKER_LINE.finditer(text))
+    prefix = text[: matches[0].start()] if matches else ""
+    for i, match in enumerate(matches):
+        end = matches[i + 1].start() if i + 1 < len(matches) else len(text)
+        out[int(match.group(1))] = text[match.end() : end]
+    if prefix and matches:
+        # A fix inserted before the first cell (an import): it belongs to it.
+        first = int(matches[0].group(1))
+        out[first] = prefix + out[first]
+    return out
+
+
+def _map(finding: Finding, rows: list[tuple[int, int]]) -> Finding:
+    cell, row = _locate(rows, finding.location.row)
+    end_cell, end_row = _locate(rows, finding.end_location.row)
+    if end_cell != cell:
+        end_row = row
+    fix = finding.fix
+    if fix is not None:
+        fix = Fix(fix.applicability, fix.message, tuple(_map_edit(edit, rows) for edit in fix.edits))
+    finding.location = Location(row, finding.location.column)
+    finding.end_location = Location(end_row, finding.end_location.column)
+    finding.fix = fix
+    finding.cell = cell
+    return finding
+
+
+def _map_edit(edit: Edit, rows: list[tuple[int, int]]) -> Edit:
+    _, row = _locate(rows, edit.location.row)
+    _, end_row = _locate(rows, edit.end_location.row)
+    return Edit(edit.content, edit.start, edit.end, Location(row, edit.location.column), Location(end_row, edit.end_location.column))
+
+
+def _cell_syntax_error(text: str) -> tuple[str, int, int] | None:
+    """(message, row, column) when the cell does not parse; the C parser
+    first (fast), libcst for the verdict and the message (as for .py files)."""
+    try:
+        compile(text, "<cell>", "exec", ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+        return None
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        pass
+    import libcst as cst
+
+    try:
+        cst.parse_module(text)
+    except cst.ParserSyntaxError as exc:
+        message = str(exc.message).strip().splitlines()[0] if exc.message else "invalid syntax"
+        return f"SyntaxError: {message}", exc.raw_line, exc.raw_column + 1
+    except RecursionError:
+        return "cell too complex to analyse: nesting exceeds the recursion limit", 1, 1
+    return None
+
+
+# -- results --------------------------------------------------------------------
+
+
+@dataclass
+class NotebookResult(FileResult):
+    #: Each checked cell's source, for showing the reported line.
+    cell_sources: dict[int, str] = field(default_factory=dict)
+    #: (cell, before, after) for each cell a fix changed.
+    cell_changes: list[tuple[int, str, str]] = field(default_factory=list)
+
+    def unified_diff(self) -> str:
+        """``--diff``: one unified diff per changed cell, as ruff prints them."""
+        out = []
+        for index, before, after in self.cell_changes:
+            lines = difflib.unified_diff(
+                before.splitlines(keepends=True),
+                after.splitlines(keepends=True),
+                fromfile=f"a/{self.path}:cell {index}",
+                tofile=f"b/{self.path}:cell {index}",
+            )
+            out.append("".join(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n" for line in lines))
+        return "".join(out)
+
+
+def _finding(code: str, message: str, path: str, row: int = 1, column: int = 1, cell: int | None = None) -> Finding:
+    return Finding(code, name_of(code), message, path, Location(row, column), Location(row, column + 1), cell=cell)
+
+
+def check(path: Path | str, data: bytes, options: Options, fix: Any = None) -> FileResult:
+    """Check (and with ``fix``, a loadlint.api.FixRequest, fix) one notebook.
+    Never raises for a bad notebook."""
+    name = str(path)
+    result = NotebookResult(name)
+    if not any(word.encode() in data for word in PREFILTER):
+        return result
+    try:
+        _check(Path(path), name, data, options, fix, result)
+    except Exception as exc:  # one bad notebook must not stop the run
+        result.error = f"internal error while checking notebook: {type(exc).__name__}: {exc}"
+    return result
+
+
+def _check(path: Path, name: str, data: bytes, options: Options, fix: Any, result: NotebookResult) -> None:
+    try:
+        text, bom, doc, cells, problems = load(data)
+    except NotebookError as exc:
+        if "LL901" in options.select:
+            result.findings.append(_finding("LL901", str(exc), name, exc.row, exc.column, exc.cell))
+        return
+    if "LL901" in options.select:
+        for problem in problems:
+            result.findings.append(_finding("LL901", f"cannot read cell: {problem}", name, cell=problem.cell))
+    if not any(word in cell.source for cell in cells for word in PREFILTER):
+        return
+    masker = _Masker()
+    module = Module()
+    engine_findings: list[Finding] = []
+    for cell in cells:
+        masked = masker.mask(cell.source)
+        if masked is None:
+            continue
+        error = _cell_syntax_error(masked)
+        if error is not None:
+            if "LL900" in options.select:
+                engine_findings.append(_finding("LL900", error[0], name, error[1], error[2], cell.index))
+            continue
+        added = bool(masked) and not masked.endswith(("\n", "\r"))
+        module.parts.append(_Part(cell, masked, added))
+        result.cell_sources[cell.index] = cell.source
+    joined = module.text()
+    findings: list[Finding] = []
+    fixed_joined = joined
+    for _ in range(len(module.parts) + 1):
+        joined = module.text()
+        try:
+            if fix is None:
+                findings, _ = analyse(joined, name, options, notebook=True)
+                fixed_joined = joined
+            else:
+                fixed_joined, findings, result.applied = fix_text(joined, name, options, unsafe=fix.unsafe)
+        except FixFailed as exc:
+            findings, _ = analyse(joined, name, options, notebook=True)
+            fixed_joined = joined
+            result.error = str(exc)
+        # The cells parsed one by one; should the joined module still fail,
+        # the failing cell is reported and left out, and the rest rechecked.
+        broken = [f for f in findings if f.code == "LL900" and f.message.startswith("SyntaxError")]
+        if not broken:
+            break
+        cell, row = _locate(cell_rows(joined), broken[0].location.row)
+        module.parts = [p for p in module.parts if p.cell.index != cell]
+        engine_findings.append(_finding("LL900", broken[0].message, name, row, broken[0].location.column, cell))
+    rows = cell_rows(fixed_joined)
+    mapped = [_map(f, rows) for f in findings]
+    all_findings = result.findings + engine_findings + mapped
+    all_findings.sort(key=lambda f: (f.cell or 0, f.location.row, f.location.column, f.code))
+    result.findings = all_findings
+    if fix is None or fixed_joined == joined:
+        return
+    new_sources = split_cells(fixed_joined)
+    changes: dict[int, str] = {}
+    for part in module.parts:
+        new = new_sources.get(part.cell.index)
+        if new is None:
+            continue
+        if part.added_newline and new.endswith("\n"):
+            new = new[:-1]
+        new = masker.unmask(new)
+        if new != part.cell.source:
+            changes[part.cell.index] = new
+            result.cell_changes.append((part.cell.index, part.cell.source, new))
+    if not changes:
+        return
+    new_text = splice(text, doc, changes)
+    result.fixed = new_text
+    if fix.dry_run:
+        return
+    from loadlint.api import FileChanged, write_atomic
+
+    try:
+        write_atomic(path, data, (codecs.BOM_UTF8 if bom else b"") + new_text.encode("utf-8"))
+    except OSError as exc:
+        result.error = f"cannot write fixes: {exc.strerror or exc}"
+        result.fixed = None
+    except FileChanged:
+        result.error = "file changed on disk while it was being fixed; not written"
+        result.fixed = None
+
+
+# -- splicing fixed sources into the original text ------------------------------------
+
+
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
+_WS = re.compile(r"[ \t\r\n]*")
+_SCALAR = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null|NaN|-?Infinity")
+
+
+def _ws(text: str, i: int) -> int:
+    return _WS.match(text, i).end()  # type: ignore[union-attr]
+
+
+def _skip(text: str, i: int) -> int:
+    """The end of the JSON value starting at ``i`` (the text is valid JSON)."""
+    ch = text[i]
+    if ch == '"':
+        return _STRING.match(text, i).end()  # type: ignore[union-attr]
+    if ch in "[{":
+        depth = 0
+        for match in _TOKEN.finditer(text, i):
+            token = match.group()
+            if token == "[" or token == "{":
+                depth += 1
+            elif token == "]" or token == "}":
+                depth -= 1
+                if depth == 0:
+                    return match.end()
+        raise ValueError("unbalanced JSON")
+    match = _SCALAR.match(text, i)
+    if match is None:
+        raise ValueError(f"unexpected JSON at offset {i}")
+    return match.end()
+
+
+def _members(text: str, i: int) -> list[tuple[str, int, int, int]]:
+    """(key, key start, value start, value end) of the object at ``i``."""
+    out = []
+    i = _ws(text, i + 1)
+    if text[i] == "}":
+        return out
+    while True:
+        key_match = _STRING.match(text, i)
+        if key_match is None:
+            raise ValueError(f"expected a key at offset {i}")
+        key = json.loads(key_match.group())
+        i = _ws(text, key_match.end())
+        i = _ws(text, i + 1)  # the colon
+        end = _skip(text, i)
+        out.append((key, key_match.start(), i, end))
+        i = _ws(text, end)
+        if text[i] == "}":
+            return out
+        i = _ws(text, i + 1)  # the comma
+
+
+def _items(text: str, i: int) -> list[tuple[int, int]]:
+    """(start, end) of each element of the array at ``i``."""
+    out = []
+    i = _ws(text, i + 1)
+    if text[i] == "]":
+        return out
+    while True:
+        end = _skip(text, i)
+        out.append((i, end))
+        i = _ws(text, end)
+        if text[i] == "]":
+            return out
+        i = _ws(text, i + 1)
+
+
+@dataclass
+class _SourceSpan:
+    key_start: int
+    start: int
+    end: int
+    #: Element spans when the value is a list of lines.
+    items: list[tuple[int, int]] | None
+
+
+def source_spans(text: str) -> dict[int, _SourceSpan]:
+    """Cell index (1-based) -> the span of its ``source`` value in ``text``."""
+    top = _ws(text, 0)
+    cells = [m for m in _members(text, top) if m[0] == "cells"]
+    if not cells:
+        return {}
+    _, _, start, _ = cells[-1]  # json.loads keeps the last duplicate key too
+    out = {}
+    for index, (cell_start, _) in enumerate(_items(text, start), 1):
+        if text[cell_start] != "{":
+            continue
+        sources = [m for m in _members(text, cell_start) if m[0] == "source"]
+        if not sources:
+            continue
+        _, key_start, value_start, value_end = sources[-1]
+        items = _items(text, value_start) if text[value_start] == "[" else None
+        out[index] = _SourceSpan(key_start, value_start, value_end, items)
+    return out
+
+
+def _ensure_ascii(text: str) -> bool:
+    """Whether the file escapes non-ASCII text (``\\u00e9``) rather than
+    writing it as UTF-8.  nbformat writes UTF-8, so that is the default."""
+    if not text.isascii():
+        return False
+    return re.search(r"\\u(?:00[89a-fA-F][0-9a-fA-F]|0[1-9a-fA-F][0-9a-fA-F]{2}|[1-9a-fA-F][0-9a-fA-F]{3})", text) is not None
+
+
+def _layout(text: str, span: _SourceSpan) -> tuple[str, str, str]:
+    """(after ``[``, between items, before ``]``) as this file writes lists."""
+    items = span.items or []
+    if len(items) >= 2:
+        return text[span.start + 1 : items[0][0]], text[items[0][1] : items[1][0]], text[items[-1][1] : span.end - 1]
+    if len(items) == 1:
+        before, after = text[span.start + 1 : items[0][0]], text[items[0][1] : span.end - 1]
+        return before, "," + (before if before else _space_after_comma(text)), after
+    newline = "\r\n" if "\r\n" in text[:4096] else "\n"
+    line_start = max(text.rfind("\n", 0, span.key_start), text.rfind("\r", 0, span.key_start)) + 1
+    indent = text[line_start : span.key_start]
+    if line_start == 0 or indent.strip():
+        return "", "," + _space_after_comma(text), ""  # a compact file
+    first = _ws(text, _ws(text, 0) + 1)
+    unit_start = max(text.rfind("\n", 0, first), text.rfind("\r", 0, first)) + 1
+    unit = text[unit_start:first] or " "
+    return newline + indent + unit, "," + newline + indent + unit, newline + indent
+
+
+def _space_after_comma(text: str) -> str:
+    return " " if re.search(r'",\s', text[:4096]) else ""
+
+
+def render_source(text: str, span: _SourceSpan, new: str, ensure_ascii: bool) -> str:
+    """The JSON for a new ``source`` value in the file's own style."""
+    if span.items is None:
+        return json.dumps(new, ensure_ascii=ensure_ascii)
+    # Lines that did not change keep their original bytes (their escapes).
+    raw = {}
+    for start, end in span.items:
+        token = text[start:end]
+        raw.setdefault(json.loads(token), token)
+    tokens = [raw.get(line) or json.dumps(line, ensure_ascii=ensure_ascii) for line in new.splitlines(True)]
+    if not tokens:
+        return "[]"
+    before, between, after = _layout(text, span)
+    return "[" + before + between.join(tokens) + after + "]"
+
+
+def splice(text: str, doc: dict, changes: dict[int, str]) -> str:
+    """``text`` with the ``source`` of each changed cell replaced, all else
+    untouched; verified by parsing the result back."""
+    spans = source_spans(text)
+    ascii_only = _ensure_ascii(text)
+    pieces = []
+    last = 0
+    for index in sorted(changes):
+        span = spans.get(index)
+        if span is None:
+            raise ValueError(f"cannot locate the source of cell {index}")
+        pieces.append(text[last : span.start])
+        pieces.append(render_source(text, span, changes[index], ascii_only))
+        last = span.end
+    pieces.append(text[last:])
+    new_text = "".join(pieces)
+    check_doc = json.loads(new_text)
+    for index, source in changes.items():
+        cell = check_doc["cells"][index - 1]
+        got = cell["source"]
+        if ("".join(got) if isinstance(got, list) else got) != source:
+            raise ValueError(f"splicing cell {index} did not give the fixed source")
+        cell["source"] = doc["cells"][index - 1]["source"]
+    if check_doc != doc:
+        raise ValueError("splicing changed more than the fixed cells")
+    return new_text

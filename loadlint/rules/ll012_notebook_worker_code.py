@@ -1,0 +1,326 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from loadlint.callsites import ClassFacts, FunctionFacts, LoaderCall, ModuleInfo
+from loadlint.resolve import Scope, follow_name
+from loadlint.rules._common import spawn_reason, workers_on
+from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
+from loadlint.types import HardwareProfile
+
+_MACOS = HardwareProfile(usable_cpus=8, gpu_count=0, platform="macos", declared=frozenset({"cpus", "gpus", "platform"}))
+
+#: How deep wrappers are followed: ``Subset(ConcatDataset([MyDataset()]))``.
+_MAX_DEPTH = 6
+
+
+def defined_here(expr: cst.BaseExpression | None, scope: Scope | None, info: ModuleInfo, depth: int = 0) -> str | None:
+    """The name of a module-level ``class`` or ``def`` of this module that the
+    value is, is an instance of, or carries inside (a wrapper's argument, a
+    bound method, a ``functools.partial``).  Such objects are pickled by
+    reference to ``__main__`` when the module is the notebook itself.
+
+    Lambdas and nested definitions are left to LL007: they cannot be pickled
+    anywhere, so they are not a notebook problem."""
+    if expr is None or scope is None or depth > _MAX_DEPTH:
+        return None
+    if isinstance(expr, cst.Name):
+        definition = info.definition(expr.value, scope)
+        if isinstance(definition, (FunctionFacts, ClassFacts)):
+            return None if definition.nested else definition.name
+        target, owner = follow_name(expr, scope)
+        if target is expr:
+            return None
+        return defined_here(target, owner, info, depth + 1)
+    if isinstance(expr, cst.Call):
+        if isinstance(expr.func, cst.Name):
+            definition = info.definition(expr.func.value, scope)
+            if isinstance(definition, ClassFacts):
+                return None if definition.nested else definition.name
+        for arg in expr.args:
+            found = defined_here(arg.value, scope, info, depth + 1)
+            if found:
+                return found
+        return None
+    if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
+        for element in expr.elements:
+            found = defined_here(element.value, scope, info, depth + 1)
+            if found:
+                return found
+        return None
+    if isinstance(expr, cst.Attribute):
+        return defined_here(expr.value, scope, info, depth + 1)
+    return None
+
+
+def notebook_definitions(info: ModuleInfo, call: LoaderCall) -> list[tuple[str, str]]:
+    """(name, what it is to the loader) for each worker-side object that is
+    defined in this module."""
+    out = []
+    for param in ("dataset", "collate_fn", "worker_init_fn"):
+        expr, scope = call.expr(param), call.scope
+        if param not in call.args and param in call.dict_args:
+            scope = call.dict_args[param][1]
+        name = defined_here(expr, scope, info)
+        if name is None:
+            continue
+        if param == "dataset":
+            _, cls = info.dataset_class(call)
+            what = "the dataset's class" if cls is not None and cls.name == name else "inside the dataset"
+        else:
+            what = f"`{param}`"
+        out.append((name, what))
+    return out
+
+
+class NotebookWorkerCode(Rule):
+    """
+    ## What it does
+    Checks notebooks for a `DataLoader` with workers whose Dataset class,
+    `collate_fn` or `worker_init_fn` (or a transform inside the dataset) is
+    defined in the notebook itself, when the workers may start with spawn
+    or forkserver.
+
+    ## Why is this bad?
+    A spawned or forkserver worker is a fresh Python process: it receives the
+    dataset and the functions by pickle, and pickle stores a class or
+    function by reference, as `__main__.FaceDataset`.  In a notebook,
+    `__main__` is the kernel, which the worker cannot import, so the first
+    batch fails with
+
+    ```text
+    AttributeError: Can't get attribute 'FaceDataset' on <module '__main__' (built-in)>
+    ```
+
+    (or the worker dies and the DataLoader reports that it "exited
+    unexpectedly").  macOS and Windows always spawn; Linux starts workers
+    with forkserver from Python 3.14.  The start method comes from
+    `multiprocessing_context`, `set_start_method(...)`, or the target's
+    `platform` and `python` (`--target`, `[tool.loadlint.target]`); without
+    a declared platform the portable answer applies and the rule reports.
+    It is silent with `multiprocessing_context="fork"`.
+
+    Lambdas and functions defined inside functions cannot be pickled in any
+    module; LL007 reports them.
+
+    ## Example
+    ```python
+    # cell 1
+    from torch.utils.data import DataLoader, Dataset
+
+    class FaceDataset(Dataset):
+        def __len__(self):
+            return 100
+
+        def __getitem__(self, i):
+            return i
+
+    # cell 2
+    loader = DataLoader(FaceDataset(), batch_size=8, num_workers=4)
+    ```
+
+    Use instead:
+    ```python
+    # cell 1
+    from torch.utils.data import DataLoader
+    from faces import FaceDataset  # faces.py, beside the notebook
+
+    # cell 2
+    loader = DataLoader(FaceDataset(), batch_size=8, num_workers=4)
+    ```
+
+    or keep the definitions in the notebook and load in the kernel process,
+    with `num_workers=0`.
+
+    ## Fix safety
+    There is no automatic fix: moving code to a module and choosing between
+    the two ways out are decisions for the author.
+
+    ## References
+    - [PyTorch: Platform-specific behaviors](https://pytorch.org/docs/stable/data.html#platform-specific-behaviors)
+    - [Python: multiprocessing, the spawn and forkserver start methods](https://docs.python.org/3/library/multiprocessing.html#contexts-and-start-methods)
+    - [Python 3.14: forkserver becomes the default on Linux](https://docs.python.org/3.14/whatsnew/3.14.html#multiprocessing)
+    """
+
+    code = "LL012"
+    name = "notebook-worker-code"
+    summary = "workers under spawn/forkserver cannot import a Dataset, `collate_fn` or `worker_init_fn` defined in the notebook"
+    needs_hardware = True
+
+    def check(self, ctx: Context) -> Iterator[Report]:
+        if not ctx.is_notebook:
+            return
+        info = ctx.info
+        for call in ctx.calls:
+            if not workers_on(call):
+                continue
+            found = notebook_definitions(info, call)
+            if not found:
+                continue
+            why = spawn_reason(ctx.profile, call, info)
+            if why is None:
+                continue
+            names = ", ".join(f"`{name}` ({what})" for name, what in found)
+            verb = "is" if len(found) == 1 else "are"
+            first = found[0][0]
+            yield Report(
+                call.node,
+                f"{names} {verb} defined in the notebook, but the {call.workers()} workers may start with spawn or "
+                f"forkserver ({why}) and cannot import `__main__`: the first batch fails with "
+                f"`AttributeError: Can't get attribute '{first}' on <module '__main__'>`; "
+                "move the definitions to a `.py` module and import them, or use `num_workers=0` in the notebook",
+            )
+
+    VALID = [
+        # Imported from a module: the workers import it too.
+        Valid(
+            """
+            from torch.utils.data import DataLoader
+            from faces import FaceDataset
+            loader = DataLoader(FaceDataset(), batch_size=8, num_workers=4, multiprocessing_context="spawn")
+            """,
+            path="example.ipynb",
+        ),
+        # No workers: everything runs in the kernel.
+        Valid(
+            """
+            from torch.utils.data import DataLoader, Dataset
+            class FaceDataset(Dataset):
+                def __getitem__(self, i):
+                    return i
+            loader = DataLoader(FaceDataset(), batch_size=8, num_workers=0, multiprocessing_context=None)
+            """,
+            path="example.ipynb",
+        ),
+        # fork copies the kernel's memory: notebook classes are there.
+        Valid(
+            """
+            from torch.utils.data import DataLoader, Dataset
+            class FaceDataset(Dataset):
+                def __getitem__(self, i):
+                    return i
+            loader = DataLoader(FaceDataset(), num_workers=4, multiprocessing_context="fork")
+            """,
+            path="example.ipynb",
+        ),
+        # Linux before Python 3.14 forks by default (the examples' profile).
+        Valid(
+            """
+            from torch.utils.data import DataLoader, Dataset
+            class FaceDataset(Dataset):
+                def __getitem__(self, i):
+                    return i
+            loader = DataLoader(FaceDataset(), num_workers=4)
+            """,
+            path="example.ipynb",
+        ),
+        # A script's classes live in an importable module (LL013 is about its guard).
+        Valid(
+            """
+            from torch.utils.data import DataLoader, Dataset
+            class FaceDataset(Dataset):
+                def __getitem__(self, i):
+                    return i
+            loader = DataLoader(FaceDataset(), num_workers=4, multiprocessing_context="spawn")
+            """,
+        ),
+        # A lambda is LL007's finding, in notebooks and scripts alike.
+        Valid(
+            """
+            from torch.utils.data import DataLoader
+            from faces import FaceDataset
+            loader = DataLoader(FaceDataset(), num_workers=2, collate_fn=lambda b: b, multiprocessing_context="spawn")
+            """,
+            path="example.ipynb",
+        ),
+        # Unresolved worker count: silent.
+        Valid(
+            """
+            from torch.utils.data import DataLoader, Dataset
+            class FaceDataset(Dataset):
+                def __getitem__(self, i):
+                    return i
+            loader = DataLoader(FaceDataset(), num_workers=args.workers, multiprocessing_context="spawn")
+            """,
+            path="example.ipynb",
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            from torch.utils.data import DataLoader, Dataset
+            class FaceDataset(Dataset):
+                def __len__(self):
+                    return 100
+                def __getitem__(self, i):
+                    return i
+            ds = FaceDataset()
+            loader = DataLoader(ds, batch_size=8, num_workers=4)
+            """,
+            message="`FaceDataset` (the dataset's class) is defined in the notebook, but the 4 workers may start with "
+            "spawn or forkserver (the target platform is macos, where workers are spawned) and cannot import "
+            "`__main__`: the first batch fails with `AttributeError: Can't get attribute 'FaceDataset' on "
+            "<module '__main__'>`; move the definitions to a `.py` module and import them, or use `num_workers=0` "
+            "in the notebook",
+            profile=_MACOS,
+            line=8,
+            path="example.ipynb",
+        ),
+        Invalid(
+            """
+            import torch
+            from faces import FaceDataset
+            def pad_collate(batch):
+                return batch
+            loader = torch.utils.data.DataLoader(
+                FaceDataset(), batch_size=8, num_workers=2, collate_fn=pad_collate, multiprocessing_context="spawn"
+            )
+            """,
+            message=None,
+            line=5,
+            path="example.ipynb",
+        ),
+        # Inside the dataset: a transform class of the notebook.
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            from torchvision import datasets, transforms
+            class AddNoise:
+                def __call__(self, x):
+                    return x
+            tf = transforms.Compose([transforms.ToTensor(), AddNoise()])
+            train = datasets.MNIST("data", train=True, transform=tf)
+            loader = DataLoader(train, batch_size=64, num_workers=2, multiprocessing_context="forkserver")
+            """,
+            line=8,
+            path="example.ipynb",
+        ),
+        # A worker_init_fn through functools.partial, and no declared platform.
+        Invalid(
+            """
+            import functools
+            from torch.utils.data import DataLoader
+            from faces import FaceDataset
+            def seed_worker(worker_id, base):
+                pass
+            loader = DataLoader(FaceDataset(), num_workers=2, worker_init_fn=functools.partial(seed_worker, base=0))
+            """,
+            profile=HardwareProfile(usable_cpus=4, gpu_count=0),
+            path="example.ipynb",
+        ),
+        # Through Subset, with set_start_method("spawn").
+        Invalid(
+            """
+            import torch.multiprocessing as mp
+            from torch.utils.data import DataLoader, Dataset, Subset
+            mp.set_start_method("spawn", force=True)
+            class FaceDataset(Dataset):
+                def __getitem__(self, i):
+                    return i
+            loader = DataLoader(Subset(FaceDataset(), range(10)), num_workers=2)
+            """,
+            path="example.ipynb",
+        ),
+    ]

@@ -1,0 +1,225 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+from loadlint.rules._common import spawn_reason, workers_on
+from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
+from loadlint.types import HardwareProfile
+
+_WINDOWS = HardwareProfile(usable_cpus=8, gpu_count=0, platform="windows", declared=frozenset({"cpus", "gpus", "platform"}))
+
+_GUARD = 'if __name__ == "__main__":'
+
+
+class MissingMainGuard(Rule):
+    """
+    ## What it does
+    Checks scripts for a `DataLoader` with workers that is iterated at
+    module level, outside `if __name__ == "__main__":`, when the workers may
+    start with spawn or forkserver.
+
+    ## Why is this bad?
+    A spawned (or forkserver) worker starts a fresh interpreter and imports
+    the main script again, as `__mp_main__`, to find the dataset's class and
+    functions.  Code at module level runs again in every worker: it builds
+    the loader and iterates it, which tries to start workers from a worker
+    that has not finished starting, and fails with
+
+    ```text
+    RuntimeError: An attempt has been made to start a new process before the
+    current process has finished its bootstrapping phase.
+    ```
+
+    The DataLoader then reports that its workers exited unexpectedly.  macOS
+    and Windows always spawn; Linux starts workers with forkserver from
+    Python 3.14, so a script that runs on Linux today breaks there.  The
+    start method comes from `multiprocessing_context`,
+    `set_start_method(...)`, or the target's `platform` and `python`
+    (`--target`, `[tool.loadlint.target]`); without a declared platform the
+    portable answer applies and the rule reports.  It is silent with
+    `multiprocessing_context="fork"`, and in notebooks (LL012 covers them).
+
+    Only `for` loops over the loader written at module level are seen; a
+    training function called at module level is not followed.
+
+    ## Example
+    ```python
+    from torch.utils.data import DataLoader
+
+    loader = DataLoader(dataset, batch_size=32, num_workers=4)
+    for batch in loader:
+        train_step(batch)
+    ```
+
+    Use instead:
+    ```python
+    from torch.utils.data import DataLoader
+
+
+    def main():
+        loader = DataLoader(dataset, batch_size=32, num_workers=4)
+        for batch in loader:
+            train_step(batch)
+
+
+    if __name__ == "__main__":
+        main()
+    ```
+
+    ## Fix safety
+    There is no automatic fix: which module-level code belongs under the
+    guard (imports and definitions must stay outside it) is for the author
+    to decide.  The message shows the guard.
+
+    ## References
+    - [PyTorch: Platform-specific behaviors](https://pytorch.org/docs/stable/data.html#platform-specific-behaviors)
+    - [Python: multiprocessing, safe importing of main module](https://docs.python.org/3/library/multiprocessing.html#the-spawn-and-forkserver-start-methods)
+    """
+
+    code = "LL013"
+    name = "missing-main-guard"
+    summary = "a loader with workers iterated at module level without `if __name__ == \"__main__\":` under spawn/forkserver"
+    needs_hardware = True
+
+    def check(self, ctx: Context) -> Iterator[Report]:
+        if ctx.is_notebook:
+            return
+        info = ctx.info
+        for call in ctx.calls:
+            if not workers_on(call):
+                continue
+            keys = info.keys_of(call)
+            loops = [it for it in info.iterations if it.key in keys and it.at_module_level and not it.in_main_guard]
+            if not loops:
+                continue
+            why = spawn_reason(ctx.profile, call, info)
+            if why is None:
+                continue
+            for it in loops:
+                yield Report(
+                    it.node.iter,
+                    f"`{it.key[1]}` ({call.workers()} workers) is iterated at module level without `{_GUARD}`, "
+                    f"and its workers may start with spawn or forkserver ({why}): every worker re-imports this "
+                    "script, reaches this loop again and fails (\"An attempt has been made to start a new process "
+                    "before the current process has finished its bootstrapping phase\"); move the loop into a "
+                    f"function, e.g. `def main():`, and call it under `{_GUARD}`",
+                )
+
+    VALID = [
+        Valid(
+            """
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=32, num_workers=4, multiprocessing_context="spawn")
+            if __name__ == "__main__":
+                for batch in loader:
+                    step(batch)
+            """
+        ),
+        Valid(
+            """
+            from torch.utils.data import DataLoader
+            def main():
+                loader = DataLoader(ds, batch_size=32, num_workers=4, multiprocessing_context="spawn")
+                for batch in loader:
+                    step(batch)
+            if __name__ == "__main__":
+                main()
+            """
+        ),
+        # No workers: nothing is started.
+        Valid(
+            """
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=32, multiprocessing_context=None)
+            for batch in loader:
+                step(batch)
+            """
+        ),
+        # fork does not re-import the script.
+        Valid(
+            """
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, num_workers=4, multiprocessing_context="fork")
+            for batch in loader:
+                step(batch)
+            """
+        ),
+        # Linux with Python before 3.14 forks (the examples' profile).
+        Valid(
+            """
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, num_workers=4)
+            for batch in loader:
+                step(batch)
+            """
+        ),
+        # A notebook's cells are not re-imported by workers (see LL012).
+        Valid(
+            """
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, num_workers=4, multiprocessing_context="spawn")
+            for batch in loader:
+                step(batch)
+            """,
+            path="example.ipynb",
+        ),
+        # Constructing a loader at module level starts nothing.
+        Valid(
+            """
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, num_workers=4, multiprocessing_context="spawn")
+            """
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=32, num_workers=4)
+            for batch in loader:
+                step(batch)
+            """,
+            message="`loader` (4 workers) is iterated at module level without `if __name__ == \"__main__\":`, and its "
+            "workers may start with spawn or forkserver (the target platform is windows, where workers are spawned): "
+            "every worker re-imports this script, reaches this loop again and fails (\"An attempt has been made to "
+            "start a new process before the current process has finished its bootstrapping phase\"); move the loop "
+            "into a function, e.g. `def main():`, and call it under `if __name__ == \"__main__\":`",
+            profile=_WINDOWS,
+            line=3,
+        ),
+        Invalid(
+            """
+            import torch
+            from tqdm import tqdm
+            NUM_WORKERS = 2
+            train_loader = torch.utils.data.DataLoader(ds, num_workers=NUM_WORKERS, multiprocessing_context="spawn")
+            for epoch in range(3):
+                for i, (x, y) in enumerate(tqdm(train_loader)):
+                    step(x, y)
+            """,
+            line=6,
+        ),
+        # No declared platform or Python: the portable answer.
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, num_workers=2)
+            with open("log.txt", "w") as log:
+                for batch in loader:
+                    log.write(str(batch))
+            """,
+            profile=HardwareProfile(usable_cpus=4, gpu_count=0),
+        ),
+        Invalid(
+            """
+            import multiprocessing
+            from torch.utils.data import DataLoader
+            multiprocessing.set_start_method("forkserver")
+            loader = DataLoader(ds, num_workers=2)
+            if __name__ != "__main__":
+                pass
+            for batch in loader:
+                pass
+            """,
+        ),
+    ]
