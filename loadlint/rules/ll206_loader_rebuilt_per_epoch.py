@@ -1,0 +1,146 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+from loadlint.rules._common import workers_on
+from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
+
+
+def _depends_on_loop(call, names: set[str]) -> bool:
+    for frame in call.loops:
+        if frame.targets & names:
+            return True
+        loop_id = id(frame.node)
+        for name in names:
+            found = call.scope.lookup(name)
+            if found is not None and any(loop_id in b.path for b in found[1]):
+                return True
+    return False
+
+
+class LoaderRebuiltPerEpoch(Rule):
+    """
+    ## What it does
+    Checks for `DataLoader` calls with workers constructed inside a loop
+    whose arguments do not depend on the loop: no argument reads the loop
+    variable or a name assigned inside the loop.
+
+    ## Why is this bad?
+    Constructing the loader in the loop starts a new set of worker processes
+    on every pass and throws them away at the end of it; not even
+    `persistent_workers=True` helps, because each pass has a new loader.
+    When the arguments are the same every time, building it once before the
+    loop (with `persistent_workers=True`) gives the same batches without the
+    start-up cost.
+
+    Loaders rebuilt on purpose (curriculum learning, a dataset or batch size
+    that changes per epoch) read the loop variable or something assigned in
+    the loop, and are not reported.
+
+    ## Example
+    ```python
+    for epoch in range(epochs):
+        loader = DataLoader(dataset, batch_size=32, num_workers=8)
+        for batch in loader:
+            ...
+    ```
+
+    Use instead:
+    ```python
+    loader = DataLoader(dataset, batch_size=32, num_workers=8, persistent_workers=True)
+    for epoch in range(epochs):
+        for batch in loader:
+            ...
+    ```
+
+    ## Fix safety
+    No fix is offered: moving a statement out of a loop is a change of
+    structure the author should make.
+
+    ## References
+    - [`torch.utils.data.DataLoader` (`persistent_workers`)](https://pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader)
+    """
+
+    code = "LL206"
+    name = "loader-rebuilt-per-epoch"
+    summary = "a DataLoader with workers constructed inside a loop with unchanging arguments"
+
+    def check(self, ctx: Context) -> Iterator[Report]:
+        info = ctx.info
+        for call in ctx.calls:
+            if not call.loops or not workers_on(call):
+                continue
+            if call.opaque_kwargs or call.opaque_positional:
+                continue  # *args/**kwargs may carry what varies
+            names = info.call_names.get(id(call.node), set())
+            if _depends_on_loop(call, names):
+                continue
+            n = call.workers()
+            message = (
+                f"this DataLoader is constructed inside a loop with arguments that never change: every pass starts "
+                f"{n} new worker processes; build it once before the loop with `persistent_workers=True`"
+            )
+            yield Report(call.node, message)
+
+    VALID = [
+        Valid("""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, num_workers=4, persistent_workers=True)
+            for epoch in range(3):
+                for batch in loader:
+                    step(batch)
+        """),
+        # Curriculum: the batch size changes with the epoch.
+        Valid("""
+            from torch.utils.data import DataLoader
+            for epoch in range(3):
+                loader = DataLoader(ds, batch_size=16 * (epoch + 1), num_workers=4)
+                for batch in loader:
+                    step(batch)
+        """),
+        # The dataset is rebuilt in the loop.
+        Valid("""
+            from torch.utils.data import DataLoader
+            for epoch in range(3):
+                subset = resample(ds)
+                loader = DataLoader(subset, num_workers=4)
+                for batch in loader:
+                    step(batch)
+        """),
+        Valid("""
+            from torch.utils.data import DataLoader
+            for name, part in splits.items():
+                loader = DataLoader(part, num_workers=4)
+        """),
+        Valid("""
+            from torch.utils.data import DataLoader
+            for epoch in range(3):
+                loader = DataLoader(ds, batch_size=4)
+        """),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            for epoch in range(3):
+                loader = DataLoader(ds, batch_size=4, num_workers=2)
+                for batch in loader:
+                    step(batch)
+            """,
+            message="this DataLoader is constructed inside a loop with arguments that never change: every pass starts "
+            "2 new worker processes; build it once before the loop with `persistent_workers=True`",
+            line=3,
+        ),
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            def train(model, ds, epochs, args):
+                epoch = 0
+                while epoch < epochs:
+                    loader = DataLoader(ds, batch_size=args.batch_size, shuffle=True, num_workers=8)
+                    for x, y in loader:
+                        model(x)
+                    epoch += 1
+            """,
+        ),
+    ]

@@ -1,0 +1,112 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+from loadlint.rules._common import workers_on
+from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
+
+
+class IteratorRecreated(Rule):
+    """
+    ## What it does
+    Checks for `next(iter(loader))` inside a loop on a `DataLoader` with
+    workers.
+
+    ## Why is this bad?
+    `iter(loader)` creates a new iterator each time: it starts all the
+    worker processes (or, with persistent workers, resets them) and primes
+    `num_workers × prefetch_factor` batches, only for `next` to take one and
+    throw the rest away.  In a loop that is the full start-up cost of the
+    loader per step.  The pattern usually peeks at a batch (to read its
+    size) or draws "one more batch" per step.
+
+    ## Example
+    ```python
+    for step in range(steps):
+        x, y = next(iter(loader))
+    ```
+
+    Use instead:
+    ```python
+    batches = iter(loader)
+    for step in range(steps):
+        try:
+            x, y = next(batches)
+        except StopIteration:
+            batches = iter(loader)
+            x, y = next(batches)
+    ```
+
+    ## Fix safety
+    No fix is offered: what should happen when the iterator is exhausted
+    depends on the loop.
+
+    ## References
+    - [`torch.utils.data.DataLoader`](https://pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader)
+    """
+
+    code = "LL207"
+    name = "iterator-recreated"
+    summary = "`next(iter(loader))` in a loop restarts the workers each time"
+
+    def check(self, ctx: Context) -> Iterator[Report]:
+        info = ctx.info
+        for call in ctx.calls:
+            if not workers_on(call):
+                continue
+            keys = info.keys_of(call)
+            uses = [key for _, key, in_loop in info.next_iter if in_loop and key in keys]
+            if not uses:
+                continue
+            name = uses[0][1]
+            message = (
+                f"`next(iter({name}))` inside a loop creates a new iterator on every pass, restarting and priming all "
+                f"{call.workers()} workers for one batch; create the iterator once before the loop"
+            )
+            yield Report(call.node, message)
+
+    VALID = [
+        Valid("""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, num_workers=2)
+            batches = iter(loader)
+            for step in range(10):
+                x = next(batches)
+        """),
+        # Once, outside a loop.
+        Valid("""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, num_workers=2)
+            sample = next(iter(loader))
+        """),
+        Valid("""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, num_workers=0)
+            for step in range(10):
+                x = next(iter(loader))
+        """),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=4, num_workers=2)
+            for step in range(10):
+                x = next(iter(loader))
+            """,
+            message="`next(iter(loader))` inside a loop creates a new iterator on every pass, restarting and priming "
+            "all 2 workers for one batch; create the iterator once before the loop",
+            line=2,
+        ),
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            class Trainer:
+                def __init__(self, ds):
+                    self.train_data = DataLoader(ds, batch_size=32, num_workers=4)
+                def train(self, epochs):
+                    for epoch in range(epochs):
+                        b_sz = len(next(iter(self.train_data))[0])
+            """,
+        ),
+    ]

@@ -1,0 +1,110 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+from loadlint.rules._common import workers_on
+from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
+from loadlint.types import HardwareProfile
+
+GIB = 1024**3
+_DOCKER = HardwareProfile(
+    usable_cpus=8, gpu_count=1, shm_bytes=64 * 1024**2,
+    declared=frozenset({"cpus", "gpus", "platform", "python", "shm"}),
+)
+_ROOMY = HardwareProfile(
+    usable_cpus=8, gpu_count=1, shm_bytes=16 * GIB, declared=frozenset({"cpus", "gpus", "platform", "python", "shm"}),
+)
+
+
+def _size(n: int) -> str:
+    return f"{n / GIB:g} GiB" if n >= GIB else f"{n // 1024**2} MiB"
+
+
+class SharedMemoryTooSmall(Rule):
+    """
+    ## What it does
+    Checks for `DataLoader` calls with workers when the target's `/dev/shm`
+    (declared with `--target shm=...`, or detected on this machine) is
+    smaller than 1 GiB, on Linux.
+
+    ## Why is this bad?
+    Workers hand every batch to the main process through shared memory in
+    `/dev/shm`: up to `num_workers × prefetch_factor` batches at a time.
+    Docker gives containers 64 MiB by default, which a few image batches
+    fill; the workers then die with
+
+    ```
+    RuntimeError: DataLoader worker (pid 1234) is killed by signal: Bus error. It is possible that dataloader's workers are out of shared memory. Please try to raise your shared memory limit.
+    ```
+
+    usually after the run has started, sometimes only on larger batches.
+
+    ## Example
+    ```
+    docker run --gpus all image python train.py   # /dev/shm: 64 MiB
+    ```
+
+    Use instead:
+    ```
+    docker run --gpus all --shm-size=16g image python train.py
+    docker run --gpus all --ipc=host image python train.py
+    ```
+    In Kubernetes, mount an `emptyDir` with `medium: Memory` at `/dev/shm`.
+
+    ## Fix safety
+    No fix is offered: the limit belongs to the container, not the code.
+
+    ## References
+    - [PyTorch README: Docker image (`--ipc=host`, `--shm-size`)](https://github.com/pytorch/pytorch#docker-image)
+    - [Docker run: `--shm-size`](https://docs.docker.com/reference/cli/docker/container/run/)
+    """
+
+    code = "LL209"
+    name = "shared-memory-too-small"
+    summary = "workers with less than 1 GiB of `/dev/shm` (bus errors in containers)"
+    needs_hardware = True
+
+    def check(self, ctx: Context) -> Iterator[Report]:
+        calls = [call for call in ctx.calls if workers_on(call)]
+        if not calls:
+            return
+        profile = ctx.profile
+        shm = profile.shm_bytes
+        if shm is None or shm >= GIB or profile.platform != "linux":
+            return
+        origin = "declared" if "shm" in profile.declared else "detected"
+        for call in calls:
+            message = (
+                f"`num_workers={call.workers()}` with {_size(shm)} of /dev/shm ({origin}): workers pass batches "
+                "through shared memory and die with \"Bus error\" when it fills; raise it with `docker run "
+                "--shm-size=16g` or `--ipc=host`"
+            )
+            yield Report(call.node, message)
+
+    VALID = [
+        Valid("""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=64, num_workers=4)
+        """, profile=_ROOMY),
+        Valid("""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=64, num_workers=0)
+        """, profile=_DOCKER),
+        # Unknown size: silent.
+        Valid("""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=64, num_workers=4)
+        """),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=64, num_workers=4)
+            """,
+            message="`num_workers=4` with 64 MiB of /dev/shm (declared): workers pass batches through shared memory "
+            "and die with \"Bus error\" when it fills; raise it with `docker run --shm-size=16g` or `--ipc=host`",
+            profile=_DOCKER,
+            line=2,
+        ),
+    ]

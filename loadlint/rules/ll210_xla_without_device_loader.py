@@ -1,0 +1,113 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+from loadlint.callsites import device_kind
+from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
+
+
+class XlaWithoutDeviceLoader(Rule):
+    """
+    ## What it does
+    Checks for loaders whose batches are moved one by one to an XLA device
+    (`xm.xla_device()`, `torch_xla.device()`) with `.to(device)` in the
+    loop, in a module that never wraps a loader in `MpDeviceLoader` or
+    `ParallelLoader`.
+
+    ## Why is this bad?
+    On TPUs and other XLA devices, the per-batch `.to(device)` happens
+    synchronously between graph executions.  `MpDeviceLoader` uploads the
+    next batches in a background thread while the device computes, and
+    marks the step boundaries for you; the PyTorch/XLA guide uses it for
+    every training loop.
+
+    ## Example
+    ```python
+    device = xm.xla_device()
+    for x, y in loader:
+        x, y = x.to(device), y.to(device)
+    ```
+
+    Use instead:
+    ```python
+    device = xm.xla_device()
+    for x, y in pl.MpDeviceLoader(loader, device):
+        ...
+    ```
+
+    ## Fix safety
+    No fix is offered: wrapping the loader also changes where batches live
+    when they reach the loop body.
+
+    ## References
+    - [PyTorch/XLA API guide: `MpDeviceLoader`](https://github.com/pytorch/xla/blob/master/API_GUIDE.md)
+    """
+
+    code = "LL210"
+    name = "xla-without-device-loader"
+    summary = "batches moved to an XLA device one by one instead of through `MpDeviceLoader`"
+
+    def check(self, ctx: Context) -> Iterator[Report]:
+        info = ctx.info
+        if info.xla_loader or not info.xla:
+            return
+        for call in ctx.calls:
+            keys = info.keys_of(call)
+            moved = [
+                t for t in info.transfers
+                if t.key in keys and t.method == "to" and device_kind(t.device, t.scope, info.imports) == "xla"
+            ]
+            if not moved:
+                continue
+            message = (
+                "batches of this loader are moved to the XLA device one by one: the upload cannot overlap compute; "
+                "iterate `torch_xla.distributed.parallel_loader.MpDeviceLoader(loader, device)` instead"
+            )
+            yield Report(call.node, message)
+
+    VALID = [
+        Valid("""
+            import torch_xla.core.xla_model as xm
+            import torch_xla.distributed.parallel_loader as pl
+            from torch.utils.data import DataLoader
+            device = xm.xla_device()
+            loader = DataLoader(ds, batch_size=8, num_workers=2)
+            for x, y in pl.MpDeviceLoader(loader, device):
+                step(x, y)
+        """),
+        Valid("""
+            import torch
+            from torch.utils.data import DataLoader
+            device = torch.device("cuda")
+            loader = DataLoader(ds, batch_size=8, num_workers=2)
+            for x in loader:
+                x = x.to(device)
+        """),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch_xla.core.xla_model as xm
+            from torch.utils.data import DataLoader
+            device = xm.xla_device()
+            loader = DataLoader(ds, batch_size=8, num_workers=2)
+            for x, y in loader:
+                x, y = x.to(device), y.to(device)
+            """,
+            message="batches of this loader are moved to the XLA device one by one: the upload cannot overlap "
+            "compute; iterate `torch_xla.distributed.parallel_loader.MpDeviceLoader(loader, device)` instead",
+            line=4,
+        ),
+        Invalid(
+            """
+            import torch_xla
+            from torch.utils.data import DataLoader
+            def train(ds):
+                device = torch_xla.device()
+                loader = DataLoader(ds, batch_size=8)
+                for epoch in range(2):
+                    for batch in loader:
+                        batch = batch.to(device)
+            """,
+        ),
+    ]
