@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -132,6 +133,12 @@ def check_command(**kwargs) -> None:
 
 @cli.command("fix")
 @check_options
+@click.option(
+    "--from-verify",
+    "from_verify",
+    type=click.Path(dir_okay=False, path_type=str),
+    help="Write the configurations a `loadlint verify -o REPORT.json` run confirmed into their calls.",
+)
 def fix_command(**kwargs) -> None:
     """Apply safe fixes (same as check --fix)."""
     if kwargs["fix"] is None:
@@ -164,6 +171,8 @@ def run_check(**kw) -> int:
             settings = resolver.for_path(first)
             click.echo(_format_settings(first, settings))
             return EXIT_CLEAN
+        if kw.get("from_verify"):
+            return _fix_from_verify(resolver, kw)
         if paths == ["-"]:
             if kw["force_exclude"] and kw["stdin_filename"] and _stdin_excluded(resolver, kw["stdin_filename"]):
                 # An excluded file is passed through untouched, with no findings.
@@ -226,30 +235,118 @@ def _check_stdin(resolver, kw) -> int:
         source = decode(data)
     except DecodeError:
         result = lint_bytes(data, name, options)
-        sys.stdout.buffer.write(data)
+        if not kw["diff"]:
+            sys.stdout.buffer.write(data)
+            sys.stdout.flush()
         return _report(Run([result], 1), settings, kw, fixing=True, unsafe=unsafe, stream=sys.stderr)
     result = FileResult(name, source=source)
+    fixed = source.text
     try:
         fixed, result.findings, result.applied = fix_text(source.text, name, options, unsafe=unsafe)
-    except FixFailed as exc:
-        fixed = source.text
-        result.error = str(exc)
+        out = source.encode(fixed)
+    except Exception as exc:
+        # Whatever happens, an editor piping through us gets its code back.
+        fixed, out = source.text, data
+        result.applied = {}
+        result.error = str(exc) if isinstance(exc, FixFailed) else f"internal error while fixing: {type(exc).__name__}: {exc}"
+        try:
+            result.findings = lint_bytes(data, name, options).findings
+        except Exception:
+            result.findings = []
     if kw["diff"]:
         diff = unified_diff(name, source.text, fixed)
         click.echo(diff, nl=False)
+        if result.error:
+            click.echo(f"{name}: error: {result.error}", err=True)
+            return EXIT_FINDINGS
         return EXIT_FINDINGS if diff else EXIT_CLEAN
-    sys.stdout.buffer.write(source.encode(fixed))
+    sys.stdout.buffer.write(out)
     sys.stdout.flush()
     run = Run([result] if (result.findings or result.error or result.applied) else [], 1)
     return _report(run, settings, kw, fixing=True, unsafe=unsafe, stream=sys.stderr)
 
 
+def _fix_from_verify(resolver, kw) -> int:
+    """``loadlint fix --from-verify REPORT``: write each confirmed call site's
+    measured configuration into its call, under the same checks as any fix."""
+    from loadlint.api import FixRequest, ProfileCache, Run, _fix_file, options_for
+    from loadlint.engine import FileResult
+    from loadlint.fixes import Positions, ReportError, load_verify_report, measured_specs
+
+    try:
+        sites, skipped = load_verify_report(kw["from_verify"])
+    except ReportError as exc:
+        fail(str(exc))
+    for note in skipped:
+        click.echo(f"loadlint: {note}", err=True)
+    roots = [Path(p).resolve() for p in kw["paths"]]
+    by_file: dict[str, list] = {}
+    for site in sites:
+        target = Path(site.path).resolve()
+        if roots and not any(target == r or r in target.parents for r in roots):
+            continue
+        by_file.setdefault(site.path, []).append(site)
+    profiles = ProfileCache()
+    request = FixRequest(unsafe=False, dry_run=bool(kw["diff"]))
+    run = Run()
+    first = None
+    for file, file_sites in sorted(by_file.items()):
+        settings = resolver.for_path(Path(file))
+        first = first or settings
+        run.files += 1
+
+        def source(text, analysis, file_sites=file_sites):
+            import libcst as cst
+
+            positions = analysis.positions if analysis is not None else Positions(cst.parse_module(text), text)
+            return measured_specs(file_sites, text, positions)
+
+        try:
+            data = Path(file).read_bytes()
+        except OSError as exc:
+            run.results.append(FileResult(file, error=f"cannot read file: {exc.strerror or exc}"))
+            continue
+        result = _fix_file(Path(file), data, options_for(settings, file, profiles), request, external=source)
+        if result.findings or result.error or result.fixed is not None:
+            run.results.append(result)
+    settings = first or resolver.for_path(Path("."))
+    if kw["diff"]:
+        return _print_diff(run)
+    return _report(run, settings, kw, fixing=True, unsafe=False)
+
+
+def _print_diff(run) -> int:
+    """``--diff``: the fixes as one unified diff on stdout; failures on stderr.
+    Exit 1 when there is a diff or a file could not be fixed."""
+    chunks = []
+    fixed_count = 0
+    for result in run.results:
+        if result.fixed is not None and hasattr(result, "unified_diff"):
+            chunks.append(result.unified_diff())  # a notebook: one diff per changed cell
+            fixed_count += sum(result.applied.values())
+        elif result.fixed is not None and result.source is not None:
+            chunks.append(unified_diff(result.path, result.source.text, result.fixed))
+            fixed_count += sum(result.applied.values())
+    text = "".join(chunks)
+    click.echo(text, nl=False)
+    failed = [r for r in run.results if r.error]
+    for result in failed:
+        click.echo(f"{result.path}: error: {result.error}", err=True)
+    if fixed_count:
+        click.echo(f"Would fix {fixed_count} error{'s' if fixed_count != 1 else ''}.", err=True)
+    return EXIT_FINDINGS if text or failed else EXIT_CLEAN
+
+
+def _diff_lines(text: str) -> list[str]:
+    # Python's own line breaks only: str.splitlines() also breaks on form
+    # feeds and Unicode separators, which would garble the hunks.
+    return re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$", text)
+
+
 def unified_diff(path: str, before: str, after: str) -> str:
     if before == after:
         return ""
-    lines = difflib.unified_diff(
-        before.splitlines(keepends=True), after.splitlines(keepends=True), fromfile=f"a/{path}", tofile=f"b/{path}"
-    )
+    lines = difflib.unified_diff(_diff_lines(before), _diff_lines(after), fromfile=f"a/{path}", tofile=f"b/{path}")
     text = "".join(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n" for line in lines)
     return text
 
@@ -271,8 +368,13 @@ def _report(run, settings, kw, *, fixing: bool, unsafe: bool, stream=None) -> in
         if kw["quiet"] and fmt in HUMAN_FORMATS:
             text = "\n".join(line for line in text.splitlines() if not _is_summary(line)) + "\n"
             text = "" if not text.strip() else text
-    if kw["show_fixes"] and summary.fixed and fmt in HUMAN_FORMATS:
-        text = _fixed_listing(run) + text
+    if kw["show_fixes"] and summary.fixed and fmt in HUMAN_FORMATS and not kw["statistics"]:
+        # ruff's place for it: after the findings, before the summary.
+        body = text.splitlines(keepends=True)
+        cut = len(body)
+        while cut and _is_summary(body[cut - 1]):
+            cut -= 1
+        text = "".join(body[:cut]) + "\n" + _fixed_listing(run) + "\n" + "".join(body[cut:])
     if out_file:
         try:
             Path(out_file).parent.mkdir(parents=True, exist_ok=True)
@@ -291,16 +393,21 @@ def _is_summary(line: str) -> bool:
 
 
 def _fixed_listing(run) -> str:
-    from loadlint.rules import name_of
+    """``--show-fixes``, ruff's layout: a total, then per file the count per rule."""
+    from loadlint.rules import CODES, name_of
 
-    lines = []
-    for result in run.results:
-        if result.applied:
-            lines.append(f"Fixed {sum(result.applied.values())} error(s):")
-            lines.append(f"- {result.path}:")
-            for code, count in sorted(result.applied.items()):
-                lines.append(f"    {count} × {code} ({name_of(code)})")
-    return "\n".join(lines) + ("\n\n" if lines else "")
+    tables = [(r.path, r.applied) for r in run.results if r.applied]
+    if not tables:
+        return ""
+    total = sum(sum(applied.values()) for _, applied in tables)
+    width = max(len(str(n)) for _, applied in tables for n in applied.values())
+    lines = [f"Fixed {total} error{'s' if total != 1 else ''}:"]
+    for path, applied in sorted(tables):
+        lines.append(f"- {path}:")
+        for code, count in sorted(applied.items()):
+            name = name_of(code) if code in CODES else "measured-configuration"
+            lines.append(f"    {count:>{width}} × {code} ({name})")
+    return "\n".join(lines) + "\n"
 
 
 def exit_code(run, kw, summary) -> int:

@@ -249,7 +249,12 @@ def fix_text(
     original_compiles = _compiles(text, path)
     for _ in range(1 if external is not None else 8):
         if external is not None:
-            chosen = external(text, analysis)
+            from loadlint.fixes import FixError
+
+            try:
+                chosen = external(text, analysis)
+            except FixError as exc:
+                raise FixFailed(str(exc)) from None
         elif analysis is None:
             break
         else:
@@ -264,6 +269,10 @@ def fix_text(
         if not chosen:
             break
         new_text, kept = _apply_round(text, analysis, chosen)
+        if external is not None and len(kept) < len(chosen):
+            # Asked for explicitly: all of it or nothing.
+            missing = [spec.message for item in chosen if not any(item is k for k in kept) for spec in item[1:]]
+            raise FixFailed(f"cannot apply: {'; '.join(missing)}; file left unchanged")
         if not kept or new_text == text:
             break
         _check_parses(new_text, path, original_compiles)

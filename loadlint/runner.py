@@ -14,7 +14,7 @@ from loadlint.discover import discover
 
 
 def execute(paths: list[Path], resolver: Resolver, kw: dict) -> int:
-    from loadlint.cli import EXIT_CLEAN, EXIT_FINDINGS, _report, unified_diff
+    from loadlint.cli import _print_diff, _report
 
     fixing = bool(kw["fix"] or kw["diff"])
     first = resolver.for_path(paths[0])
@@ -29,18 +29,5 @@ def execute(paths: list[Path], resolver: Resolver, kw: dict) -> int:
             run.results.append(result)
     run.results.sort(key=lambda r: r.path)
     if kw["diff"]:
-        chunks = []
-        fixed_count = 0
-        for result in run.results:
-            if result.fixed is not None and hasattr(result, "unified_diff"):
-                chunks.append(result.unified_diff())  # a notebook: one diff per changed cell
-                fixed_count += sum(result.applied.values())
-            elif result.fixed is not None and result.source is not None:
-                chunks.append(unified_diff(result.path, result.source.text, result.fixed))
-                fixed_count += sum(result.applied.values())
-        text = "".join(chunks)
-        click.echo(text, nl=False)
-        if fixed_count:
-            click.echo(f"Would fix {fixed_count} error{'s' if fixed_count != 1 else ''}.", err=True)
-        return EXIT_FINDINGS if text else EXIT_CLEAN
+        return _print_diff(run)
     return _report(run, first, kw, fixing=fixing, unsafe=unsafe)
