@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
-from loadlint.config import Settings
+from loadlint.config import CONFIG_FILES, Settings
 
 
 @dataclass(frozen=True)
@@ -26,28 +27,72 @@ class Candidate:
 
 
 def _matches(name: str, rel: str, patterns: tuple[str, ...]) -> bool:
-    for pattern in patterns:
-        pattern = pattern.rstrip("/")
-        if "/" in pattern:
-            if fnmatch.fnmatchcase(rel, pattern) or fnmatch.fnmatchcase(rel, pattern + "/*"):
-                return True
-        elif fnmatch.fnmatchcase(name, pattern):
+    return _Matcher.of(patterns).matches(name, rel)
+
+
+class _Matcher:
+    """The exclude patterns of one settings object, compiled once.
+
+    The default excludes are plain names, which a set lookup answers; only
+    real glob patterns go through a regular expression.  A tree of
+    thousands of files would otherwise make a hundred thousand
+    ``fnmatchcase`` calls just to learn that nothing is excluded.
+    """
+
+    _compiled: dict[tuple[str, ...], _Matcher] = {}
+
+    def __init__(self, patterns: tuple[str, ...]) -> None:
+        names: set[str] = set()
+        name_globs: list[str] = []
+        rel_globs: list[str] = []
+        for pattern in patterns:
+            pattern = pattern.rstrip("/")
+            if "/" in pattern:
+                rel_globs += [fnmatch.translate(pattern), fnmatch.translate(pattern + "/*")]
+            elif any(ch in pattern for ch in "*?["):
+                name_globs.append(fnmatch.translate(pattern))
+            else:
+                names.add(pattern)
+        self.names = frozenset(names)
+        self.name_re = re.compile("|".join(f"(?:{g})" for g in name_globs)) if name_globs else None
+        self.rel_re = re.compile("|".join(f"(?:{g})" for g in rel_globs)) if rel_globs else None
+
+    @classmethod
+    def of(cls, patterns: tuple[str, ...]) -> _Matcher:
+        matcher = cls._compiled.get(patterns)
+        if matcher is None:
+            matcher = cls._compiled[patterns] = cls(patterns)
+        return matcher
+
+    def matches(self, name: str, rel: str) -> bool:
+        if name in self.names:
             return True
-    return False
+        if self.name_re is not None and self.name_re.match(name):
+            return True
+        return self.rel_re is not None and self.rel_re.match(rel) is not None
+
+    def excluded_rel(self, rel: str) -> bool:
+        """Whether a pattern matches the relative path or any of its parents."""
+        parts = rel.split("/")
+        for i, part in enumerate(parts):
+            if self.matches(part, "/".join(parts[: i + 1]) if self.rel_re is not None else part):
+                return True
+        return False
+
+
+def _relative(path: str, root: str) -> str | None:
+    try:
+        return os.path.relpath(path, root).replace(os.sep, "/")
+    except ValueError:
+        return None
 
 
 def is_excluded(path: Path, settings: Settings) -> bool:
-    patterns = settings.exclude + settings.extend_exclude
-    try:
-        rel = os.path.relpath(os.path.abspath(path), os.path.abspath(settings.root)).replace(os.sep, "/")
-    except ValueError:
+    rel = _relative(os.path.abspath(path), os.path.abspath(settings.root))
+    if rel is None:
         rel = path.as_posix()
-    parts = rel.split("/")
     # A pattern excludes a path when it matches the path or any of its parents.
-    for i in range(len(parts)):
-        if _matches(parts[i], "/".join(parts[: i + 1]), patterns):
-            return True
-    return False
+    return _Matcher.of(settings.exclude + settings.extend_exclude).excluded_rel(rel)
 
 
 class _GitIgnore:
@@ -107,7 +152,7 @@ def discover(
     *,
     force_exclude: bool = False,
 ) -> Iterator[Candidate]:
-    seen: set[Path] = set()
+    seen: set[str] = set()
     gitignore = _GitIgnore()
     for root in paths:
         if root.is_dir():
@@ -119,49 +164,75 @@ def discover(
             settings = settings_for(root)
             if force_exclude and is_excluded(root, settings):
                 continue
-            key = Path(os.path.abspath(root))
+            key = os.path.abspath(root)
             if key not in seen:
                 seen.add(key)
                 yield Candidate(root, settings, explicit=True)
 
 
-def _walk(root: Path, settings_for, gitignore: _GitIgnore, seen: set[Path]) -> Iterator[Candidate]:
-    absolute_root = Path(os.path.abspath(root))
+def _walk(root: Path, settings_for, gitignore: _GitIgnore, seen: set[str]) -> Iterator[Candidate]:
+    absolute_root = os.path.abspath(root)
     settings = settings_for(root)
-    specs = _parent_gitignores(absolute_root, gitignore) if settings.respect_gitignore else []
-    stack: list[tuple[Path, Path, list]] = [(root, absolute_root, specs)]
+    specs = _parent_gitignores(Path(absolute_root), gitignore) if settings.respect_gitignore else []
+    stack: list[tuple[Path, str, list, Settings | None]] = [(root, absolute_root, specs, None)]
+    roots: dict[str, str] = {}
     while stack:
-        directory, absolute, specs = stack.pop()
+        directory, absolute, specs, inherited = stack.pop()
         try:
-            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+            with os.scandir(directory) as scan:
+                entries = sorted(scan, key=lambda e: e.name)
         except OSError:
             continue  # unreadable or vanished folder: nothing to check there
-        settings = settings_for(directory)
+        # Only a folder holding a configuration file can have settings other
+        # than its parent's; asking the resolver for every folder costs a
+        # resolve() and a walk up to the root each time.
+        if inherited is None or any(entry.name in CONFIG_FILES for entry in entries):
+            settings = settings_for(directory)
+        else:
+            settings = inherited
+        matcher = _Matcher.of(settings.exclude + settings.extend_exclude)
+        base = roots.get(settings.root)
+        if base is None:
+            base = roots[settings.root] = os.path.abspath(settings.root)
+        rel_dir = _relative(absolute, base)
+        # A path is excluded when its folder or its own name matches, so the
+        # folder's answer is worked out once for all of its entries.
+        if rel_dir is None:
+            folder_excluded = False
+        elif rel_dir == ".":
+            folder_excluded, rel_dir = False, ""
+        else:
+            folder_excluded = matcher.excluded_rel(rel_dir)
         for entry in entries:
-            path = directory / entry.name
+            name = entry.name
             try:
                 is_dir = entry.is_dir(follow_symlinks=False)
-                is_file = entry.is_file()  # follows links to files; a dangling link is neither
+                is_file = not is_dir and entry.is_file()  # follows links to files; a dangling link is neither
             except OSError:
                 continue
-            if is_dir:
-                if is_excluded(path, settings):
+            if not is_dir:
+                if not is_file:
                     continue
-                child_abs = absolute / entry.name
-                if specs and gitignore.ignored(child_abs, True, specs):
-                    continue
-                child_specs = gitignore.specs_for(child_abs, specs) if settings.respect_gitignore else []
-                stack.append((path, child_abs, child_specs))
-            elif is_file:
-                extension = entry.name.rsplit(".", 1)[-1] if "." in entry.name else ""
+                extension = name.rsplit(".", 1)[-1] if "." in name else ""
                 if extension not in settings.extensions:
                     continue
-                if is_excluded(path, settings):
+            path = directory / name
+            if rel_dir is None:
+                excluded = is_excluded(path, settings)
+            else:
+                excluded = folder_excluded or matcher.matches(name, f"{rel_dir}/{name}" if rel_dir else name)
+            if excluded:
+                continue
+            child_abs = os.path.join(absolute, name)
+            if is_dir:
+                if specs and gitignore.ignored(Path(child_abs), True, specs):
                     continue
-                if specs and gitignore.ignored(absolute / entry.name, False, specs):
+                child_specs = gitignore.specs_for(Path(child_abs), specs) if settings.respect_gitignore else []
+                stack.append((path, child_abs, child_specs, settings))
+            else:
+                if specs and gitignore.ignored(Path(child_abs), False, specs):
                     continue
-                key = absolute / entry.name
-                if key in seen:
+                if child_abs in seen:
                     continue
-                seen.add(key)
+                seen.add(child_abs)
                 yield Candidate(path, settings, explicit=False)
