@@ -186,10 +186,11 @@ class _Masker:
     def __init__(self) -> None:
         self.originals: list[str] = []
 
-    def placeholder(self, line: str) -> str:
+    def placeholder(self, line: str, indent: str | None = None) -> str:
         body = line.rstrip("\r\n")
         ending = line[len(body):]
-        indent = body[: len(body) - len(body.lstrip(" \t"))]
+        if indent is None:
+            indent = body[: len(body) - len(body.lstrip(" \t"))]
         self.originals.append(body)
         return f"{indent}{_PLACEHOLDER.format(len(self.originals) - 1)}{ending}"
 
@@ -205,9 +206,17 @@ class _Masker:
                 return None
         state = _LineState()
         in_magic = False
+        magic_indent = ""
         for number, line in enumerate(lines):
             at_start = state.quote is None and state.depth == 0 and not state.continued
-            if in_magic or (at_start and line.strip() and (_is_magic(line) or number == first and line.lstrip().startswith("%%"))):
+            if in_magic:
+                # A backslash continues a magic; the next line is still the
+                # magic's, whatever its indentation.
+                out.append(self.placeholder(line, magic_indent))
+                in_magic = line.rstrip("\r\n").rstrip().endswith("\\")
+                continue
+            if at_start and line.strip() and (_is_magic(line) or number == first and line.lstrip().startswith("%%")):
+                magic_indent = line[: len(line) - len(line.lstrip(" \t"))]
                 out.append(self.placeholder(line))
                 in_magic = line.rstrip("\r\n").rstrip().endswith("\\")
                 continue
