@@ -41,7 +41,24 @@ def rule_table() -> str:
     return "\n".join(rows) + "\n"
 
 
+README_START, README_END = "<!-- rules:start -->\n", "<!-- rules:end -->\n"
+
+
+def update_readme(readme: Path) -> bool:
+    """Rewrite the rule table between the README's markers; True if changed."""
+    text = readme.read_text(encoding="utf-8")
+    start = text.index(README_START) + len(README_START)
+    end = text.index(README_END)
+    new = text[:start] + rule_table() + text[end:]
+    if new != text:
+        readme.write_text(new, encoding="utf-8")
+    return new != text
+
+
 if __name__ == "__main__":
-    target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parent.parent / "rules"
+    root = Path(__file__).resolve().parent.parent
+    target = Path(sys.argv[1]) if len(sys.argv) > 1 else root / "rules"
     for name in write(target):
         print(f"wrote {target / name}")
+    if len(sys.argv) == 1 and update_readme(root / "README.md"):
+        print("updated the rule table in README.md")

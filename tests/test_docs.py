@@ -37,7 +37,7 @@ def test_registry_matches_rule_classes():
 
 def test_readme_rule_table_is_current():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert rule_table() in readme, "README rule table is stale: paste loadlint.docs.rule_table()"
+    assert rule_table() in readme, "README rule table is stale: run python -m loadlint.docs"
 
 
 def test_codes_are_well_formed():
