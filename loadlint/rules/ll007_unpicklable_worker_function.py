@@ -157,7 +157,8 @@ class UnpicklableWorkerFunction(Rule):
             from torch.utils.data import DataLoader
             def collate(batch):
                 return batch
-            loader = DataLoader(ds, batch_size=4, num_workers=2, collate_fn=collate)
+            def build(ds):
+                return DataLoader(ds, batch_size=4, num_workers=2, collate_fn=collate)
         """, profile=_PORTABLE),
         # fork pickles nothing.
         Valid("""
@@ -189,7 +190,8 @@ class UnpicklableWorkerFunction(Rule):
             from torch.utils.data import DataLoader
             def collate(batch, pad):
                 return batch
-            loader = DataLoader(ds, num_workers=2, collate_fn=functools.partial(collate, pad=0))
+            def build(ds):
+                return DataLoader(ds, num_workers=2, collate_fn=functools.partial(collate, pad=0))
         """, profile=_MACOS),
         Valid("""
             from torch.utils.data import DataLoader
@@ -203,7 +205,7 @@ class UnpicklableWorkerFunction(Rule):
         Invalid(
             """
             from torch.utils.data import DataLoader
-            loader = DataLoader(ds, batch_size=4, num_workers=2, collate_fn=lambda b: b, multiprocessing_context="spawn")
+            loader = DataLoader(ds, batch_size=4, num_workers=1, collate_fn=lambda b: b, multiprocessing_context="spawn")
             """,
             message="`collate_fn` is a lambda: workers started with spawn or forkserver cannot pickle it, so the first "
             "batch fails (`multiprocessing_context=\"spawn\"`); define it at module level",
@@ -213,7 +215,7 @@ class UnpicklableWorkerFunction(Rule):
                 return b
 
 
-            loader = DataLoader(ds, batch_size=4, num_workers=2, collate_fn=_collate_fn, multiprocessing_context="spawn")
+            loader = DataLoader(ds, batch_size=4, num_workers=1, collate_fn=_collate_fn, multiprocessing_context="spawn")
             """,
             line=2,
         ),
@@ -227,7 +229,7 @@ class UnpicklableWorkerFunction(Rule):
                 def seed_worker(worker_id):
                     torch.manual_seed(worker_id)
 
-                return DataLoader(ds, batch_size=4, num_workers=2, worker_init_fn=seed_worker)
+                return DataLoader(ds, batch_size=4, num_workers=1, worker_init_fn=seed_worker)
 
 
             loader = main()
@@ -246,7 +248,7 @@ class UnpicklableWorkerFunction(Rule):
 
             def main():
 
-                return DataLoader(ds, batch_size=4, num_workers=2, worker_init_fn=seed_worker)
+                return DataLoader(ds, batch_size=4, num_workers=1, worker_init_fn=seed_worker)
 
 
             loader = main()

@@ -100,12 +100,14 @@ class InvalidMultiprocessingContext(Rule):
     VALID = [
         Valid("""
             from torch.utils.data import DataLoader
-            loader = DataLoader(ds, batch_size=4, num_workers=2, multiprocessing_context="spawn")
+            def build(ds):
+                return DataLoader(ds, batch_size=4, num_workers=2, multiprocessing_context="spawn")
         """),
         Valid("""
             import multiprocessing as mp
             from torch.utils.data import DataLoader
-            loader = DataLoader(ds, batch_size=4, num_workers=2, multiprocessing_context=mp.get_context("forkserver"))
+            def build(ds):
+                return DataLoader(ds, batch_size=4, num_workers=2, multiprocessing_context=mp.get_context("forkserver"))
         """),
         Valid("""
             from torch.utils.data import DataLoader

@@ -78,7 +78,7 @@ class LoaderAttributeReassigned(Rule):
         Valid("""
             from torch.utils.data import DataLoader
             loader = DataLoader(ds, batch_size=4)
-            loader.num_workers = 2
+            loader.pin_memory = False
         """),
         # Not a DataLoader.
         Valid("""

@@ -1,0 +1,314 @@
+"""The collector, the resolver and the helpers the rules share."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+import pytest
+
+from loadlint.callsites import collect
+from loadlint.fixes import Builder, Positions, apply_edits
+from loadlint.resolve import MISSING, UNKNOWN
+from loadlint.rules._common import (
+    cuda_in_worker,
+    pickle_problems,
+    sampler_presence,
+    shared_rng,
+    spawn_reason,
+    torch_before_2,
+    unsharded_iterable,
+    worker_hazards,
+)
+from loadlint.rules.base import Context, FixSpec, Settings
+from loadlint.types import HardwareProfile
+
+LINUX_311 = HardwareProfile(usable_cpus=4, platform="linux", python="3.11", declared=frozenset({"platform", "python"}))
+
+
+def info_of(code: str):
+    return collect(cst.parse_module(textwrap.dedent(code)))
+
+
+def only_call(code: str):
+    info = info_of(code)
+    assert len(info.calls) == 1, info.calls
+    return info, info.calls[0]
+
+
+# -- import forms --------------------------------------------------------------
+
+@pytest.mark.parametrize("code", [
+    "import torch\ntorch.utils.data.DataLoader(ds)",
+    "from torch.utils.data import DataLoader\nDataLoader(ds)",
+    "from torch.utils.data import DataLoader as DL\nDL(ds)",
+    "import torch.utils.data as tud\ntud.DataLoader(ds)",
+    "from torch.utils import data\ndata.DataLoader(ds)",
+    "import torch as T\nT.utils.data.DataLoader(ds)",
+    "import torch\ntorch.utils.data.dataloader.DataLoader(ds)",
+    "from torch.utils.data.dataloader import DataLoader\nDataLoader(ds)",
+    "import torch.utils.data\ntorch.utils.data.DataLoader(ds)",
+])
+def test_every_import_form_is_found(code):
+    assert len(info_of(code).calls) == 1
+
+
+@pytest.mark.parametrize("code", [
+    "from mylib import DataLoader\nDataLoader(ds)",
+    "class Pipeline:\n    def build(self):\n        return self.DataLoader(ds)",
+    "from torch.utils.data import DataLoader\nclass DataLoader:\n    pass\nDataLoader(ds)",
+    "DataLoader(ds)",
+])
+def test_other_dataloaders_are_not_found(code):
+    assert info_of(code).calls == []
+
+
+def test_positional_arguments_map_to_parameters():
+    _, call = only_call("from torch.utils.data import DataLoader\nDataLoader(ds, 8, True, None, None, 3)")
+    assert call.value("batch_size") == 8
+    assert call.value("shuffle") is True
+    assert call.value("num_workers") == 3
+    assert call.value("pin_memory") is MISSING
+    assert call.effective("pin_memory") is False
+
+
+def test_values_resolve_through_names_and_arithmetic():
+    _, call = only_call("""
+        from torch.utils.data import DataLoader
+        WORLD = 4
+        def main():
+            per_rank = 64 // WORLD
+            return DataLoader(ds, batch_size=per_rank, num_workers=args.workers)
+    """)
+    assert call.value("batch_size") == 16
+    assert call.value("num_workers") is UNKNOWN
+
+
+def test_kwargs_dict_resolves_key_by_key_and_opaque_kwargs_hide_everything():
+    _, call = only_call("""
+        from torch.utils.data import DataLoader
+        def main():
+            kw = {"batch_size": 8}
+            kw.update({"num_workers": 2})
+            kw["pin_memory"] = True
+            return DataLoader(ds, **kw)
+    """)
+    assert (call.value("batch_size"), call.value("num_workers"), call.value("pin_memory")) == (8, 2, True)
+    assert call.value("timeout") is MISSING
+    _, opaque = only_call("from torch.utils.data import DataLoader\ndef f(**kw):\n    return DataLoader(ds, **kw)")
+    assert opaque.value("timeout") is UNKNOWN
+
+
+# -- records added for the rule catalog ---------------------------------------
+
+def test_lambdas_record_params_names_and_cuda():
+    info = info_of("""
+        import torch
+        from torch.utils.data import DataLoader
+        def main(scale):
+            f = lambda b: torch.stack(b).cuda() * scale
+            return DataLoader(ds, num_workers=2, collate_fn=f)
+    """)
+    (facts,) = info.lambdas.values()
+    assert facts.params == {"b"}
+    assert {"torch", "scale", "b"} <= facts.names_used
+    assert facts.cuda
+    assert facts.scope.kind == "function"
+
+
+def test_definitions_are_keyed_by_scope():
+    info = info_of("""
+        def outer():
+            def inner():
+                pass
+            class Local:
+                pass
+            return inner
+        def top():
+            pass
+    """)
+    outer = info.defs[(id(info.module_scope), "outer")]
+    assert not outer.nested
+    assert info.defs[(id(outer.scope), "inner")].nested
+    assert info.class_defs[(id(outer.scope), "Local")].nested
+    assert info.definition("inner", outer.scope) is info.defs[(id(outer.scope), "inner")]
+    assert info.definition("top", outer.scope) is info.defs[(id(info.module_scope), "top")]
+    assert info.definition("missing", outer.scope) is None
+
+
+def test_calls_with_lambdas_and_names_inside_constructor_calls():
+    info = info_of("""
+        from torchvision import transforms
+        tf = transforms.Compose([transforms.Lambda(lambda x: x), transforms.ToTensor()])
+        ds = Images(root, transform=tf)
+        print(len(ds))
+    """)
+    assert len(info.calls_with_lambda) == 2  # Compose(...) and Lambda(...)
+    recorded = [names for names in info.call_names.values() if "tf" in names]
+    assert recorded and {"root", "Images"} <= recorded[0]
+    # print() is not constructor-like: its names are not kept.
+    assert not any(names == {"print", "len", "ds"} for names in info.call_names.values())
+
+
+def test_attribute_assignments_keep_the_statement():
+    info = info_of("""
+        from torch.utils.data import DataLoader
+        loader = DataLoader(ds)
+        loader.batch_size = 4
+    """)
+    (target, key, attr), = info.attr_assignments
+    assert attr == "batch_size" and key == info.calls[0].key
+    assert isinstance(info.attr_assign_nodes[id(target)], cst.Assign)
+
+
+def test_one_traversal_with_the_fast_walker():
+    import loadlint.callsites as callsites
+
+    calls = []
+    original = callsites.walk
+
+    def counting(node, visitor):
+        calls.append(node)
+        return original(node, visitor)
+
+    callsites.walk = counting
+    try:
+        collect(cst.parse_module("from torch.utils.data import DataLoader\nDataLoader(ds)\n"))
+    finally:
+        callsites.walk = original
+    assert len(calls) == 1
+
+
+# -- shared helpers -------------------------------------------------------------
+
+@pytest.mark.parametrize("profile, context, expected", [
+    (LINUX_311, None, None),
+    (LINUX_311, '"spawn"', '`multiprocessing_context="spawn"`'),
+    (LINUX_311, 'mp.get_context("forkserver")', '`multiprocessing_context="forkserver"`'),
+    (HardwareProfile(usable_cpus=4, platform="macos", declared=frozenset({"platform", "python"})), '"fork"', None),
+    (HardwareProfile(usable_cpus=4, platform="macos", declared=frozenset({"platform", "python"})), None,
+     "the target platform is macos, where workers are spawned"),
+    (HardwareProfile(usable_cpus=4, platform="windows", declared=frozenset({"platform"})), None,
+     "the target platform is windows, where workers are spawned"),
+    (HardwareProfile(usable_cpus=4, python="3.14", declared=frozenset({"platform", "python"})), None,
+     "Python 3.14 on Linux starts workers with forkserver"),
+    (HardwareProfile(usable_cpus=4, declared=frozenset({"platform"})), None,
+     "no target Python is declared, and from 3.14 Linux starts workers with forkserver"),
+    (HardwareProfile(usable_cpus=4), None, "no target platform is declared, and macOS and Windows spawn workers"),
+])
+def test_spawn_reason_is_the_one_start_method_decision(profile, context, expected):
+    extra = f", multiprocessing_context={context}" if context else ""
+    info, call = only_call(f"import multiprocessing as mp\nfrom torch.utils.data import DataLoader\nDataLoader(ds{extra})")
+    assert spawn_reason(profile, call, info) == expected
+
+
+def test_set_start_method_in_the_module_counts():
+    info, call = only_call("""
+        import torch.multiprocessing as mp
+        from torch.utils.data import DataLoader
+        mp.set_start_method("forkserver")
+        DataLoader(ds)
+    """)
+    assert spawn_reason(LINUX_311, call, info) == '`set_start_method("forkserver")`'
+
+
+def test_torch_version_switch():
+    assert torch_before_2(HardwareProfile(usable_cpus=1, torch="1.13"))
+    assert not torch_before_2(HardwareProfile(usable_cpus=1))
+    assert not torch_before_2(HardwareProfile(usable_cpus=1, torch="2.4"))
+
+
+@pytest.mark.parametrize("expr, expected", [
+    ("DistributedSampler(ds)", "always"),
+    ("DistributedSampler(ds) if dist else None", "conditional"),
+    ("None", None),
+    ("make_sampler(ds)", None),
+    ("sampler_param", None),
+    ("[0, 1]", "always"),
+])
+def test_sampler_presence(expr, expected):
+    _, call = only_call(f"from torch.utils.data import DataLoader\ndef f(sampler_param):\n    DataLoader(ds, sampler={expr})")
+    assert sampler_presence(call.expr("sampler"), call.scope) == expected
+
+
+def test_pickle_problems_and_captured_names():
+    info, call = only_call("""
+        from torch.utils.data import DataLoader
+        def main(pad):
+            def collate(batch):
+                return batch + [pad]
+            def init(worker_id):
+                return worker_id
+            return DataLoader(ds, num_workers=2, collate_fn=collate, worker_init_fn=init)
+    """)
+    collate, init = pickle_problems(info, call)
+    assert collate.param == "collate_fn" and collate.captures == {"pad"}
+    assert init.param == "worker_init_fn" and init.captures == frozenset()
+    assert isinstance(init.movable, cst.FunctionDef)
+
+
+def test_parameters_and_module_functions_are_picklable():
+    info, call = only_call("""
+        from torch.utils.data import DataLoader
+        def collate(batch):
+            return batch
+        def build(ds, worker_init_fn):
+            return DataLoader(ds, num_workers=2, collate_fn=collate, worker_init_fn=worker_init_fn)
+    """)
+    assert pickle_problems(info, call) == []
+
+
+def test_worker_condition_helpers():
+    info, call = only_call("""
+        import numpy as np
+        import torch
+        from torch.utils.data import DataLoader, IterableDataset
+        class Stream(IterableDataset):
+            def __init__(self):
+                self.rng = np.random.default_rng()
+            def __iter__(self):
+                yield torch.zeros(2, device="cuda") + self.rng.random()
+        DataLoader(Stream(), num_workers=2)
+    """)
+    assert unsharded_iterable(info, call) == "Stream"
+    assert cuda_in_worker(info, call) == "`Stream.__iter__`"
+    assert shared_rng(info, call) == ("Stream.__iter__", "self.rng")
+
+
+def test_worker_hazards_agree_with_the_start_method():
+    code = "from torch.utils.data import DataLoader\nDataLoader(ds, collate_fn=lambda b: b)"
+    info, call = only_call(code)
+    assert worker_hazards(Context(info, Settings(LINUX_311)), call) == []
+    portable = Context(info, Settings(HardwareProfile(usable_cpus=4)))
+    (reason,) = worker_hazards(portable, call)
+    assert reason.startswith("`collate_fn` is a lambda")
+
+
+# -- FixSpec.hoist --------------------------------------------------------------
+
+def _apply(code: str, spec_for) -> str:
+    module = cst.parse_module(code)
+    info = collect(module)
+    positions = Positions(module, code)
+    spec = spec_for(module, info)
+    return apply_edits(code, Builder(module, positions).edits([spec]))
+
+
+def test_hoist_a_lambda_before_its_top_level_statement():
+    code = "import x\n\n\n@decorator\ndef main():\n    return f(lambda b: b)\n"
+
+    def spec(module, info):
+        (lam,) = [facts.node for facts in info.lambdas.values()]
+        return FixSpec("safe", "", replace=[(lam, "_f")], hoist=[(lam, "def _f(b):\n    return b\n\n\n")])
+
+    assert _apply(code, spec) == "import x\n\n\ndef _f(b):\n    return b\n\n\n@decorator\ndef main():\n    return f(_f)\n"
+
+
+def test_hoist_moves_a_nested_def_and_keeps_line_endings():
+    code = "def main():\r\n    def inner(b):\r\n        return b\r\n    return inner\r\n"
+
+    def spec(module, info):
+        inner = next(fn.node for fn in info.functions if fn.name == "inner")
+        return FixSpec("safe", "", hoist=[(inner, "def inner(b):\n    return b\n\n\n")])
+
+    assert _apply(code, spec) == "def inner(b):\r\n    return b\r\n\r\n\r\ndef main():\r\n    return inner\r\n"
