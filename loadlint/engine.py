@@ -232,6 +232,7 @@ def fix_text(
     *,
     unsafe: bool,
     external: SpecSource | None = None,
+    notebook: bool = False,
 ) -> tuple[str, list[Finding], dict[str, int]]:
     """Apply fixes until none applies; return (new text, remaining findings, applied counts).
 
@@ -241,11 +242,12 @@ def fix_text(
     selected); otherwise ``FixFailed`` is raised and nothing is kept.
 
     ``external`` replaces the rules' fixes by other ones (``--from-verify``),
-    applied in a single round under the same checks.
+    applied in a single round under the same checks.  ``notebook`` analyses
+    the text as a notebook's joined cells (as ``analyse`` does).
     """
     guard = Options(options.select | crash_codes(), options.profile_factory)
     applied: dict[str, int] = {}
-    all_findings, analysis = analyse(text, path, guard)
+    all_findings, analysis = analyse(text, path, guard, notebook=notebook)
     original_compiles = _compiles(text, path)
     for _ in range(1 if external is not None else 8):
         if external is not None:
@@ -276,7 +278,7 @@ def fix_text(
         if not kept or new_text == text:
             break
         _check_parses(new_text, path, original_compiles)
-        new_all, new_analysis = analyse(new_text, path, guard)
+        new_all, new_analysis = analyse(new_text, path, guard, notebook=notebook)
         _check_no_new_crash(all_findings, new_all)
         for label, _ in kept:
             applied[label] = applied.get(label, 0) + 1

@@ -418,11 +418,16 @@ def _check(path: Path, name: str, data: bytes, options: Options, fix: Any, resul
                 findings, _ = analyse(joined, name, options, notebook=True)
                 fixed_joined = joined
             else:
-                fixed_joined, findings, result.applied = fix_text(joined, name, options, unsafe=fix.unsafe)
+                fixed_joined, findings, result.applied = fix_text(joined, name, options, unsafe=fix.unsafe, notebook=True)
         except FixFailed as exc:
             findings, _ = analyse(joined, name, options, notebook=True)
             fixed_joined = joined
-            result.error = str(exc)
+            rows = cell_rows(joined)
+            result.error = re.sub(
+                r"\bat line (\d+)",
+                lambda m: "at cell {}, line {}".format(*_locate(rows, int(m.group(1)))),
+                str(exc),
+            )
         # The cells parsed one by one; should the joined module still fail,
         # the failing cell is reported and left out, and the rest rechecked.
         broken = [f for f in findings if f.code == "LL900" and f.message.startswith("SyntaxError")]

@@ -571,3 +571,35 @@ def test_a_5mb_notebook_checks_and_fixes_quickly(tmp_path):
     after = path.read_bytes()
     changed = {i for i, s in cell_sources(path).items() if "loader_" in s}
     assert_only_sources_changed(before, after, changed)
+
+
+# -- notebook rules in fix mode ------------------------------------------------------------
+
+
+def test_fix_mode_sees_the_notebook_rules(tmp_path):
+    cells = [
+        new_code_cell("from torch.utils.data import DataLoader, Dataset\nclass Faces(Dataset):\n    pass"),
+        new_code_cell("loader = DataLoader(Faces(), num_workers=2, timeout=0)\nfor b in loader:\n    pass"),
+    ]
+    path = write_nb(tmp_path / "nb.ipynb", cells)
+    checked = run_check(path, profile=PORTABLE, select={"LL012", "LL013"})
+    fixed = run_fix(path, profile=PORTABLE, select={"LL012", "LL013"})
+    # LL012 is a notebook's finding, LL013 a script's: the same in both modes.
+    assert positions(checked) == positions(fixed) == [("LL012", 2, 1, 10)]
+
+
+def test_turning_workers_on_over_notebook_code_is_an_unsafe_fix(tmp_path):
+    path = FIXTURES / "course_custom_dataset.ipynb"
+    result = run_check(path, profile=PORTABLE, select={"LL201"})
+    [finding] = result.findings
+    assert finding.fix is not None and finding.fix.applicability == "unsafe"
+    assert "`FaceDataset` defined in the notebook cannot be imported by spawned workers" in finding.fix.message
+    copy = tmp_path / "course.ipynb"
+    shutil.copyfile(path, copy)
+    before = copy.read_bytes()
+    result = run_fix(copy, profile=PORTABLE, select={"LL001", "LL201", "LL012"})
+    assert result.error is None and result.applied == {"LL001": 1}
+    assert_only_sources_changed(before, copy.read_bytes(), {5})
+    # Forced with --unsafe-fixes, the guard against new crashes names the cell.
+    result = run_fix(copy, profile=PORTABLE, select={"LL201", "LL012"}, unsafe=True)
+    assert result.error.startswith("fixing would introduce LL012 at cell 5, line 3")

@@ -363,8 +363,8 @@ def shared_rng(info: ModuleInfo, call: LoaderCall) -> tuple[str, str] | None:
 
 def worker_hazards(ctx: Context, call: LoaderCall) -> list[str]:
     """Reasons why starting workers at this call may crash or corrupt data:
-    the conditions of LL007, LL103, LL104 and LL105 without their worker
-    gate, so that LL201's fix is unsafe exactly where those rules would fire
+    the conditions of LL007, LL012, LL103, LL104 and LL105 without their
+    worker gate, so that LL201's fix is unsafe exactly where those rules would fire
     after it."""
     info = ctx.info
     reasons = []
@@ -374,6 +374,10 @@ def worker_hazards(ctx: Context, call: LoaderCall) -> list[str]:
         if why is not None:
             for problem in problems:
                 reasons.append(f"`{problem.param}` {problem.why} (cannot be pickled for spawned workers: {why})")
+    if ctx.is_notebook:
+        from loadlint.rules.ll012_notebook_worker_code import notebook_hazards
+
+        reasons.extend(notebook_hazards(ctx, call))
     where = cuda_in_worker(info, call)
     if where:
         reasons.append(f"{where} uses CUDA (workers cannot initialise CUDA after fork)")

@@ -75,6 +75,24 @@ def notebook_definitions(info: ModuleInfo, call: LoaderCall) -> list[tuple[str, 
     return out
 
 
+def _workers(n: int) -> str:
+    return "its worker" if n == 1 else f"its {n} workers"
+
+
+def notebook_hazards(ctx: Context, call: LoaderCall) -> list[str]:
+    """LL012's condition without the worker gate, for fixes that would turn
+    workers on (LL201): such a fix is unsafe in a notebook whose code the
+    workers would have to import."""
+    found = notebook_definitions(ctx.info, call)
+    if not found:
+        return []
+    why = spawn_reason(ctx.profile, call, ctx.info)
+    if why is None:
+        return []
+    names = ", ".join(f"`{name}`" for name, _ in found)
+    return [f"{names} defined in the notebook cannot be imported by spawned workers ({why})"]
+
+
 class NotebookWorkerCode(Rule):
     """
     ## What it does
@@ -167,7 +185,7 @@ class NotebookWorkerCode(Rule):
             first = found[0][0]
             yield Report(
                 call.node,
-                f"{names} {verb} defined in the notebook, but the {call.workers()} workers may start with spawn or "
+                f"{names} {verb} defined in the notebook, but {_workers(call.workers())} may start with spawn or "
                 f"forkserver ({why}) and cannot import `__main__`: the first batch fails with "
                 f"`AttributeError: Can't get attribute '{first}' on <module '__main__'>`; "
                 "move the definitions to a `.py` module and import them, or use `num_workers=0` in the notebook",
@@ -259,7 +277,7 @@ class NotebookWorkerCode(Rule):
             ds = FaceDataset()
             loader = DataLoader(ds, batch_size=8, num_workers=4)
             """,
-            message="`FaceDataset` (the dataset's class) is defined in the notebook, but the 4 workers may start with "
+            message="`FaceDataset` (the dataset's class) is defined in the notebook, but its 4 workers may start with "
             "spawn or forkserver (the target platform is macos, where workers are spawned) and cannot import "
             "`__main__`: the first batch fails with `AttributeError: Can't get attribute 'FaceDataset' on "
             "<module '__main__'>`; move the definitions to a `.py` module and import them, or use `num_workers=0` "
