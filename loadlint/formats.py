@@ -56,11 +56,17 @@ def _display_path(path: str, root: Path) -> str:
 
 
 def _message(finding: Finding) -> str:
-    # A notebook finding's row is within its cell; say which cell, since the
-    # row alone would point into the wrong place of the .ipynb JSON.
+    # A notebook finding's position is inside a cell, not a line of the
+    # .ipynb JSON that CI viewers would show: it goes into the message, and
+    # the formats report the notebook as a whole (line 1, no region).
     if finding.cell is not None:
-        return f"cell {finding.cell}: {finding.message}"
+        where = f"cell {finding.cell}, line {finding.location.row}, column {finding.location.column}"
+        return f"{where}: {finding.message}"
     return finding.message
+
+
+def _file_row(finding: Finding) -> int:
+    return 1 if finding.cell is not None else finding.location.row
 
 
 class _Lines:
@@ -101,7 +107,8 @@ def _fingerprints(run: Run, root: Path) -> dict[int, tuple[str, int]]:
     seen: dict[str, int] = {}
     out: dict[int, tuple[str, int]] = {}
     for finding in run.findings:
-        text = sources.line(finding.path, finding.location.row).strip()
+        # A notebook's rows are inside cells, not lines of the file on disk.
+        text = "" if finding.cell is not None else sources.line(finding.path, finding.location.row).strip()
         key = "\0".join((finding.code, _display_path(finding.path, root), str(finding.cell or ""), text))
         digest = hashlib.sha256(key.encode("utf-8")).hexdigest()
         index = seen.get(digest, 0)
@@ -170,12 +177,10 @@ def _artifact(path: str, root: Path) -> dict:
 
 
 def _sarif_result(finding: Finding, rule_index: dict[str, int], root: Path, fingerprint: tuple[str, int]) -> dict:
-    location = {
-        "physicalLocation": {
-            "artifactLocation": _artifact(finding.path, root),
-            "region": _region(finding.location, finding.end_location),
-        }
-    }
+    physical: dict = {"artifactLocation": _artifact(finding.path, root)}
+    if finding.cell is None:
+        physical["region"] = _region(finding.location, finding.end_location)
+    location = {"physicalLocation": physical}
     result: dict = {
         "ruleId": finding.code,
         "level": severity(finding.code),
@@ -186,8 +191,13 @@ def _sarif_result(finding: Finding, rule_index: dict[str, int], root: Path, fing
     if finding.code in rule_index:
         result["ruleIndex"] = rule_index[finding.code]
     if finding.cell is not None:
-        result["properties"] = {"cell": finding.cell}
-    if finding.fix is not None:
+        result["properties"] = {
+            "cell": finding.cell,
+            "cellRegion": _region(finding.location, finding.end_location),
+        }
+    # A notebook fix's positions are in cell coordinates: applied to the
+    # .ipynb file as SARIF replacements they would corrupt it.
+    if finding.fix is not None and finding.cell is None:
         result["fixes"] = [
             {
                 "description": {"text": finding.fix.message},
@@ -277,14 +287,15 @@ def format_github(run: Run, summary: Summary, style: Style, sources) -> str:
             # GitHub caps annotations per level (10 errors, 10 warnings per
             # step), so the severity split also shows more of them.
             level = severity(finding.code)
-            props = [
-                ("file", path),
-                ("line", str(finding.location.row)),
-                ("col", str(finding.location.column)),
-                ("endLine", str(finding.end_location.row)),
-                ("endColumn", str(finding.end_location.column)),
-                ("title", f"loadlint ({finding.code})"),
-            ]
+            props = [("file", path)]
+            if finding.cell is None:
+                props += [
+                    ("line", str(finding.location.row)),
+                    ("col", str(finding.location.column)),
+                    ("endLine", str(finding.end_location.row)),
+                    ("endColumn", str(finding.end_location.column)),
+                ]
+            props.append(("title", f"loadlint ({finding.code})"))
             prop_text = ",".join(f"{key}={escape_property(value)}" for key, value in props)
             out.append(f"::{level} {prop_text}::{escape_data(_message(finding))}")
         if result.error:
@@ -324,7 +335,9 @@ def format_gitlab(run: Run, summary: Summary, style: Style, sources) -> str:
                     "fingerprint": fingerprint,
                     "location": {
                         "path": path,
-                        "lines": {"begin": finding.location.row, "end": finding.end_location.row},
+                        "lines": {"begin": _file_row(finding), "end": _file_row(finding) + (
+                            0 if finding.cell is not None else finding.end_location.row - finding.location.row
+                        )},
                     },
                 }
             )
@@ -366,10 +379,13 @@ def format_junit(run: Run, summary: Summary, style: Style, sources) -> str:
                 name=f"org.loadlint.{finding.code}",
                 classname=result.path,
                 file=result.path,
-                line=str(finding.location.row),
+                line=str(_file_row(finding)),
             )
             failure = ET.SubElement(case, "failure", message=_message(finding), type=finding.code)
-            failure.text = f"line {finding.location.row}, col {finding.location.column}, {_message(finding)}"
+            if finding.cell is None:
+                failure.text = f"line {finding.location.row}, col {finding.location.column}, {finding.message}"
+            else:
+                failure.text = _message(finding)
         if result.error:
             case = ET.SubElement(suite, "testcase", name="org.loadlint.error", classname=result.path, file=result.path)
             ET.SubElement(case, "error", message=result.error).text = result.error
@@ -390,7 +406,7 @@ def format_pylint(run: Run, summary: Summary, style: Style, sources) -> str:
     out = []
     for result in run.results:
         for finding in result.findings:
-            out.append(f"{finding.path}:{finding.location.row}: [{finding.code}] {_message(finding)}")
+            out.append(f"{finding.path}:{_file_row(finding)}: [{finding.code}] {_message(finding)}")
         if result.error:
             out.append(f"{result.path}:1: [error] {result.error}")
     return "".join(line + "\n" for line in out)

@@ -136,3 +136,22 @@ def test_pylint_lines(tmp_path):
     result = run(["--output-format", "pylint", "train.py"], cwd=tmp_path, select="LL201")
     assert result.stdout.startswith("train.py:9: [LL201] `num_workers` is not set")
     assert len(result.stdout.splitlines()) == 1
+
+
+# -- notebooks ---------------------------------------------------------------
+
+
+def test_notebook_findings_point_at_the_file_and_name_the_cell(tmp_path):
+    notebook = REPO / "tests" / "fixtures" / "notebooks" / "compact.ipynb"
+    if not notebook.is_file():
+        pytest.skip("no notebook fixture")
+    (tmp_path / "nb.ipynb").write_bytes(notebook.read_bytes())
+    github = run(["--output-format", "github", "nb.ipynb"], cwd=tmp_path, select="LL201").stdout.splitlines()
+    # Cell rows are not lines of the .ipynb JSON: no line, the cell in the message.
+    assert github and all(line.startswith("::warning file=nb.ipynb,title=loadlint (LL201)::cell ") for line in github)
+    sarif = json.loads(run(["--output-format", "sarif", "nb.ipynb"], cwd=tmp_path, select="LL201").stdout)
+    result = sarif["runs"][0]["results"][0]
+    assert "region" not in result["locations"][0]["physicalLocation"] and "fixes" not in result
+    assert result["properties"]["cell"] >= 1
+    issues = json.loads(run(["--output-format", "gitlab", "nb.ipynb"], cwd=tmp_path, select="LL201").stdout)
+    assert issues[0]["location"]["lines"]["begin"] == 1
