@@ -1,16 +1,45 @@
 """Runs a check or fix over paths for the command line: discovery, the
 per-file work, and the report.  Kept apart from cli.py so the CLI stays a
-thin layer of option parsing."""
+thin layer of option parsing.
+
+Where the time goes, and what this module does about it:
+
+* Most files of a repository never mention ``DataLoader``.  They are read
+  and tested for the pre-filter words here, in the parent, and never reach
+  the engine (nor libcst, which is not even imported for them).
+* A file that passes is looked up in the cache (:mod:`loadlint.cache`) by
+  its content hash; a hit costs a small JSON read instead of a parse.
+* What is left is parsed, in a pool of worker processes when there is
+  enough of it to pay for starting one (largest files first, so one big
+  file does not finish last on its own), otherwise right here.  Workers are
+  forked on Linux after libcst and the rules are imported and the hardware
+  profile is resolved, so none of that is paid again per worker.
+
+The results come back in discovery order and are sorted by path, so the
+report is the same whatever the pool or the cache did.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import os
+import sys
+import time
 from pathlib import Path
+from typing import Callable, Iterable
 
-import click
-
-from loadlint.api import FixRequest, ProfileCache, Run, check_file
+from loadlint.api import FixRequest, ProfileCache, Run, check_file, options_for
 from loadlint.config import Resolver
-from loadlint.discover import discover
+from loadlint.discover import Candidate, discover
+from loadlint.engine import PREFILTER, FileResult, lint_bytes
+from loadlint.types import HardwareProfile
+
+#: Bytes of source the engine gets through in about 0.1 s on one core:
+#: below this saving, starting a pool costs more than it saves.
+POOL_MIN_SAVING = 48 * 1024
+
+_PREFILTER_BYTES = tuple(word.encode() for word in PREFILTER)
+HUMAN_FORMATS = ("full", "concise")
 
 
 def execute(paths: list[Path], resolver: Resolver, kw: dict) -> int:
@@ -20,14 +49,313 @@ def execute(paths: list[Path], resolver: Resolver, kw: dict) -> int:
     first = resolver.for_path(paths[0])
     unsafe = kw["unsafe_fixes"] if kw["unsafe_fixes"] is not None else first.unsafe_fixes
     request = FixRequest(unsafe=unsafe, dry_run=bool(kw["diff"])) if fixing else None
-    profiles = ProfileCache()
-    run = Run()
-    for candidate in discover(paths, resolver.for_path, force_exclude=kw["force_exclude"]):
-        run.files += 1
-        result = check_file(candidate, profiles, request)
-        if result.findings or result.error or result.fixed is not None:
-            run.results.append(result)
-    run.results.sort(key=lambda r: r.path)
+    fmt = kw["output_format"] or first.output_format or "full"
+    show_progress = fmt in HUMAN_FORMATS and not kw.get("quiet") and _is_tty(sys.stderr)
+    cache = None if kw.get("no_cache") else lazy_cache(kw.get("cache_dir"))
+    run = lint_candidates(
+        discover(paths, resolver.for_path, force_exclude=kw["force_exclude"]),
+        request,
+        cache=cache,
+        jobs=kw.get("jobs"),
+        progress=Progress(sys.stderr) if show_progress else None,
+    )
     if kw["diff"]:
         return _print_diff(run)
     return _report(run, first, kw, fixing=fixing, unsafe=unsafe)
+
+
+def _is_tty(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def lazy_cache(directory: str | Path | None) -> Callable[[], object | None]:
+    """The cache, opened on first use: a run where no file passes the
+    pre-filter never touches it (nor hashes loadlint's own modules)."""
+    opened: list = []
+
+    def get():
+        if not opened:
+            from loadlint.cache import DEFAULT_DIR, Cache
+
+            opened.append(Cache(directory or DEFAULT_DIR))
+        return opened[0]
+
+    return get
+
+
+def default_jobs() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+class Progress:
+    """``Checking 12/66 files`` on one line of stderr, redrawn at most ten
+    times a second, drawn only once a run has lasted a moment (a quick run
+    should not flicker) and erased before the report is printed."""
+
+    DELAY = 0.3
+
+    def __init__(self, stream) -> None:
+        self.stream = stream
+        self.total = 0
+        self.done = 0
+        self.start = time.monotonic()
+        self.last = 0.0
+        self.drawn = False
+
+    def advance(self) -> None:
+        self.done += 1
+        now = time.monotonic()
+        if now - self.start < self.DELAY or (now - self.last < 0.1 and self.done < self.total):
+            return
+        self.last = now
+        self.stream.write(f"\rChecking {self.done}/{self.total} files")
+        self.stream.flush()
+        self.drawn = True
+
+    def close(self) -> None:
+        if self.drawn:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+
+@dataclasses.dataclass
+class _Work:
+    index: int
+    candidate: Candidate
+    #: None for a notebook, which the engine reads itself.
+    data: bytes | None
+    digest: str | None = None
+    fingerprint: str | None = None
+
+    @property
+    def size(self) -> int:
+        return len(self.data) if self.data is not None else 0
+
+
+class _Recorder:
+    """A profile factory that remembers whether a rule asked for the
+    profile: a finding that did not depend on the hardware can be cached
+    without it, and a warm run then never has to probe the machine."""
+
+    def __init__(self, factory: Callable[[], HardwareProfile]) -> None:
+        self.factory = factory
+        self.used = False
+
+    def __call__(self) -> HardwareProfile:
+        self.used = True
+        return self.factory()
+
+
+def lint_one(candidate: Candidate, data: bytes | None, profiles: ProfileCache, request: FixRequest | None):
+    """(result, whether the profile was consulted) for one file's bytes."""
+    if data is None:
+        return check_file(candidate, profiles, request), True
+    path = str(candidate.path)
+    base = options_for(candidate.settings, path, profiles)
+    recorder = _Recorder(base.profile_factory)
+    options = dataclasses.replace(base, profile_factory=recorder)
+    if request is None:
+        result = lint_bytes(data, path, options)
+    else:
+        from loadlint.api import _fix_file
+
+        result = _fix_file(candidate.path, data, options, request)
+    return result, recorder.used
+
+
+def lint_candidates(
+    candidates: Iterable[Candidate],
+    request: FixRequest | None = None,
+    *,
+    cache: Callable[[], object | None] | None = None,
+    jobs: int | None = None,
+    progress: Progress | None = None,
+    profiles: ProfileCache | None = None,
+    pool_min_saving: int = POOL_MIN_SAVING,
+) -> Run:
+    """Check (or fix) candidates; the runner's core, without the report."""
+    profiles = profiles or ProfileCache()
+    candidates = list(candidates)
+    results: list[FileResult | None] = [None] * len(candidates)
+    work: list[_Work] = []
+    open_cache = None
+    profile_keys: dict[tuple, str] = {}
+
+    def profile_key_for(target: tuple) -> str:
+        key = profile_keys.get(target)
+        if key is None:
+            from loadlint.cache import profile_key
+
+            key = profile_keys[target] = profile_key(profiles.get(target)())
+        return key
+
+    for index, candidate in enumerate(candidates):
+        path = str(candidate.path)
+        if path.endswith(".ipynb"):
+            work.append(_Work(index, candidate, None))
+            continue
+        try:
+            data = candidate.path.read_bytes()
+        except OSError:
+            results[index] = check_file(candidate, profiles, request)  # reports LL901
+            continue
+        if not any(word in data for word in _PREFILTER_BYTES):
+            continue  # cannot construct a DataLoader: nothing to parse
+        item = _Work(index, candidate, data)
+        if cache is not None:
+            if open_cache is None:
+                open_cache = cache()
+            from loadlint.cache import content_hash
+
+            item.digest = content_hash(data)
+            item.fingerprint = candidate.settings.fingerprint(path)
+            entry = open_cache.load(path, item.fingerprint, item.digest)
+            if entry is not None and (entry.profile is None or entry.profile == profile_key_for(candidate.settings.target)):
+                if request is None or not _has_applicable_fix(entry.findings, request):
+                    open_cache.hits += 1
+                    results[index] = _from_cache(path, data, entry.findings, fixing=request is not None)
+                    continue
+        work.append(item)
+
+    if progress is not None:
+        progress.total = len(work)
+    done = _run_pool(work, profiles, request, jobs, progress, pool_min_saving)
+    for item, (result, consulted) in done:
+        results[item.index] = result
+        if open_cache is not None and item.digest is not None and result.error is None and result.fixed is None:
+            profile = profile_key_for(item.candidate.settings.target) if consulted else None
+            open_cache.store(str(item.candidate.path), item.fingerprint, item.digest, profile, result.findings)
+    if progress is not None:
+        progress.close()
+
+    run = Run()
+    run.files = len(candidates)
+    run.parsed = len(work)
+    run.results = [r for r in results if r is not None and (r.findings or r.error or r.fixed is not None)]
+    run.results.sort(key=lambda r: r.path)
+    return run
+
+
+def _has_applicable_fix(findings, request: FixRequest) -> bool:
+    return any(f.fix is not None and (request.unsafe or f.fix.applicability == "safe") for f in findings)
+
+
+def _from_cache(path: str, data: bytes, findings, *, fixing: bool) -> FileResult:
+    result = FileResult(path, findings=findings)
+    if findings or fixing:
+        # The report quotes the offending lines; the text is the one hashed.
+        from loadlint.source import DecodeError, decode
+
+        try:
+            result.source = decode(data)
+        except DecodeError:
+            pass
+    return result
+
+
+# -- the pool --------------------------------------------------------------
+
+_worker_state: tuple[ProfileCache, FixRequest | None] | None = None
+
+
+def _init_worker(profiles: ProfileCache, request: FixRequest | None) -> None:
+    import signal
+
+    global _worker_state
+    # Ctrl-C is the parent's to handle; a worker dying of it mid-file would
+    # only turn into a broken pool and a traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _worker_state = (profiles, request)
+
+
+def _work_in_worker(candidate: Candidate, data: bytes | None):
+    assert _worker_state is not None
+    profiles, request = _worker_state
+    result, consulted = lint_one(candidate, data, profiles, request)
+    if request is None:
+        # The parent decodes the text again if the report needs it; sending
+        # every parsed file's text back through a pipe would cost more.
+        result.source = None
+    return result, consulted
+
+
+def _pays_for_pool(work: list[_Work], jobs: int, min_saving: int) -> bool:
+    if jobs < 2 or len(work) < 2:
+        return False
+    sizes = [item.size or 4096 for item in work]
+    total = sum(sizes)
+    # Largest first on ``jobs`` workers finishes no sooner than the largest
+    # file or an even share of the bytes, whichever is later.
+    parallel = max(max(sizes), total / jobs)
+    return total - parallel >= min_saving
+
+
+def _run_pool(work: list[_Work], profiles: ProfileCache, request, jobs, progress, min_saving):
+    jobs = jobs if jobs and jobs > 0 else default_jobs()
+    jobs = min(jobs, len(work))
+    if not _pays_for_pool(work, jobs, min_saving):
+        return list(_run_here(work, profiles, request, progress))
+
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures.process import BrokenProcessPool
+
+    _preload(profiles, {item.candidate.settings.target for item in work})
+    # fork shares the parent's imports and resolved profile for free; where
+    # fork is unsafe (macOS) or missing, workers start from scratch.
+    method = "fork" if sys.platform.startswith("linux") else "spawn"
+    context = multiprocessing.get_context(method)
+    ordered = sorted(work, key=lambda item: -item.size)
+    done: dict[int, tuple] = {}
+    executor = ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_worker, initargs=(profiles, request))
+    try:
+        futures = {executor.submit(_work_in_worker, item.candidate, item.data): item for item in ordered}
+        for future in as_completed(futures):
+            item = futures[future]
+            try:
+                done[item.index] = future.result()
+            except BrokenProcessPool:
+                break  # a worker died (killed, out of memory): finish here
+            except Exception as exc:  # never lose a file to a pickling or pool error
+                done[item.index] = (FileResult(str(item.candidate.path), error=f"internal error: {type(exc).__name__}: {exc}"), False)
+            if progress is not None:
+                progress.advance()
+    finally:
+        executor.shutdown(wait=True, cancel_futures=True)
+    rest = [item for item in work if item.index not in done]
+    out = [(item, done[item.index]) for item in work if item.index in done]
+    out.extend(_run_here(rest, profiles, request, progress))
+    return out
+
+
+def _run_here(work: list[_Work], profiles: ProfileCache, request, progress):
+    for item in work:
+        result = lint_one(item.candidate, item.data, profiles, request)
+        if progress is not None:
+            progress.advance()
+        yield item, result
+
+
+def _preload(profiles: ProfileCache, targets: set[tuple]) -> None:
+    """Import what every worker needs and resolve the profiles, once."""
+    try:
+        import libcst  # noqa: F401
+
+        import loadlint.callsites  # noqa: F401
+        import loadlint.fixes  # noqa: F401
+        from loadlint.rules import all_rules
+
+        all_rules()
+    except Exception:
+        pass  # a worker meets the same error and reports it per file
+    for target in targets:
+        try:
+            profiles.get(target)()
+        except Exception:
+            pass

@@ -1,0 +1,291 @@
+"""The result cache: ``.loadlint_cache/`` as ruff keeps ``.ruff_cache/``.
+
+A file's findings depend on its bytes, on loadlint itself, on the effective
+configuration for that path (selected codes, target) and, for some rules, on
+the hardware profile.  An entry records all of them and is used only when
+every one matches; anything else (a corrupt, truncated or foreign file, an
+entry written by another version) is a miss, and the entry is rewritten.
+Nothing read from the cache is trusted beyond what it is checked against: it
+is JSON, validated field by field, never unpickled.
+
+Layout::
+
+    .loadlint_cache/
+        CACHEDIR.TAG            backup tools skip the folder
+        .gitignore              "*": never committed
+        <version>/<hash>.json   one entry per (path, configuration)
+
+Entries are named after the path and configuration, not the content, so an
+edited file replaces its entry instead of adding one.  A folder that cannot
+be created or written (read-only checkout, full disk) turns writing off for
+the run without a word: the cache only ever saves time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from loadlint import __version__
+from loadlint.types import Edit, Finding, Fix, HardwareProfile, Location
+
+DEFAULT_DIR = ".loadlint_cache"
+#: Bumped whenever the entry layout changes.
+SCHEMA = 1
+CACHEDIR_TAG = (
+    "Signature: 8a477f597d28d172789f06886806bc55\n"
+    "# This file is a cache directory tag created by loadlint.\n"
+    "# For information about cache directory tags see https://bford.info/cachedir/\n"
+)
+
+
+def content_hash(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=20).hexdigest()
+
+
+def profile_key(profile: HardwareProfile) -> str:
+    """The profile as far as findings can depend on it.
+
+    Available memory changes from one second to the next; keeping it would
+    make every entry that consulted the profile a miss.
+    """
+    return content_hash(repr(replace(profile, memory_available=None)).encode())
+
+
+def code_stamp() -> str:
+    """The loadlint release plus the size and mtime of its modules.
+
+    A development checkout keeps one version number while its rules change;
+    the stamp keeps a cache written by yesterday's code from answering for
+    today's.  Costs one ``stat`` per module.
+    """
+    package = os.path.dirname(os.path.abspath(__file__))
+    parts = [__version__]
+    for folder, dirs, files in os.walk(package):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(files):
+            if name.endswith(".py"):
+                try:
+                    st = os.stat(os.path.join(folder, name))
+                except OSError:
+                    continue
+                parts.append(f"{os.path.relpath(os.path.join(folder, name), package)}:{st.st_size}:{st.st_mtime_ns}")
+    return content_hash("\n".join(parts).encode())
+
+
+class Cache:
+    """Lookups and stores for one run.  Never raises for a cache problem."""
+
+    def __init__(self, directory: Path | str, stamp: str | None = None) -> None:
+        self.root = Path(directory)
+        self.folder = self.root / __version__
+        self.stamp = stamp if stamp is not None else code_stamp()
+        self.writable = True
+        self._prepared = False
+        self.hits = 0
+        self.misses = 0
+
+    # -- keys ------------------------------------------------------------
+
+    @staticmethod
+    def entry_name(path: str, fingerprint: str) -> str:
+        return content_hash(f"{os.path.abspath(path)}\0{fingerprint}".encode()) + ".json"
+
+    # -- reading ---------------------------------------------------------
+
+    def load(self, path: str, fingerprint: str, digest: str) -> Entry | None:
+        """The entry for this path and configuration if it is for these bytes."""
+        try:
+            with open(self.folder / self.entry_name(path, fingerprint), "rb") as handle:
+                raw = handle.read()
+        except OSError:
+            self.misses += 1
+            return None
+        entry = _parse_entry(raw, path, fingerprint, digest, self.stamp)
+        if entry is None:
+            self.misses += 1
+        return entry
+
+    # -- writing ---------------------------------------------------------
+
+    def store(
+        self, path: str, fingerprint: str, digest: str, profile: str | None, findings: list[Finding]
+    ) -> None:
+        if not self.writable:
+            return
+        payload = {
+            "loadlint": __version__,
+            "schema": SCHEMA,
+            "stamp": self.stamp,
+            "path": os.path.abspath(path),
+            "fingerprint": fingerprint,
+            "digest": digest,
+            "profile": profile,
+            "findings": [_finding_to_json(f) for f in findings],
+        }
+        data = json.dumps(payload, separators=(",", ":")).encode()
+        target = self.folder / self.entry_name(path, fingerprint)
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        try:
+            self._prepare()
+            # Written aside and renamed over, so a reader (or a second run
+            # writing the same entry) never sees half of one.
+            with open(tmp, "wb") as handle:
+                handle.write(data)
+            os.replace(tmp, target)
+        except OSError:
+            self.writable = False
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+    def _prepare(self) -> None:
+        if self._prepared:
+            return
+        self.folder.mkdir(parents=True, exist_ok=True)
+        tag = self.root / "CACHEDIR.TAG"
+        if not tag.exists():
+            tag.write_text(CACHEDIR_TAG, encoding="utf-8")
+        ignore = self.root / ".gitignore"
+        if not ignore.exists():
+            ignore.write_text("# Automatically created by loadlint.\n*\n", encoding="utf-8")
+        self._prepared = True
+
+
+class Entry:
+    __slots__ = ("profile", "findings")
+
+    def __init__(self, profile: str | None, findings: list[Finding]) -> None:
+        #: profile_key() of the profile the rules consulted; None when none did.
+        self.profile = profile
+        self.findings = findings
+
+
+def is_cache_dir(folder: Path) -> bool:
+    """Whether ``folder`` is a loadlint cache (so ``clean`` may delete it)."""
+    try:
+        tag = (folder / "CACHEDIR.TAG").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return tag.startswith(CACHEDIR_TAG.splitlines()[0]) and "loadlint" in tag
+
+
+def clean(folder: Path) -> bool:
+    """Remove a cache folder; refuses a folder loadlint did not create."""
+    if not folder.is_dir() or not is_cache_dir(folder):
+        return False
+    shutil.rmtree(folder, ignore_errors=True)
+    return True
+
+
+# -- JSON ----------------------------------------------------------------
+
+
+def _location(loc: Location) -> list[int]:
+    return [loc.row, loc.column]
+
+
+def _finding_to_json(f: Finding) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "code": f.code,
+        "name": f.name,
+        "message": f.message,
+        "location": _location(f.location),
+        "end_location": _location(f.end_location),
+        "cell": f.cell,
+        "fix": None,
+    }
+    if f.fix is not None:
+        out["fix"] = {
+            "applicability": f.fix.applicability,
+            "message": f.fix.message,
+            "edits": [
+                [e.content, e.start, e.end, _location(e.location), _location(e.end_location)] for e in f.fix.edits
+            ],
+        }
+    return out
+
+
+class _Invalid(Exception):
+    pass
+
+
+def _expect(value: Any, kind: type | tuple[type, ...]) -> Any:
+    # bool is an int; a position of ``true`` is as wrong as one of "1".
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is int):
+        raise _Invalid
+    return value
+
+
+def _read_location(value: Any) -> Location:
+    _expect(value, list)
+    if len(value) != 2:
+        raise _Invalid
+    return Location(_expect(value[0], int), _expect(value[1], int))
+
+
+def _read_finding(raw: Any, path: str) -> Finding:
+    _expect(raw, dict)
+    fix = None
+    raw_fix = raw.get("fix")
+    if raw_fix is not None:
+        _expect(raw_fix, dict)
+        applicability = raw_fix.get("applicability")
+        if applicability not in ("safe", "unsafe"):
+            raise _Invalid
+        edits = []
+        for edit in _expect(raw_fix.get("edits"), list):
+            _expect(edit, list)
+            if len(edit) != 5:
+                raise _Invalid
+            edits.append(
+                Edit(
+                    _expect(edit[0], str),
+                    _expect(edit[1], int),
+                    _expect(edit[2], int),
+                    _read_location(edit[3]),
+                    _read_location(edit[4]),
+                )
+            )
+        fix = Fix(applicability, _expect(raw_fix.get("message"), str), tuple(edits))
+    cell = raw.get("cell")
+    if cell is not None:
+        _expect(cell, int)
+    return Finding(
+        _expect(raw.get("code"), str),
+        _expect(raw.get("name"), str),
+        _expect(raw.get("message"), str),
+        path,
+        _read_location(raw.get("location")),
+        _read_location(raw.get("end_location")),
+        fix,
+        cell,
+    )
+
+
+def _parse_entry(raw: bytes, path: str, fingerprint: str, digest: str, stamp: str) -> Entry | None:
+    try:
+        data = json.loads(raw)
+        _expect(data, dict)
+        if (
+            data.get("loadlint") != __version__
+            or data.get("schema") != SCHEMA
+            or data.get("stamp") != stamp
+            or data.get("path") != os.path.abspath(path)
+            or data.get("fingerprint") != fingerprint
+            or data.get("digest") != digest
+        ):
+            return None
+        profile = data.get("profile")
+        if profile is not None:
+            _expect(profile, str)
+        findings = [_read_finding(f, path) for f in _expect(data.get("findings"), list)]
+    except (ValueError, _Invalid, TypeError, RecursionError):
+        return None
+    return Entry(profile, findings)
