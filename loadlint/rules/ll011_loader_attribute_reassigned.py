@@ -2,6 +2,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
+import libcst as cst
+
+from loadlint.resolve import MISSING, evaluate
 from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
 
 _LOCKED = ("batch_size", "batch_sampler", "sampler", "drop_last", "dataset", "persistent_workers")
@@ -12,7 +15,9 @@ class LoaderAttributeReassigned(Rule):
     ## What it does
     Checks for assignments to `batch_size`, `batch_sampler`, `sampler`,
     `drop_last`, `dataset` or `persistent_workers` on a `DataLoader` after it
-    was constructed.  The finding is reported at the assignment.
+    was constructed, and for a positive `num_workers` assigned to a loader
+    constructed without workers.  The finding is reported at the
+    assignment.
 
     ## Why is this bad?
     These attributes determine the sampler and iterator built in
@@ -25,6 +30,15 @@ class LoaderAttributeReassigned(Rule):
 
     Typical cases: growing the batch size during training, or swapping the
     sampler of an existing loader for evaluation.
+
+    `num_workers` may be assigned, but on a loader constructed without
+    workers (and without `prefetch_factor`) a positive value fails at the
+    first batch, because torch only sets `prefetch_factor` to its default of
+    2 when the loader is constructed with workers:
+
+    ```
+    TypeError: '<=' not supported between instances of 'NoneType' and 'int'
+    ```
 
     Only loaders constructed from `DataLoader` itself are followed (a
     subclass may allow it), through a name bound once or a `self.` attribute.
@@ -55,7 +69,7 @@ class LoaderAttributeReassigned(Rule):
 
     def check(self, ctx: Context) -> Iterator[Report]:
         info = ctx.info
-        keys = set()
+        owners = {}
         for call in ctx.calls:
             if call.key is None:
                 continue
@@ -63,22 +77,47 @@ class LoaderAttributeReassigned(Rule):
                 owner = call.scope.lookup(call.key[1])
                 if owner is None or len(owner[1]) != 1:
                     continue  # rebound: the name may hold something else by then
-            keys |= info.keys_of(call)
+            for key in info.keys_of(call):
+                owners[key] = call
         for target, key, attr in info.attr_assignments:
-            if attr not in _LOCKED or key not in keys:
+            call = owners.get(key)
+            if call is None:
                 continue
             node = info.attr_assign_nodes.get(id(target), target)
-            message = (
-                f"assigning `{attr}` on a constructed DataLoader raises ValueError: the loader built its sampler "
-                "from it already; pass the value when constructing the DataLoader, or build a new one"
-            )
-            yield Report(node, message)
+            if attr in _LOCKED:
+                yield Report(node, (
+                    f"assigning `{attr}` on a constructed DataLoader raises ValueError: the loader built its sampler "
+                    "from it already; pass the value when constructing the DataLoader, or build a new one"
+                ))
+            elif attr == "num_workers" and self._starts_workers_late(call, node):
+                yield Report(node, (
+                    "assigning `num_workers` on a DataLoader constructed without workers raises TypeError at the "
+                    "first batch: its `prefetch_factor` stayed None; pass `num_workers` when constructing it"
+                ))
+
+    @staticmethod
+    def _starts_workers_late(call, node) -> bool:
+        """torch sets ``prefetch_factor`` to 2 only when constructed with workers."""
+        if not isinstance(node, cst.Assign):
+            return False
+        workers = call.workers()
+        prefetch = call.value("prefetch_factor")
+        if type(workers) is not int or workers != 0 or (prefetch is not MISSING and prefetch is not None):
+            return False
+        value = evaluate(node.value, call.scope)
+        return type(value) is int and value > 0
 
     VALID = [
         Valid("""
             from torch.utils.data import DataLoader
             loader = DataLoader(ds, batch_size=4)
             loader.pin_memory = False
+        """),
+        # Constructed with workers: prefetch_factor is 2, more workers are fine.
+        Valid("""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=4, num_workers=1)
+            loader.num_workers = 2
         """),
         # Not a DataLoader.
         Valid("""
@@ -122,5 +161,16 @@ class LoaderAttributeReassigned(Rule):
             loader = DataLoader(ds, batch_size=4, num_workers=2, persistent_workers=True)
             loader.persistent_workers = False
             """,
+        ),
+        # Found by running torch: prefetch_factor stays None.
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=4)
+            loader.num_workers = 2
+            """,
+            message="assigning `num_workers` on a DataLoader constructed without workers raises TypeError at the "
+            "first batch: its `prefetch_factor` stayed None; pass `num_workers` when constructing it",
+            line=3,
         ),
     ]
