@@ -195,7 +195,8 @@ def _base_spec(opts: dict[str, Any], mode: str) -> dict[str, Any]:
         "protocol": {"warmup_min": p.warmup_min, "batches_min": p.batches_min,
                      "seconds_min": p.seconds_min, "repeats": p.repeats,
                      "max_retries": p.max_retries, "per_worker": p.per_worker,
-                     "warmup_per_worker": p.warmup_per_worker},
+                     "warmup_per_worker": p.warmup_per_worker,
+                     "extra_rounds": p.extra_rounds},
         "tries": opts["tries"], "tune": opts["tune"], "step_ms": opts["step_ms"],
     }
 
@@ -280,7 +281,7 @@ def _execute_insitu(opts: dict[str, Any], work: Workdir) -> dict[str, Any]:
         pending = [c for c in cands[1:] if not c.get("skip") and measure.decide(
             [r["rate"] for r in cands[0]["runs"]], [r["rate"] for r in c["runs"]]
         ).verdict == "inconclusive"]
-        if not pending or done >= 2 * p.repeats:
+        if not pending or done >= p.max_rounds:
             break
         for c in cands[1:]:
             c["skip"] = c not in pending
@@ -351,6 +352,10 @@ def _execute_ddp(opts: dict[str, Any], work: Workdir) -> dict[str, Any]:
             raise VerifyError(f"{os.path.basename(opts['script'])} under torch.distributed.run "
                               f"gave no result: {outcome.log_tail(1) or 'no output'}")
         reason = "the script needs CUDA/NCCL, which this machine lacks"
+        click.echo(f"loadlint verify: the ranks need CUDA/NCCL, which this machine lacks; "
+                   f"will execute python {os.path.relpath(opts['script'])} once more without a "
+                   f"process group, stop at its DataLoader and simulate DistributedSampler "
+                   f"for {n} ranks", err=True)
         sim = dict(_base_spec(opts, "ddp_sim"), ddp={"nproc": n})
         res = _check(run_shim(sim, work, timeout=opts["timeout"], show_output=opts["show_output"],
                               env={"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0",
@@ -359,8 +364,8 @@ def _execute_ddp(opts: dict[str, Any], work: Workdir) -> dict[str, Any]:
         ranks = res["ranks"]
         simulated = True
         call = _call_of(res)
-        notes.append("simulated: set_epoch calls were not observed; the per-epoch order "
-                     "shown assumes the script calls set_epoch")
+        notes.append("simulated from the script's own sampler settings; set_epoch calls "
+                     "were not observed")
     verdict = ddp.compare(ranks)
     verdict.update(nproc=n, simulated=simulated, simulated_reason=reason, call=call,
                    batches_per_epoch=spec["ddp"]["batches"],

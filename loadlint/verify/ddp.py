@@ -66,7 +66,11 @@ def compare(ranks: list[dict[str, Any]]) -> dict[str, Any]:
     # 3. A new order every epoch: DistributedSampler reshuffles only when
     # set_epoch is called before iter().
     shuffles = first.get("shuffle")
-    if epochs_seen < 2:
+    if first.get("simulated"):
+        checks.append({"name": "order per epoch", "status": "SKIP",
+                       "evidence": "not observable in a simulation: set_epoch calls need the "
+                                   "script's real loop"})
+    elif epochs_seen < 2:
         checks.append({"name": "order per epoch", "status": "SKIP",
                        "evidence": f"only {epochs_seen} epoch observed (run the script with more epochs)"})
     else:

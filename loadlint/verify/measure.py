@@ -42,6 +42,9 @@ class Protocol:
     seconds_min: float = 2.0
     repeats: int = 5
     max_retries: int = 2
+    #: Extra rounds allowed while a comparison stays inconclusive (the
+    #: issue's "more repeats within a time budget"); ``None``: ``repeats``.
+    extra_rounds: int | None = None
     #: Batches per worker in the measured window and, times the prefetch
     #: factor, in the warm-up (every worker fills its queue first).
     per_worker: int = 10
@@ -54,6 +57,11 @@ class Protocol:
     def measured(self, num_workers: int) -> int:
         return max(self.batches_min, self.per_worker * num_workers)
 
+    @property
+    def max_rounds(self) -> int:
+        extra = self.repeats if self.extra_rounds is None else self.extra_rounds
+        return self.repeats + max(0, extra)
+
     @classmethod
     def from_env(cls, **overrides: object) -> "Protocol":
         env = os.environ
@@ -64,6 +72,8 @@ class Protocol:
             ("seconds_min", "LOADLINT_VERIFY_MIN_SECONDS", float),
             ("per_worker", "LOADLINT_VERIFY_PER_WORKER", int),
             ("warmup_per_worker", "LOADLINT_VERIFY_WARMUP_PER_WORKER", int),
+            ("max_retries", "LOADLINT_VERIFY_RETRIES", int),
+            ("extra_rounds", "LOADLINT_VERIFY_EXTRA_ROUNDS", int),
         ):
             if env.get(key):
                 values[name] = kind(env[key])

@@ -956,7 +956,7 @@ class Bench:
             pending = [c for c in usable[1:]
                        if _decide(usable[0], c).verdict == "inconclusive"
                        and not c.get("contended_out")]
-            if not pending or done >= 2 * rounds or now() - t_start > budget:
+            if not pending or done >= self.protocol.max_rounds or now() - t_start > budget:
                 break
             active = [usable[0], *pending]
             order_base = active
@@ -970,6 +970,8 @@ class Bench:
     def _run_gated(self, c: dict[str, Any], plan: Any, limit: Any) -> None:
         c.setdefault("runs", [])
         for attempt in range(self.protocol.max_retries + 1):
+            if attempt:
+                time.sleep(0.5 * attempt)  # let a passing burst of other work end
             progress("run", candidate=c["name"], attempt=attempt)
             try:
                 r = self.run(c["config"], plan, limit)
@@ -1066,7 +1068,7 @@ def tune(bench: Bench, cands: list[dict[str, Any]]) -> list[dict[str, Any]]:
     current = cands[0]
     plan = bench.plan(max(bench.protocol.warmup(n, 4) + bench.protocol.measured(n)
                           for n in measure.num_workers_sweep(bench.usable)))
-    limit = bench._iterable_limit(len(plan)) if plan is None and bench.iterable else None
+    limit = None
     if bench.iterable:
         limit = bench._iterable_limit(bench.protocol.warmup(bench.usable, 4)
                                       + bench.protocol.measured(bench.usable))
@@ -1124,8 +1126,14 @@ def tune(bench: Bench, cands: list[dict[str, Any]]) -> list[dict[str, Any]]:
     live = [p for p in points if p.get("runs") and not measure.clearly_slower(
         [r["rate"] for r in p["runs"]], best_rates)]
     live.sort(key=lambda p: -measure.median([r["rate"] for r in p["runs"]]))
-    finalists = [dict(p, runs=[], name=f"tuned{i + 1}") for i, p in enumerate(live[:2])]
+    finalists = [dict(p, runs=[], contended_runs=[], name=f"tuned{i + 1}")
+                 for i, p in enumerate(live[:2])]
+    for f in finalists:
+        f.pop("contended_out", None)
+    # The sweep's single runs only rank the points; the verdict rests on
+    # fresh rotated rounds.
     current["runs"] = []
+    current["contended_runs"] = []
     current.pop("contended_out", None)
     sweep = [{"name": p["name"], "config": p["config"],
               "rate": measure.median([r["rate"] for r in p["runs"]]) if p.get("runs") else None,
@@ -1399,7 +1407,13 @@ def run_ddp_sim(torch: Any, spec: dict[str, Any]) -> dict[str, Any]:
     n = int(spec["ddp"]["nproc"])
     import torch.distributed as dist
 
-    dist.is_initialized = lambda: False  # type: ignore[assignment]
+    # Enough of a process group for the script to reach its loader on a
+    # machine without CUDA/NCCL: rank 0 of a world of 1, devices ignored.
+    dist.init_process_group = lambda *a, **k: None  # type: ignore[assignment]
+    dist.get_world_size = lambda *a, **k: 1  # type: ignore[assignment]
+    dist.get_rank = lambda *a, **k: 0  # type: ignore[assignment]
+    dist.barrier = lambda *a, **k: None  # type: ignore[assignment]
+    torch.cuda.set_device = lambda *a, **k: None  # type: ignore[assignment]
     S.stop_on_capture = True
     outcome = run_user_code(spec)
     if S.target is None:
@@ -1422,9 +1436,8 @@ def run_ddp_sim(torch: Any, spec: dict[str, Any]) -> dict[str, Any]:
             torch.manual_seed(0)
             epochs = [{"indices": _flatten_indices(iter(loader._index_sampler), 10**6)}]
             padded = 0
-        ranks.append({"rank": r, "world_size": n, "epochs": epochs,
-                      "set_epoch": [{"epoch": 0, "before_iter": 1}, {"epoch": 1, "before_iter": 2}]
-                      if is_dist else [],
+        ranks.append({"rank": r, "world_size": n, "epochs": epochs, "set_epoch": [],
+                      "simulated": True,
                       "sampler": type(sampler).__name__, "distributed_sampler": is_dist,
                       "shuffle": getattr(sampler, "shuffle", None), "padded": padded,
                       "drop_last": bool(getattr(sampler, "drop_last", False)),

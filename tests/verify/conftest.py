@@ -22,6 +22,8 @@ FAST_ENV = {
     "LOADLINT_VERIFY_WARMUP": "2",
     "LOADLINT_VERIFY_PER_WORKER": "2",
     "LOADLINT_VERIFY_WARMUP_PER_WORKER": "1",
+    "LOADLINT_VERIFY_RETRIES": "1",
+    "LOADLINT_VERIFY_EXTRA_ROUNDS": "0",
 }
 
 ENTRY = "from loadlint.verify.command import verify; verify(prog_name='loadlint verify')"
@@ -36,7 +38,7 @@ def run_verify(*args: str, env: dict[str, str] | None = None, timeout: float = 3
 
 
 def run_json(*args: str, **kw: object) -> tuple[subprocess.CompletedProcess[str], dict]:
-    proc = run_verify(*args, "--output-format", "json", **kw)  # type: ignore[arg-type]
+    proc = run_verify("--output-format", "json", *args, **kw)  # type: ignore[arg-type]
     assert proc.returncode == 0, proc.stderr
     return proc, json.loads(proc.stdout)
 

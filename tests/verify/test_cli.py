@@ -1,0 +1,232 @@
+"""End to end: `loadlint verify` on fixture scripts, in a subprocess, as a
+user would run it. Minimum durations are shrunk through the environment
+(see conftest.FAST_ENV); the machine is only 2 CPUs, so verdicts that
+depend on speed skip when the contention gate saw other work."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+from conftest import ENTRY, FAST_ENV, REPO, fixture, run_json, run_verify, skip_if_contended
+
+pytest.importorskip("torch", reason="loadlint verify needs torch")
+pytestmark = pytest.mark.torch
+
+
+def _marked(mark: str) -> list[int]:
+    """Live processes whose environment carries ``mark``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as fh:
+                if mark.encode() not in fh.read():
+                    continue
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                if fh.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X"):
+                    continue
+        except OSError:
+            continue
+        found.append(int(entry))
+    return found
+
+
+def test_crash_before_loader_is_one_line_and_exit_2():
+    proc = run_verify(fixture("crash_before.py"))
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("loadlint verify: error: crash_before.py crashed before building its DataLoader")
+    assert "KeyError: 'batchsize'" in last and "crash_before.py:8" in last
+    assert proc.stdout == ""
+
+
+def test_no_loader_exit_2():
+    proc = run_verify(fixture("no_loader.py"))
+    assert proc.returncode == 2
+    assert "finished without building a DataLoader" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_announces_before_running():
+    proc = run_verify(fixture("no_loader.py"), "--", "--flag", "x y")
+    first = proc.stderr.splitlines()[0]
+    assert first.startswith("loadlint verify: will execute python ")
+    assert "no_loader.py --flag 'x y'" in first
+
+
+def test_usage_errors_exit_2():
+    assert run_verify().returncode == 2
+    proc = run_verify(fixture("no_loader.py"), "--at", "nonsense")
+    assert proc.returncode == 2 and "FILE:LINE" in proc.stderr
+    proc = run_verify(fixture("no_loader.py"), "--try", "bogus=1")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+
+
+def test_hang_times_out_and_leaves_no_orphans():
+    mark = f"VERIFY_TEST_MARK_{uuid.uuid4().hex}"
+    start = time.monotonic()
+    proc = run_verify(fixture("hang_before.py"), "--timeout", "4", env={mark: "1"})
+    assert proc.returncode == 2
+    assert "did not build a DataLoader within 4 s" in proc.stderr
+    assert time.monotonic() - start < 60
+    assert _marked(mark) == [], "processes started by the script survived"
+
+
+def test_ctrl_c_stops_everything():
+    mark = f"VERIFY_TEST_MARK_{uuid.uuid4().hex}"
+    env = {**os.environ, **FAST_ENV, mark: "1"}
+    env["PYTHONPATH"] = str(REPO)
+    proc = subprocess.Popen([sys.executable, "-c", ENTRY, fixture("hang_before.py")], cwd=REPO,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(_marked(mark)) < 4:
+        time.sleep(0.2)  # the CLI, the script and its two helpers
+    assert len(_marked(mark)) >= 4
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert "interrupted" in err and "Traceback" not in err
+    assert _marked(mark) == []
+
+
+def test_io_bound_four_workers_confirmed():
+    _, rep = run_json(fixture("io_bound.py"), "--repeats", "3", "--try", "num_workers=4",
+                      "--", "1.5")
+    skip_if_contended(rep)
+    site = rep["call_sites"][0]
+    assert site["verdict"] == "confirmed", site["reason"]
+    assert site["winner"] == "try"
+    assert site["best"] == {"num_workers": 4}
+    assert site["speedup"] > 2.0  # beyond the 2-CPU ceiling: the work is waiting, not computing
+    assert rep["ceiling"]["text"].startswith("at most 2.0x on 2 usable CPUs")
+    assert (site["file"].endswith("io_bound.py"), site["line"], site["end_line"]) == (True, 26, 26)
+    cands = {c["name"]: c for c in site["candidates"]}
+    assert cands["try"]["n"] >= 3 and cands["current"]["n"] >= 3
+    assert cands["try"]["median_worker_pss"] > 0
+    assert rep["cuda"] == {"measured": False,
+                           "reason": "no CUDA device: host-to-device copy not measured"}
+
+
+def test_cpu_bound_text_report(tmp_path):
+    out = tmp_path / "report.json"
+    plot = tmp_path / "plot.png"
+    proc = run_verify(fixture("cpu_bound.py"), "--repeats", "3", "--try", "num_workers=2",
+                      "-o", str(out), "--plot", str(plot), "--", "--items", "1024", "--work", "2000")
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout
+    assert "ceiling: at most 2.0x on 2 usable CPUs" in text
+    assert "verdict:" in text and "candidate" in text
+    assert "no CUDA device: host-to-device copy not measured" in text
+    rep = json.loads(out.read_text())
+    assert rep["call_sites"][0]["verdict"] in ("confirmed", "inconclusive", "refuted", "contended")
+    assert plot.stat().st_size > 1000
+
+
+def test_non_worker_aware_iterable_rejected():
+    _, rep = run_json(fixture("iterable_naive.py"), "--repeats", "3", "--try", "num_workers=2")
+    site = rep["call_sites"][0]
+    cands = {c["name"]: c for c in site["candidates"]}
+    assert cands["try"]["equivalence"]["equivalent"] is False
+    assert cands["try"]["decision"]["verdict"] == "rejected"
+    assert "duplicated" in cands["try"]["equivalence"]["how"]
+    assert any("changes the data" in f for f in site["findings"])
+    assert site["winner"] != "try"
+
+
+def test_worker_aware_iterable_accepted():
+    _, rep = run_json(fixture("iterable_aware.py"), "--repeats", "3", "--try", "num_workers=2")
+    cands = {c["name"]: c for c in rep["call_sites"][0]["candidates"]}
+    assert cands["try"]["equivalence"]["equivalent"] is True
+
+
+def test_spawn_dataset_in_main():
+    # The suggestion turns workers on; under spawn they must unpickle
+    # __main__.Squares, which only works if __main__ is the script.
+    _, rep = run_json(fixture("spawn_main.py"), "--repeats", "3")
+    assert rep["machine"]["start_method"] == "spawn"
+    cands = {c["name"]: c for c in rep["call_sites"][0]["candidates"]}
+    sug = cands["suggested"]
+    assert sug["config"]["num_workers"] >= 1
+    assert sug["error"] is None, sug["error"]
+    assert sug["equivalence"]["equivalent"] is True
+    assert sug["n"] >= 3 or sug["contended_runs"] >= 1
+
+
+def test_three_loaders_at_picks_the_second():
+    path = fixture("three_loaders.py")
+    _, rep = run_json(path, "--at", f"{path}:11", "--repeats", "3")
+    site = rep["call_sites"][0]
+    assert (site["line"], site["end_line"], site["batch_size"]) == (9, 12, 64)
+
+
+def test_three_loaders_default_is_first_built():
+    _, rep = run_json(fixture("three_loaders.py"), "--repeats", "3")
+    assert rep["call_sites"][0]["line"] == 8
+
+
+def test_at_without_loader_there():
+    path = fixture("three_loaders.py")
+    proc = run_verify(path, "--at", f"{path}:3")
+    assert proc.returncode == 2
+    assert "no DataLoader was built at" in proc.stderr and "three_loaders.py:8" in proc.stderr
+
+
+def test_entry_returning_dataset_and_step_mode():
+    _, rep = run_json("--entry", "entry_mod:dataset", "--repeats", "3", "--step-ms", "1",
+                      cwd=REPO / "tests" / "verify" / "fixtures")
+    assert rep["mode"] == "step"
+    assert any("returned a Dataset" in n for n in rep["notes"])
+    skip_if_contended(rep)
+    site = rep["call_sites"][0]
+    assert site["candidates"][0]["data_wait_share"] is not None
+
+
+def test_in_situ(tmp_path):
+    _, rep = run_json(fixture("cpu_bound.py"), "--in-situ", "--repeats", "3", "--steps", "8",
+                      "--", "--items", "512", "--work", "1000")
+    assert rep["mode"] == "in-situ"
+    site = rep["call_sites"][0]
+    assert site["rate_unit"] == "steps/s"
+    cur = site["candidates"][0]
+    assert cur["n"] >= 3 or cur["contended_runs"] >= 1
+    assert cur["runs"] == [] or cur["runs"][0]["blocked_share"] is not None
+    assert rep["gpu"]["sampled"] is False and "no NVIDIA GPU" in rep["gpu"]["reason"]
+
+
+@pytest.mark.parametrize("script, verdict, failing", [
+    ("ddp_good.py", "pass", []),
+    ("ddp_no_sampler.py", "fail", ["ranks overlap"]),
+    ("ddp_no_set_epoch.py", "fail", ["order per epoch"]),
+])
+def test_nproc_2(script, verdict, failing):
+    _, rep = run_json("--nproc", "2", fixture(script))
+    d = rep["distributed"]
+    assert d["verdict"] == verdict, d["checks"]
+    assert [c["name"] for c in d["checks"] if c["status"] == "FAIL"] == failing
+    assert not d["simulated"]
+    assert rep["call_sites"] == []
+
+
+def test_nproc_falls_back_to_simulation_without_cuda():
+    _, rep = run_json("--nproc", "2", fixture("ddp_needs_cuda.py"))
+    d = rep["distributed"]
+    assert d["simulated"] is True
+    assert "CUDA" in d["simulated_reason"]
+    by = {c["name"]: c["status"] for c in d["checks"]}
+    assert by["ranks overlap"] == "PASS"
+
+
+def test_import_does_not_load_torch():
+    code = "import sys, loadlint.verify.command; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
+    assert out.stdout.strip() == "False"
