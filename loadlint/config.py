@@ -377,7 +377,8 @@ def describe(path: Path, settings: Settings) -> str:
         value = getattr(settings, attr)
         if name == "output-format" and value is None:
             continue
-        lines.append(f"{name} = {toml(value)}")
+        note = "  # empty: the rules that are on by default" if name == "select" and not value else ""
+        lines.append(f"{name} = {toml(value)}{note}")
     lines.append("")
     lines.append("[tool.loadlint.per-file-ignores]")
     for pattern, codes in settings.per_file_ignores:
