@@ -478,13 +478,18 @@ def rule_command(code: str | None, all_rules: bool, output_format: str) -> None:
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=str), envvar="LOADLINT_CACHE_DIR")
 def clean_command(paths: tuple[str, ...], cache_dir: str | None) -> None:
     """Remove the cache folder."""
-    import shutil
+    from loadlint.cache import DEFAULT_DIR, clean, is_cache_dir
 
-    folders = [Path(cache_dir)] if cache_dir else [Path(p) / ".loadlint_cache" for p in (paths or (".",))]
+    folders = [Path(cache_dir)] if cache_dir else [Path(p) / DEFAULT_DIR for p in (paths or (".",))]
     for folder in folders:
-        if folder.is_dir():
-            shutil.rmtree(folder, ignore_errors=True)
-            click.echo(f"Removing cache at: {folder}")
+        if not folder.is_dir():
+            continue
+        # --cache-dir can name any folder; only one loadlint tagged is deleted.
+        if not is_cache_dir(folder):
+            click.echo(f"loadlint: warning: not removing {folder}: it is not a loadlint cache (no CACHEDIR.TAG)", err=True)
+            continue
+        click.echo(f"Removing cache at: {folder}")
+        clean(folder)
 
 
 def main(argv: list[str] | None = None) -> int:
