@@ -178,8 +178,7 @@ def analyse(raw: dict[str, Any], *, mode: str, command: list[str],
     changes = {k: v for k, v in best.items() if cur_cfg.get(k) != v}
     removed = [k for k, v in cur_cfg.items()
                if k in TUNABLE_DEFAULTS and v != TUNABLE_DEFAULTS[k] and k not in best]
-    max_nw = max([int(s["config"].get("num_workers") or 0) for s in summaries] or [1])
-    ceil = measure.ceiling(usable, max_nw)
+    ceil = float(usable)
     site_dict = {
         "file": call["file"], "line": call["line"], "end_line": call["end_line"],
         "class": call.get("class"), "dataset": call.get("dataset"),
@@ -227,8 +226,11 @@ def _site_verdict(summaries: list[dict[str, Any]]) -> dict[str, Any]:
         return {"verdict": "inconclusive", "winner": None, "speedup": None, "reason": why,
                 "winner_summary": None}
     if any(s["decision"]["verdict"] == "contended" for s in comparable):
+        discarded = sum(s["contended_runs"] for s in summaries)
         return {"verdict": "contended", "winner": None, "speedup": None,
-                "reason": "contended - not comparable: other work used the CPUs", "winner_summary": None}
+                "reason": f"other work used the CPUs during the runs ({discarded} runs discarded "
+                          "by the contention gate); rerun on a quiet machine",
+                "winner_summary": None}
     assert primary is not None
     if all(s["decision"]["verdict"] == "refuted" for s in comparable):
         return {"verdict": "refuted", "winner": None, "speedup": primary["decision"]["speedup"],
@@ -368,8 +370,11 @@ def render_text(report: dict[str, Any]) -> str:
         for f in site["findings"]:
             out.append(f"correctness finding: {f}")
         if site.get("sweep"):
-            pts = ", ".join(f"{p['name']} {p['rate']:.4g}" + (" (dropped)" if p["dropped"] else "")
-                            for p in site["sweep"] if p["rate"] is not None)
+            pts = ", ".join(
+                f"{p['name']} " + ("contended" if p["rate"] is None and p["equivalent"]
+                                   else "rejected" if not p["equivalent"] else f"{p['rate']:.4g}")
+                + (" (dropped)" if p["dropped"] and p["rate"] is not None else "")
+                for p in site["sweep"])
             out.append(f"tune sweep ({unit}, one run each): {pts}")
         cuda = report["cuda"]
         out.append("cuda: " + (cuda["reason"] if not cuda["measured"] else

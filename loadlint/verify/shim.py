@@ -1484,6 +1484,9 @@ def main(spec_path: str) -> None:
         result["error"] = {"kind": "internal",
                            "message": f"{type(exc).__name__}: {exc}",
                            "traceback": traceback.format_exc()}
+    if measure.gate_limits()[2]:
+        S.notes.append("the contention gate was relaxed (LOADLINT_VERIFY_GATE_SCALE): "
+                       "runs on a busy machine were kept, so verdicts may be skewed")
     result["notes"] = result.get("notes", []) + S.notes
     result["captured"] = S.records
     tmp = out_path + ".tmp"

@@ -53,6 +53,20 @@ def skip_if_contended(report: dict) -> None:
         pytest.skip("the machine was busy with other work during the runs (contended)")
 
 
+class Verify:
+    """What the tests use (the suite runs with --import-mode=importlib, so
+    test modules cannot import this file by name)."""
+
+    REPO = REPO
+    ENTRY = ENTRY
+    FAST_ENV = FAST_ENV
+    run = staticmethod(run_verify)
+    json = staticmethod(run_json)
+    fixture = staticmethod(fixture)
+    skip_if_contended = staticmethod(skip_if_contended)
+
+
 @pytest.fixture
-def torch_available() -> None:
-    pytest.importorskip("torch", reason="verify needs torch")
+def vf() -> type[Verify]:
+    pytest.importorskip("torch", reason="loadlint verify needs torch")
+    return Verify

@@ -1,6 +1,6 @@
 """End to end: `loadlint verify` on fixture scripts, in a subprocess, as a
 user would run it. Minimum durations are shrunk through the environment
-(see conftest.FAST_ENV); the machine is only 2 CPUs, so verdicts that
+(see FAST_ENV in conftest.py); the machine is only 2 CPUs, so verdicts that
 depend on speed skip when the contention gate saw other work."""
 
 from __future__ import annotations
@@ -15,10 +15,12 @@ import uuid
 
 import pytest
 
-from conftest import ENTRY, FAST_ENV, REPO, fixture, run_json, run_verify, skip_if_contended
-
 pytest.importorskip("torch", reason="loadlint verify needs torch")
 pytestmark = pytest.mark.torch
+
+#: For tests of the report's fields rather than its verdict: keep runs even
+#: when other work shares the machine (the report then says so).
+PLUMBING = {"LOADLINT_VERIFY_GATE_SCALE": "1000"}
 
 
 def _marked(mark: str) -> list[int]:
@@ -40,8 +42,8 @@ def _marked(mark: str) -> list[int]:
     return found
 
 
-def test_crash_before_loader_is_one_line_and_exit_2():
-    proc = run_verify(fixture("crash_before.py"))
+def test_crash_before_loader_is_one_line_and_exit_2(vf):
+    proc = vf.run(vf.fixture("crash_before.py"))
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     last = proc.stderr.strip().splitlines()[-1]
@@ -50,43 +52,43 @@ def test_crash_before_loader_is_one_line_and_exit_2():
     assert proc.stdout == ""
 
 
-def test_no_loader_exit_2():
-    proc = run_verify(fixture("no_loader.py"))
+def test_no_loader_exit_2(vf):
+    proc = vf.run(vf.fixture("no_loader.py"))
     assert proc.returncode == 2
     assert "finished without building a DataLoader" in proc.stderr
     assert "Traceback" not in proc.stderr
 
 
-def test_announces_before_running():
-    proc = run_verify(fixture("no_loader.py"), "--", "--flag", "x y")
+def test_announces_before_running(vf):
+    proc = vf.run(vf.fixture("no_loader.py"), "--", "--flag", "x y")
     first = proc.stderr.splitlines()[0]
     assert first.startswith("loadlint verify: will execute python ")
     assert "no_loader.py --flag 'x y'" in first
 
 
-def test_usage_errors_exit_2():
-    assert run_verify().returncode == 2
-    proc = run_verify(fixture("no_loader.py"), "--at", "nonsense")
+def test_usage_errors_exit_2(vf):
+    assert vf.run().returncode == 2
+    proc = vf.run(vf.fixture("no_loader.py"), "--at", "nonsense")
     assert proc.returncode == 2 and "FILE:LINE" in proc.stderr
-    proc = run_verify(fixture("no_loader.py"), "--try", "bogus=1")
+    proc = vf.run(vf.fixture("no_loader.py"), "--try", "bogus=1")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
 
 
-def test_hang_times_out_and_leaves_no_orphans():
+def test_hang_times_out_and_leaves_no_orphans(vf):
     mark = f"VERIFY_TEST_MARK_{uuid.uuid4().hex}"
     start = time.monotonic()
-    proc = run_verify(fixture("hang_before.py"), "--timeout", "4", env={mark: "1"})
+    proc = vf.run(vf.fixture("hang_before.py"), "--timeout", "4", env={mark: "1"})
     assert proc.returncode == 2
     assert "did not build a DataLoader within 4 s" in proc.stderr
     assert time.monotonic() - start < 60
     assert _marked(mark) == [], "processes started by the script survived"
 
 
-def test_ctrl_c_stops_everything():
+def test_ctrl_c_stops_everything(vf):
     mark = f"VERIFY_TEST_MARK_{uuid.uuid4().hex}"
-    env = {**os.environ, **FAST_ENV, mark: "1"}
-    env["PYTHONPATH"] = str(REPO)
-    proc = subprocess.Popen([sys.executable, "-c", ENTRY, fixture("hang_before.py")], cwd=REPO,
+    env = {**os.environ, **vf.FAST_ENV, mark: "1"}
+    env["PYTHONPATH"] = str(vf.REPO)
+    proc = subprocess.Popen([sys.executable, "-c", vf.ENTRY, vf.fixture("hang_before.py")], cwd=vf.REPO,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and len(_marked(mark)) < 4:
@@ -99,10 +101,10 @@ def test_ctrl_c_stops_everything():
     assert _marked(mark) == []
 
 
-def test_io_bound_four_workers_confirmed():
-    _, rep = run_json(fixture("io_bound.py"), "--repeats", "3", "--try", "num_workers=4",
+def test_io_bound_four_workers_confirmed(vf):
+    _, rep = vf.json(vf.fixture("io_bound.py"), "--repeats", "3", "--try", "num_workers=4",
                       "--", "1.5")
-    skip_if_contended(rep)
+    vf.skip_if_contended(rep)
     site = rep["call_sites"][0]
     assert site["verdict"] == "confirmed", site["reason"]
     assert site["winner"] == "try"
@@ -117,23 +119,24 @@ def test_io_bound_four_workers_confirmed():
                            "reason": "no CUDA device: host-to-device copy not measured"}
 
 
-def test_cpu_bound_text_report(tmp_path):
+def test_cpu_bound_text_report(tmp_path, vf):
     out = tmp_path / "report.json"
     plot = tmp_path / "plot.png"
-    proc = run_verify(fixture("cpu_bound.py"), "--repeats", "3", "--try", "num_workers=2",
-                      "-o", str(out), "--plot", str(plot), "--", "--items", "1024", "--work", "2000")
+    proc = vf.run(vf.fixture("cpu_bound.py"), "--repeats", "3", "--try", "num_workers=2",
+                      "-o", str(out), "--plot", str(plot), "--", "--items", "1024", "--work", "2000",
+                      env=PLUMBING)
     assert proc.returncode == 0, proc.stderr
     text = proc.stdout
     assert "ceiling: at most 2.0x on 2 usable CPUs" in text
-    assert "verdict:" in text and "candidate" in text
+    assert "verdict:" in text and "runs current:" in text and "runs try:" in text
     assert "no CUDA device: host-to-device copy not measured" in text
     rep = json.loads(out.read_text())
     assert rep["call_sites"][0]["verdict"] in ("confirmed", "inconclusive", "refuted", "contended")
     assert plot.stat().st_size > 1000
 
 
-def test_non_worker_aware_iterable_rejected():
-    _, rep = run_json(fixture("iterable_naive.py"), "--repeats", "3", "--try", "num_workers=2")
+def test_non_worker_aware_iterable_rejected(vf):
+    _, rep = vf.json(vf.fixture("iterable_naive.py"), "--repeats", "3", "--try", "num_workers=2")
     site = rep["call_sites"][0]
     cands = {c["name"]: c for c in site["candidates"]}
     assert cands["try"]["equivalence"]["equivalent"] is False
@@ -143,16 +146,16 @@ def test_non_worker_aware_iterable_rejected():
     assert site["winner"] != "try"
 
 
-def test_worker_aware_iterable_accepted():
-    _, rep = run_json(fixture("iterable_aware.py"), "--repeats", "3", "--try", "num_workers=2")
+def test_worker_aware_iterable_accepted(vf):
+    _, rep = vf.json(vf.fixture("iterable_aware.py"), "--repeats", "3", "--try", "num_workers=2")
     cands = {c["name"]: c for c in rep["call_sites"][0]["candidates"]}
     assert cands["try"]["equivalence"]["equivalent"] is True
 
 
-def test_spawn_dataset_in_main():
+def test_spawn_dataset_in_main(vf):
     # The suggestion turns workers on; under spawn they must unpickle
     # __main__.Squares, which only works if __main__ is the script.
-    _, rep = run_json(fixture("spawn_main.py"), "--repeats", "3")
+    _, rep = vf.json(vf.fixture("spawn_main.py"), "--repeats", "3")
     assert rep["machine"]["start_method"] == "spawn"
     cands = {c["name"]: c for c in rep["call_sites"][0]["candidates"]}
     sug = cands["suggested"]
@@ -162,44 +165,46 @@ def test_spawn_dataset_in_main():
     assert sug["n"] >= 3 or sug["contended_runs"] >= 1
 
 
-def test_three_loaders_at_picks_the_second():
-    path = fixture("three_loaders.py")
-    _, rep = run_json(path, "--at", f"{path}:11", "--repeats", "3")
+def test_three_loaders_at_picks_the_second(vf):
+    path = vf.fixture("three_loaders.py")
+    _, rep = vf.json(path, "--at", f"{path}:11", "--repeats", "3")
     site = rep["call_sites"][0]
     assert (site["line"], site["end_line"], site["batch_size"]) == (9, 12, 64)
 
 
-def test_three_loaders_default_is_first_built():
-    _, rep = run_json(fixture("three_loaders.py"), "--repeats", "3")
+def test_three_loaders_default_is_first_built(vf):
+    _, rep = vf.json(vf.fixture("three_loaders.py"), "--repeats", "3")
     assert rep["call_sites"][0]["line"] == 8
 
 
-def test_at_without_loader_there():
-    path = fixture("three_loaders.py")
-    proc = run_verify(path, "--at", f"{path}:3")
+def test_at_without_loader_there(vf):
+    path = vf.fixture("three_loaders.py")
+    proc = vf.run(path, "--at", f"{path}:3")
     assert proc.returncode == 2
     assert "no DataLoader was built at" in proc.stderr and "three_loaders.py:8" in proc.stderr
 
 
-def test_entry_returning_dataset_and_step_mode():
-    _, rep = run_json("--entry", "entry_mod:dataset", "--repeats", "3", "--step-ms", "1",
-                      cwd=REPO / "tests" / "verify" / "fixtures")
+def test_entry_returning_dataset_and_step_mode(vf):
+    _, rep = vf.json("--entry", "entry_mod:dataset", "--repeats", "3", "--step-ms", "1",
+                      cwd=vf.REPO / "tests" / "verify" / "fixtures", env=PLUMBING)
     assert rep["mode"] == "step"
     assert any("returned a Dataset" in n for n in rep["notes"])
-    skip_if_contended(rep)
+    assert any("gate was relaxed" in n for n in rep["notes"])
     site = rep["call_sites"][0]
     assert site["candidates"][0]["data_wait_share"] is not None
 
 
-def test_in_situ(tmp_path):
-    _, rep = run_json(fixture("cpu_bound.py"), "--in-situ", "--repeats", "3", "--steps", "8",
-                      "--", "--items", "512", "--work", "1000")
+def test_in_situ(tmp_path, vf):
+    _, rep = vf.json(vf.fixture("cpu_bound.py"), "--in-situ", "--repeats", "3", "--steps", "8",
+                      "--", "--items", "512", "--work", "1000", env=PLUMBING)
     assert rep["mode"] == "in-situ"
     site = rep["call_sites"][0]
     assert site["rate_unit"] == "steps/s"
     cur = site["candidates"][0]
-    assert cur["n"] >= 3 or cur["contended_runs"] >= 1
-    assert cur["runs"] == [] or cur["runs"][0]["blocked_share"] is not None
+    assert cur["n"] == 3
+    run = cur["runs"][0]
+    assert run["steps"] == 8 and 0 <= run["blocked_share"] <= 1
+    assert site["candidates"][1]["n"] == 3
     assert rep["gpu"]["sampled"] is False and "no NVIDIA GPU" in rep["gpu"]["reason"]
 
 
@@ -208,8 +213,8 @@ def test_in_situ(tmp_path):
     ("ddp_no_sampler.py", "fail", ["ranks overlap"]),
     ("ddp_no_set_epoch.py", "fail", ["order per epoch"]),
 ])
-def test_nproc_2(script, verdict, failing):
-    _, rep = run_json("--nproc", "2", fixture(script))
+def test_nproc_2(script, verdict, failing, vf):
+    _, rep = vf.json("--nproc", "2", vf.fixture(script))
     d = rep["distributed"]
     assert d["verdict"] == verdict, d["checks"]
     assert [c["name"] for c in d["checks"] if c["status"] == "FAIL"] == failing
@@ -217,8 +222,8 @@ def test_nproc_2(script, verdict, failing):
     assert rep["call_sites"] == []
 
 
-def test_nproc_falls_back_to_simulation_without_cuda():
-    _, rep = run_json("--nproc", "2", fixture("ddp_needs_cuda.py"))
+def test_nproc_falls_back_to_simulation_without_cuda(vf):
+    _, rep = vf.json("--nproc", "2", vf.fixture("ddp_needs_cuda.py"))
     d = rep["distributed"]
     assert d["simulated"] is True
     assert "CUDA" in d["simulated_reason"]
@@ -226,7 +231,7 @@ def test_nproc_falls_back_to_simulation_without_cuda():
     assert by["ranks overlap"] == "PASS"
 
 
-def test_import_does_not_load_torch():
+def test_import_does_not_load_torch(vf):
     code = "import sys, loadlint.verify.command; print('torch' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-c", code], cwd=vf.REPO, capture_output=True, text=True)
     assert out.stdout.strip() == "False"
