@@ -88,7 +88,11 @@ class HardwareProfile:
     @property
     def label(self) -> str:
         """Short description used in messages that depend on hardware."""
-        gpus = "?" if self.gpu_count is None else str(self.gpu_count)
+        gpus = "? GPUs" if self.gpu_count is None else _count(self.gpu_count, "GPU")
         declared = {"cpus", "gpus"} & self.declared
         origin = "target" if declared == {"cpus", "gpus"} else "target+detected" if declared else "detected"
-        return f"{origin}: {self.usable_cpus} CPUs, {gpus} GPUs"
+        return f"{origin}: {_count(self.usable_cpus, 'CPU')}, {gpus}"
+
+
+def _count(n: int, unit: str) -> str:
+    return f"{n} {unit}" if n == 1 else f"{n} {unit}s"

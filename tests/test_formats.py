@@ -57,7 +57,7 @@ def test_github_escapes_awkward_paths(tmp_path):
     assert result.stdout.splitlines()[0] == (
         "::warning file=100%25%2C a%3Ab/train.py,line=9,col=20,endLine=9,endColumn=70,"
         "title=loadlint (LL201)::`num_workers` is not set: batches are loaded in the training process, "
-        "the accelerator waits; use `num_workers=3` (target: 4 CPUs, 1 GPUs)"
+        "the accelerator waits; use `num_workers=3` (target: 4 CPUs, 1 GPU)"
     )
 
 

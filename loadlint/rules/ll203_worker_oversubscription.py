@@ -136,7 +136,7 @@ class WorkerOversubscription(Rule):
             loader = DataLoader(ds, batch_size=2, num_workers=16)
             """,
             message="`num_workers=16` on 4 usable CPUs: workers compete for cores and memory; "
-            "use `num_workers=2` (target: 4 CPUs, 1 GPUs)",
+            "use `num_workers=2` (target: 4 CPUs, 1 GPU)",
             fixed="""
             from torch.utils.data import DataLoader
             loader = DataLoader(ds, batch_size=2, num_workers=2)
