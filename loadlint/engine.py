@@ -14,15 +14,17 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from loadlint.rules import CODES, ENGINE_CODES, name_of, rule_class
-from loadlint.source import DecodeError, Source, decode, lines
+from loadlint.source import DecodeError, Source, decode, lines, position_of_offset
 from loadlint.types import Finding, Fix, HardwareProfile, Location
 
 #: A file that never contains one of these cannot construct a DataLoader and
 #: is not parsed at all.
 PREFILTER = ("DataLoader",)
 
-#: Bracket nesting beyond this is reported as too complex instead of being
-#: handed to a recursive parser and visitor.
+#: Nesting beyond this (see ``nesting_depth``) is reported as too complex
+#: instead of being handed to a recursive parser and visitor: libcst's native
+#: parser slows down superlinearly with depth and overflows its stack (a hard
+#: crash, not a RecursionError) at a few thousand levels.
 MAX_NESTING = 200
 
 _NOQA = re.compile(r"#\s*noqa(?::[ \t]*(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*))?", re.IGNORECASE)
@@ -52,6 +54,8 @@ class Options:
 
     select: frozenset[str]
     profile_factory: Callable[[], HardwareProfile]
+    #: Honour ``# noqa`` comments; off for flake8, which applies its own.
+    noqa: bool = True
 
     def profile(self) -> HardwareProfile:
         return self.profile_factory()
@@ -89,14 +93,98 @@ def _is_suppressed(finding: Finding, text: str, file_level: set[str]) -> bool:
     return codes is not None and ("*" in codes or finding.code in codes)
 
 
+_SCAN = re.compile(
+    r"""
+    (?P<string>(?:(?<!\w)[rRbBuUfFtT]{1,2})?
+        (?:'''(?:[^'\\]|\\[\s\S]?|'(?!''))*(?:'''|\Z)
+          |\"\"\"(?:[^"\\]|\\[\s\S]?|"(?!""))*(?:\"\"\"|\Z)
+          |'(?:[^'\\\r\n]|\\(?:\r\n|[\s\S])?)*'?
+          |"(?:[^"\\\r\n]|\\(?:\r\n|[\s\S])?)*"?))
+    |(?P<comment>\#[^\r\n]*)
+    |(?P<number>\d(?:[\w.]|(?<=[eE])[-+])*)
+    |(?P<name>[^\W\d]\w*)
+    |(?P<open>[(\[{])
+    |(?P<close>[)\]}])
+    |(?P<sep>[,;])
+    |(?P<cont>\\(?:\r\n|\r|\n))
+    |(?P<newline>\r\n|\r|\n)
+    |(?P<op>\*\*=?|//=?|<<=?|>>=?|->|[-+*/%@&|^~<>:=!]=?|\.)
+    """,
+    re.VERBOSE,
+)
+_STATEMENT = re.compile(r"[ \t]*(?:def|class|import|return|pass|raise|with|while|try|except|finally|global|nonlocal|del|assert|break|continue|elif)\b")
+#: Keywords that nest what follows them (or chain with what precedes them).
+_NESTING_KEYWORDS = frozenset({"not", "lambda", "await", "if", "else", "and", "or", "in", "is", "yield", "for"})
+
+
 def nesting_depth(text: str) -> int:
+    return _nesting(text)[0]
+
+
+def _nesting(text: str, limit: int = MAX_NESTING) -> tuple[int, int]:
+    """An upper estimate of the syntax tree's depth, from tokens alone.
+
+    Brackets nest, and so do operator chains within one bracket level
+    (``a.b.c``, ``f()()``, ``-~-x``, ``not not x``, ``lambda: lambda: x``,
+    adjacent strings, ``1 + 1 + ...``: libcst builds one node per link), so
+    each bracket level contributes its open chain, reset by a comma.  Strings
+    and comments are skipped; an f-string adds its replacement-field depth.
+    Returns the depth and the offset where it first exceeds ``limit`` (or
+    where it is reached, when it stays within).
+    """
+    levels = [0]  # open chain length per bracket level, outermost first
+    total = deepest = where = 0
+    operand = False  # the previous token ends an operand: a bracket is a call or subscript
+    for match in _SCAN.finditer(text):
+        kind = match.lastgroup
+        if kind == "comment" or kind == "cont":
+            continue
+        was_operand, operand = operand, kind in ("name", "number", "string", "close")
+        if kind == "open":
+            if was_operand:
+                levels[-1] += 1
+                total += 1
+            levels.append(0)
+            total += 1
+        elif kind == "close":
+            if len(levels) > 1:
+                total -= levels.pop() + 1
+            continue
+        elif kind == "sep" or kind == "newline" and len(levels) == 1:
+            total -= levels[-1]
+            levels[-1] = 0
+            continue
+        elif kind == "newline" and _STATEMENT.match(text, match.end()):
+            # A statement cannot start inside brackets: one was left open.
+            # The parser stops there, so what was open no longer nests.
+            levels = [0]
+            total = 0
+            continue
+        elif kind == "op" or kind == "name" and match.group() in _NESTING_KEYWORDS:
+            levels[-1] += 1
+            total += 1
+        elif kind == "string":
+            levels[-1] += 1
+            total += 1
+            token = match.group()
+            quote = min(i for i in (token.find("'"), token.find('"')) if i >= 0)
+            inner = total + _brace_depth(token) if "f" in token[:quote].lower() else 0
+            if inner > deepest:
+                deepest, where = inner, (match.start() if deepest <= limit else where)
+        else:
+            continue
+        if total > deepest:
+            deepest, where = total, (match.start() if deepest <= limit else where)
+    return deepest, where
+
+
+def _brace_depth(token: str) -> int:
     depth = deepest = 0
-    for ch in text:
-        if ch in "([{":
+    for ch in token.replace("{{", "").replace("}}", ""):
+        if ch == "{":
             depth += 1
-            if depth > deepest:
-                deepest = depth
-        elif ch in ")]}":
+            deepest = max(deepest, depth)
+        elif ch == "}" and depth:
             depth -= 1
     return deepest
 
@@ -120,9 +208,12 @@ def analyse(text: str, path: str, options: Options, *, notebook: bool = False) -
     """Lint one module's text.  Returns findings and, when parsed, the analysis."""
     if not any(word in text for word in PREFILTER):
         return [], None
-    if nesting_depth(text) > MAX_NESTING:
+    depth, where = _nesting(text)
+    if depth > MAX_NESTING:
         if "LL900" in options.select:
-            return [_engine_finding("LL900", f"file too complex to analyse: brackets nested more than {MAX_NESTING} deep", path)], None
+            row, column = position_of_offset(text, where)
+            message = f"file too complex to analyse: expressions nested more than {MAX_NESTING} deep"
+            return [_engine_finding("LL900", message, path, row, column)], None
         return [], None
 
     import libcst as cst
@@ -139,11 +230,11 @@ def analyse(text: str, path: str, options: Options, *, notebook: bool = False) -
         message = str(exc.message).strip().splitlines()[0] if exc.message else "invalid syntax"
         return [_engine_finding("LL900", f"SyntaxError: {message}", path, exc.raw_line, exc.raw_column + 1)], None
     except RecursionError:
-        return [_engine_finding("LL900", "file too complex to analyse: nesting exceeds the recursion limit", path)], None
+        return _too_deep(path, options), None
     try:
         info = collect(module)
     except RecursionError:
-        return [_engine_finding("LL900", "file too complex to analyse: nesting exceeds the recursion limit", path)], None
+        return _too_deep(path, options), None
     info.is_notebook = notebook
     if not info.calls and not info.samplers:
         return [], None
@@ -154,26 +245,36 @@ def analyse(text: str, path: str, options: Options, *, notebook: bool = False) -
     builder = Builder(module, positions)
     file_level = file_suppressions(text)
     pairs: list[tuple[Finding, tuple]] = []
-    for code in sorted(options.select):
-        if code in ENGINE_CODES or code not in CODES:
-            continue
-        rule = rule_class(code)()
-        for report in rule.check(context):
-            start, end = positions.range(report.node)
-            fix: Fix | None = None
-            if report.fix is not None:
-                try:
-                    fix = builder.build(report.fix)
-                except Exception:  # an unrenderable fix must not lose the finding
-                    fix = None
-            finding = Finding(code, rule.name, report.message, path, start, end, fix)
-            if _is_suppressed(finding, text, file_level):
+    try:
+        for code in sorted(options.select):
+            if code in ENGINE_CODES or code not in CODES:
                 continue
-            pairs.append((finding, (code, report)))
+            rule = rule_class(code)()
+            for report in rule.check(context):
+                start, end = positions.range(report.node)
+                fix: Fix | None = None
+                if report.fix is not None:
+                    try:
+                        fix = builder.build(report.fix)
+                    except Exception:  # an unrenderable fix must not lose the finding
+                        fix = None
+                finding = Finding(code, rule.name, report.message, path, start, end, fix)
+                if options.noqa and _is_suppressed(finding, text, file_level):
+                    continue
+                pairs.append((finding, (code, report)))
+    except RecursionError:
+        # Positions and fix rendering walk the tree recursively too.
+        return _too_deep(path, options), None
     pairs.sort(key=lambda p: (p[0].location.row, p[0].location.column, p[0].code))
     analysis.findings = [f for f, _ in pairs]
     analysis.reports = [r for _, r in pairs]
     return analysis.findings, analysis
+
+
+def _too_deep(path: str, options: Options) -> list[Finding]:
+    if "LL900" not in options.select:
+        return []
+    return [_engine_finding("LL900", "file too complex to analyse: nesting exceeds the recursion limit", path)]
 
 
 class _LazyProfile:

@@ -11,6 +11,7 @@ here (TorchFix yields the 1-based one and reports one column too far).
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -56,6 +57,8 @@ class Plugin:
             # flake8 has no channel for a broken config but a finding.
             yield 1, 0, f"LL000 loadlint configuration error: {exc}", type(self)
             return
-        findings, _ = analyse(text, path, options_for(settings, path, profiles))
+        # flake8 applies ``# noqa`` itself (and honours --disable-noqa).
+        options = dataclasses.replace(options_for(settings, path, profiles), noqa=False)
+        findings, _ = analyse(text, path, options)
         for finding in findings:
             yield finding.location.row, finding.location.column - 1, f"{finding.code} {finding.message}", type(self)

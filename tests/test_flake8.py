@@ -77,6 +77,9 @@ def test_flake8_selection_and_noqa(tmp_path):
     assert "LL202" not in codes
     lines_with_ll101 = [line.split(":")[1] for line in proc.stdout.splitlines() if " LL101 " in line]
     assert lines_with_ll101 == ["10", "11"]
+    # flake8, not the engine, applies noqa: --disable-noqa brings it back.
+    unfiltered = flake8("--select", "LL101", "--disable-noqa", "train.py", cwd=tmp_path)
+    assert [line.split(":")[1] for line in unfiltered.stdout.splitlines()] == ["9", "10", "11"]
     # Selected by default, as flake8 does for plugins.
     default = flake8("train.py", cwd=tmp_path)
     assert " LL201 " in default.stdout
