@@ -286,8 +286,10 @@ def _bytes(n: float | None) -> str:
     return f"{n:.1f} GB"
 
 
-def _s(x: float | None, digits: int = 2) -> str:
-    return "-" if x is None else f"{x:.{digits}f} s"
+def _s(x: float | None) -> str:
+    if x is None:
+        return "-"
+    return f"{x * 1000:.0f} ms" if x < 0.995 else f"{x:.2f} s"
 
 
 def _rel(path: str) -> str:

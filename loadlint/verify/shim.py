@@ -279,14 +279,20 @@ def run_user_code(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def _user_frame(exc: BaseException, spec: dict[str, Any]) -> str | None:
+    import sysconfig
+
     frames = traceback.extract_tb(exc.__traceback__)
     script = os.path.abspath(spec["script"]) if spec.get("script") else None
+    libs = {os.path.abspath(p) for k, p in sysconfig.get_paths().items()
+            if k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    here = os.path.dirname(os.path.abspath(__file__))
     best = None
     for fr in frames:
         fn = os.path.abspath(fr.filename)
         if fn == script:
             best = fr
-        elif best is None and "site-packages" not in fn and "loadlint" not in fn:
+        elif (not fn.startswith(here) and not fr.filename.startswith("<")
+              and not any(fn.startswith(lib + os.sep) for lib in libs)):
             best = fr
     if best is None:
         return None
