@@ -138,6 +138,8 @@ def analyse(raw: dict[str, Any], *, mode: str, command: list[str],
             "gpu_util_mean": _med([r.get("gpu_util_mean") for r in runs]),
             "gpu_util_stdev": _med([r.get("gpu_util_stdev") for r in runs]),
             "contended_runs": len(c.get("contended_runs", [])),
+            "h2d_gbps": _med([r["h2d"]["bytes"] / r["h2d"]["seconds"] / 1e9
+                              for r in runs if r.get("h2d") and r["h2d"]["seconds"]]),
             "runs": runs,
             "decision": None,
         }
@@ -378,6 +380,10 @@ def render_text(report: dict[str, Any]) -> str:
                 + (" (dropped)" if p["dropped"] and p["rate"] is not None else "")
                 for p in site["sweep"])
             out.append(f"tune sweep ({unit}, one run each): {pts}")
+        for c in site["candidates"]:
+            if c.get("h2d_gbps"):
+                out.append(f"host-to-device in the loop, {c['name']}: {c['h2d_gbps']:.1f} GB/s "
+                           f"(pin_memory={c['config'].get('pin_memory')}, non_blocking=True)")
         cuda = report["cuda"]
         out.append("cuda: " + (cuda["reason"] if not cuda["measured"] else
                                f"host-to-device {cuda['pinned_gbps']:.1f} GB/s pinned vs "

@@ -1290,6 +1290,10 @@ class GpuSampler:
     def stop(self) -> dict[str, Any]:
         self._stop.set()
         self.thread.join(1.0)
+        try:
+            self.pynvml.nvmlShutdown()
+        except Exception:
+            pass
         values = [sum(u) / len(u) for _, u in self.samples if u]
         mean = sum(values) / len(values) if values else None
         sd = (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5 if values else None
@@ -1595,7 +1599,10 @@ def h2d_bandwidth(torch: Any, bench: Bench) -> dict[str, Any]:
     copied with ``non_blocking=True`` as the training loop should."""
     from torch.utils.data._utils.pin_memory import pin_memory
 
-    loader = make_loader(torch, bench.arguments, dict(bench.rec["config"], num_workers=0))
+    # Unpinned on purpose: the pageable figure must not inherit the call's
+    # own pin_memory=True.
+    loader = make_loader(torch, bench.arguments,
+                         dict(bench.rec["config"], num_workers=0, pin_memory=False))
     it = iter(loader)
     batch = next(it)
     del it
