@@ -161,7 +161,9 @@ def write_atomic(path: Path, original: bytes, new: bytes) -> None:
     path = Path(os.path.realpath(path))
     directory = path.parent
     mode = stat.S_IMODE(os.stat(path).st_mode)
-    if not os.access(path, os.W_OK):
+    # The mode bits count too: a file nobody may write is meant to stay as it
+    # is, even for a user (root) whom os.access lets write anything.
+    if not os.access(path, os.W_OK) or not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
         raise PermissionError(13, "file is read-only")
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".loadlint-tmp", dir=directory)
     try:

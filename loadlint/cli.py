@@ -285,7 +285,8 @@ def _fix_from_verify(resolver, kw) -> int:
         target = Path(site.path).resolve()
         if roots and not any(target == r or r in target.parents for r in roots):
             continue
-        by_file.setdefault(site.path, []).append(site)
+        shown = os.path.relpath(site.path)
+        by_file.setdefault(site.path if shown.startswith("..") else shown, []).append(site)
     profiles = ProfileCache()
     request = FixRequest(unsafe=False, dry_run=bool(kw["diff"]))
     run = Run()

@@ -463,7 +463,10 @@ class Builder:
         indent = line[: loc.column - 1]
         if indent.strip():
             raise FixError("first statement does not start its line")
-        offset = start - (loc.column - 1)
+        # Above the comments and blank lines that lead the first statement:
+        # they belong to it, not to the new one.
+        row = loc.row - len(first.leading_lines)
+        offset = line_starts(self.positions.text)[row - 1] if row < loc.row else start - (loc.column - 1)
         return self._edit(offset, offset, f"{indent}{code}{self.module.default_newline}")
 
     def _start_with_decorators(self, node: cst.CSTNode) -> tuple[int, Location]:
