@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import stat
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -165,6 +164,8 @@ def write_atomic(path: Path, original: bytes, new: bytes) -> None:
     # is, even for a user (root) whom os.access lets write anything.
     if not os.access(path, os.W_OK) or not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
         raise PermissionError(13, "file is read-only")
+    import tempfile  # only fixing needs it; start-up should not pay for it
+
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".loadlint-tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as handle:

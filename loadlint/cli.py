@@ -50,6 +50,14 @@ class LazyGroup(click.Group):
         return super().get_command(ctx, name)
 
 
+def _target_error() -> type[Exception]:
+    # Evaluated only while an exception is being handled: a clean run never
+    # pays for importing loadlint.hardware.
+    from loadlint.hardware import TargetError
+
+    return TargetError
+
+
 def fail(message: str, code: int = EXIT_ERROR) -> None:
     click.echo(f"loadlint: error: {message}", err=True)
     sys.exit(code)
@@ -62,6 +70,8 @@ def _split(values: tuple[str, ...]) -> tuple[str, ...] | None:
 
 
 def _parse_targets(values: tuple[str, ...]) -> dict:
+    if not values:
+        return {}
     from loadlint.hardware import parse_target
 
     target: dict = {}
@@ -148,7 +158,6 @@ def fix_command(**kwargs) -> None:
 
 def run_check(**kw) -> int:
     from loadlint.config import ConfigError, Overrides, Resolver
-    from loadlint.hardware import TargetError
 
     try:
         overrides = Overrides(
@@ -187,7 +196,7 @@ def run_check(**kw) -> int:
         from loadlint.runner import execute
 
         return execute([Path(p) for p in paths], resolver, kw)
-    except (ConfigError, TargetError) as exc:
+    except (ConfigError, _target_error()) as exc:
         fail(str(exc))
     except click.exceptions.Exit:
         raise

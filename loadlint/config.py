@@ -18,10 +18,16 @@ from typing import Any, Iterable
 
 from loadlint.rules import CODES, DEFAULT_OFF
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+
+def _tomllib():
+    # Imported on the first configuration file that needs parsing: most
+    # runs find none, or a pyproject.toml without [tool.loadlint].
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    return tomllib
+
 
 CONFIG_FILES = (".loadlint.toml", "loadlint.toml", "pyproject.toml")
 OUTPUT_FORMATS = ("full", "concise", "json", "json-lines", "sarif", "github", "gitlab", "junit", "pylint")
@@ -147,6 +153,7 @@ def _has_tool_section(path: Path) -> bool:
         return False
     if b"tool.loadlint" not in data and b"[tool]" not in data:
         return False
+    tomllib = _tomllib()
     try:
         return "loadlint" in tomllib.loads(data.decode("utf-8")).get("tool", {})
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
@@ -154,6 +161,7 @@ def _has_tool_section(path: Path) -> bool:
 
 
 def load_table(path: Path) -> dict[str, Any]:
+    tomllib = _tomllib()
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:

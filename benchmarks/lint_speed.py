@@ -1,0 +1,444 @@
+"""How fast loadlint lints a real repository, next to TorchFix and grep.
+
+    python benchmarks/lint_speed.py
+
+Run it from the loadlint virtual environment (it needs ``psutil``, which
+loadlint depends on, and ``pip``).  Everything it downloads or builds goes to
+a work folder outside the repository (``$LOADLINT_BENCH_DIR``, default
+``~/.cache/loadlint-bench``) and is reused by later runs:
+
+* the corpus: the ``.py`` files of pinned wheels of lightning, transformers,
+  timm and accelerate fetched with ``pip download --no-deps``.
+  ``transformers/models/`` (2,600 generated model files, none of which
+  mentions ``DataLoader``) is left out of the corpus and used as the padding
+  of the scaling table instead;
+* TorchFix 0.7.0 in a virtual environment of its own (it pins libcst < 1.6).
+
+It prints, in one run: the corpus, wall time (median of several runs) and
+peak memory of loadlint cold and warm, TorchFix and grep, the targets of the
+speed issue with the measured ratios, the scaling table (the corpus padded
+to 2x and 4x its size with files that never mention DataLoader) and the
+comparison of TorchFix's TOR401 findings with loadlint's LL201 findings.
+
+Peak memory is that of the whole process tree (workers included), polled
+every 10 ms as the sum of each process's proportional set size (PSS: pages
+shared after fork are counted once, split between the processes sharing
+them); the sum of resident set sizes, which counts shared pages once per
+process, is printed beside it.
+
+This is not a test: the numbers depend on the machine and on what else it
+is doing (the load average is printed with them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+PACKAGES = ["lightning==2.6.6", "transformers==5.24.0", "timm==1.0.31", "accelerate==1.15.0"]
+TORCHFIX = "torchfix==0.7.0"
+#: Inside the transformers wheel: kept out of the corpus, used as padding.
+PADDING_PREFIX = "transformers/models/"
+
+TARGETS = {
+    "cold_vs_torchfix": 30.0,
+    "cold_seconds": 3.0,
+    "warm_vs_grep_python": 10.0,
+    "warm_seconds": 0.5,
+    "double_tree_growth": 0.10,
+    "peak_mb": 150.0,
+    "startup_seconds": 0.3,
+}
+
+
+# -- preparing -------------------------------------------------------------
+
+
+def log(message: str) -> None:
+    print(f"[bench] {message}", file=sys.stderr, flush=True)
+
+
+def fetch(work: Path, packages: list[str]) -> list[Path]:
+    downloads = work / "wheels"
+    downloads.mkdir(parents=True, exist_ok=True)
+    wheels = []
+    for spec in packages:
+        name, _, version = spec.partition("==")
+        stem = name.replace("-", "_")
+        found = sorted(downloads.glob(f"{stem}-{version or '*'}-*.whl"))
+        if not found:
+            log(f"pip download {spec}")
+            subprocess.run(
+                [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:", "-q",
+                 "-d", str(downloads), spec],
+                check=True,
+            )
+            found = sorted(downloads.glob(f"{stem}-{version or '*'}-*.whl"))
+        wheels.append(found[-1])
+    return wheels
+
+
+def unpack(work: Path, wheels: list[Path]) -> tuple[Path, Path, list[str]]:
+    """The corpus folder, the padding folder and the package labels."""
+    corpus, padding = work / "corpus", work / "padding"
+    stamp = work / "corpus.txt"
+    labels = [w.name.split("-")[0] + " " + w.name.split("-")[1] for w in wheels]
+    if stamp.exists() and stamp.read_text() == "\n".join(labels) and corpus.is_dir():
+        return corpus, padding, labels
+    for folder in (corpus, padding):
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+    for wheel in wheels:
+        label = wheel.name.split("-")[0]
+        with zipfile.ZipFile(wheel) as archive:
+            for info in archive.infolist():
+                name = info.filename
+                if not name.endswith(".py") or ".." in Path(name).parts or name.startswith("/"):
+                    continue
+                target = (padding if name.startswith(PADDING_PREFIX) else corpus / label) / name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(archive.read(info))
+    stamp.write_text("\n".join(labels))
+    return corpus, padding, labels
+
+
+def torchfix_venv(work: Path) -> Path:
+    venv = work / "torchfix-venv"
+    exe = venv / "bin" / "torchfix"
+    if not exe.exists():
+        log(f"creating {venv} with {TORCHFIX}")
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", TORCHFIX], check=True)
+    return exe
+
+
+def loadlint_command() -> list[str]:
+    script = Path(sys.executable).with_name("loadlint")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "loadlint"]
+
+
+def py_files(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*.py") if p.is_file())
+
+
+def link(source: Path, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
+
+
+def scaled_tree(work: Path, corpus: Path, padding: Path, scale: int) -> Path:
+    """The corpus plus ``scale - 1`` times its size in files that never
+    mention DataLoader (hard links: same bytes to read, no disk to fill)."""
+    if scale == 1:
+        return corpus
+    tree = work / f"scaled-{scale}x"
+    stamp = tree / ".complete"
+    label = (corpus.parent / "corpus.txt").read_text()
+    if stamp.exists() and stamp.read_text() == label:
+        return tree
+    shutil.rmtree(tree, ignore_errors=True)
+    files = py_files(corpus)
+    for f in files:
+        link(f, tree / "corpus" / f.relative_to(corpus))
+    wanted = (scale - 1) * sum(f.stat().st_size for f in files)
+    pads = [p for p in py_files(padding) if b"DataLoader" not in p.read_bytes()]
+    added, round_ = 0, 0
+    while added < wanted and pads:
+        for p in pads:
+            if added >= wanted:
+                break
+            link(p, tree / f"padding-{round_}" / p.relative_to(padding))
+            added += p.stat().st_size
+        round_ += 1
+    stamp.write_text(label)
+    return tree
+
+
+# -- measuring -------------------------------------------------------------
+
+
+@dataclass
+class Measure:
+    wall: float
+    rc: int
+    peak_pss_mb: float | None = None
+    peak_rss_mb: float | None = None
+    stdout: str = ""
+
+
+def run(cmd: list[str], cwd: Path, *, poll: bool = False, capture: bool = False) -> Measure:
+    """Wall time of one run; with ``poll``, the peak memory of its tree too."""
+    out = tempfile.TemporaryFile() if capture else subprocess.DEVNULL
+    start = time.perf_counter()
+    proc = psutil.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.DEVNULL)
+    peak_pss = peak_rss = 0
+    if poll:
+        while proc.poll() is None:
+            pss = rss = 0
+            try:
+                procs = [proc, *proc.children(recursive=True)]
+            except psutil.Error:
+                procs = [proc]
+            for p in procs:
+                try:
+                    info = p.memory_full_info()
+                except psutil.Error:
+                    continue
+                pss += getattr(info, "pss", info.rss)
+                rss += info.rss
+            peak_pss, peak_rss = max(peak_pss, pss), max(peak_rss, rss)
+            time.sleep(0.01)
+    rc = proc.wait()
+    wall = time.perf_counter() - start
+    text = ""
+    if capture:
+        out.seek(0)
+        text = out.read().decode("utf-8", "replace")
+        out.close()
+    mb = 1024 * 1024
+    return Measure(wall, rc, peak_pss / mb if poll else None, peak_rss / mb if poll else None, text)
+
+
+def median_wall(cmd: list[str], cwd: Path, repeat: int, before=None) -> float:
+    walls = []
+    for _ in range(repeat):
+        if before is not None:
+            before()
+        walls.append(run(cmd, cwd).wall)
+    return statistics.median(walls)
+
+
+def loadlint_runs(tree: Path, cache: Path, repeat: int) -> dict:
+    base = [*loadlint_command(), "check", "--isolated", "--output-format", "json", "--cache-dir", str(cache), "."]
+
+    def wipe() -> None:
+        shutil.rmtree(cache, ignore_errors=True)
+
+    cold = median_wall(base, tree, repeat, before=wipe)
+    wipe()
+    memory = run(base, tree, poll=True)
+    warm_memory = run(base, tree, poll=True)
+    warm = median_wall(base, tree, max(repeat, 5))
+    return {"cold": cold, "warm": warm, "peak_pss": memory.peak_pss_mb, "peak_rss": memory.peak_rss_mb,
+            "warm_peak_pss": warm_memory.peak_pss_mb}
+
+
+# -- findings --------------------------------------------------------------
+
+TOR401 = re.compile(r"^(?P<path>.+?):(?P<row>\d+):(?P<col>\d+): TOR401 ")
+
+
+def compare_findings(corpus: Path, torchfix_out: str, loadlint_json: str) -> tuple[list, list, list]:
+    """(matched, silences with reasons, LL201 findings TorchFix lacks)."""
+    tor = set()
+    for line in torchfix_out.splitlines():
+        m = TOR401.match(line)
+        if m:
+            tor.add((os.path.normpath(m["path"]), int(m["row"])))
+    ll = {
+        (os.path.normpath(f["filename"]), f["location"]["row"])
+        for f in json.loads(loadlint_json or "[]")
+        if f["code"] == "LL201"
+    }
+    matched = sorted(tor & ll)
+    silences = [(path, row, why_silent(corpus / path, row)) for path, row in sorted(tor - ll)]
+    extra = sorted(ll - tor)
+    return matched, silences, extra
+
+
+def why_silent(path: Path, row: int) -> str:
+    """Which of LL201's documented silences keeps it quiet at this call."""
+    import libcst as cst
+
+    from loadlint.callsites import collect
+    from loadlint.engine import suppressed_codes
+    from loadlint.fixes import Positions
+    from loadlint.resolve import MISSING, UNKNOWN
+
+    text = path.read_text(encoding="utf-8")
+    codes = suppressed_codes(text, row)
+    if codes and ("*" in codes or "LL201" in codes):
+        return "suppressed by a noqa comment"
+    module = cst.parse_module(text)
+    info = collect(module)
+    positions = Positions(module, text)
+    for call in info.calls:
+        if positions.range(call.node)[0].row != row:
+            continue
+        if call.opaque_kwargs:
+            return "`**kwargs` may set num_workers"
+        if call.opaque_positional:
+            return "`*args` may set num_workers"
+        value = call.value("num_workers")
+        if value is UNKNOWN:
+            return "num_workers not resolvable statically"
+        if info.is_tensor_dataset(call):
+            return "TensorDataset (in memory: workers only add overhead)"
+        if value is not MISSING and value != 0:
+            return f"num_workers resolves to {value!r}"
+        return "UNEXPLAINED: LL201 should have reported this call"
+    return "not resolved to torch.utils.data.DataLoader by loadlint's import table"
+
+
+# -- report ----------------------------------------------------------------
+
+
+def fmt_s(seconds: float | None) -> str:
+    if seconds is None:
+        return "—"
+    return f"{seconds:.3f} s" if seconds < 10 else f"{seconds:.1f} s"
+
+
+def fmt_mb(mb: float | None) -> str:
+    return "—" if mb is None else f"{mb:.0f} MB"
+
+
+def verdict(ok: bool) -> str:
+    return "met" if ok else "MISSED"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--work", type=Path, default=Path(os.environ.get("LOADLINT_BENCH_DIR", "~/.cache/loadlint-bench")).expanduser())
+    parser.add_argument("--packages", nargs="+", default=PACKAGES)
+    parser.add_argument("--repeat", type=int, default=3, help="runs per timing (median)")
+    parser.add_argument("--skip-torchfix", action="store_true", help="leave TorchFix out (quick iterations)")
+    args = parser.parse_args(argv)
+
+    work: Path = args.work
+    work.mkdir(parents=True, exist_ok=True)
+    load_before = os.getloadavg()
+    corpus, padding, labels = unpack(work, fetch(work, args.packages))
+    torchfix = None if args.skip_torchfix else torchfix_venv(work)
+
+    files = py_files(corpus)
+    contents = [f.read_bytes() for f in files]
+    size = sum(len(c) for c in contents)
+    dl_files = sum(b"DataLoader" in c for c in contents)
+    torch_files = sum(b"torch" in c for c in contents)
+    del contents
+
+    scratch = Path(tempfile.mkdtemp(prefix="loadlint-bench-"))
+    try:
+        log("timing python start-up and grep")
+        python_start = median_wall([sys.executable, "-c", "pass"], corpus, 5)
+        grep_cmd = ["grep", "-rl", "DataLoader", "."]
+        grep = median_wall(grep_cmd, corpus, 5)
+        grep_mem = run(grep_cmd, corpus, poll=True)
+
+        log("timing loadlint start-up")
+        clean_file = scratch / "clean.py"
+        clean_file.write_text("import os\n\nprint(os.getcwd())\n")
+        version = median_wall([*loadlint_command(), "--version"], scratch, 5)
+        one_file = median_wall([*loadlint_command(), "check", "--isolated", "--no-cache", "clean.py"], scratch, 5)
+
+        log("timing loadlint cold and warm")
+        ll = loadlint_runs(corpus, scratch / "cache", args.repeat)
+        ll_out = run([*loadlint_command(), "check", "--isolated", "--no-cache", "--output-format", "json", "."],
+                     corpus, capture=True)
+
+        tf = None
+        if torchfix is not None:
+            log("running TorchFix (slow)")
+            tf = run([str(torchfix), "--select", "TOR401", "."], corpus, poll=True, capture=True)
+
+        log("scaling")
+        scaling = []
+        for scale in (1, 2, 4):
+            tree = scaled_tree(work, corpus, padding, scale)
+            tree_files = py_files(tree)
+            tree_bytes = sum(f.stat().st_size for f in tree_files)
+            runs = ll if scale == 1 else loadlint_runs(tree, scratch / f"cache-{scale}", args.repeat)
+            scaling.append((scale, len(tree_files), tree_bytes, runs["cold"], runs["warm"],
+                            median_wall(grep_cmd, tree, 3)))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    load_after = os.getloadavg()
+
+    # -- print -------------------------------------------------------------
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    print(f"Corpus: {', '.join(labels)} (without {PADDING_PREFIX})")
+    print(f"{len(files)} files, {size / 1e6:.1f} MB; {dl_files} mention DataLoader, {torch_files} mention torch")
+    print(f"Machine: {cpus} CPUs; load average {load_before[0]:.1f} before, {load_after[0]:.1f} after; "
+          f"medians of {args.repeat} cold / 5 warm runs")
+    print()
+    print("| tool | files parsed | cold | warm (cached) | peak memory (PSS, tree) | peak RSS sum |")
+    print("|---|---:|---:|---:|---:|---:|")
+    print(f"| loadlint check | {dl_files} | {fmt_s(ll['cold'])} | {fmt_s(ll['warm'])} | "
+          f"{fmt_mb(ll['peak_pss'])} (warm {fmt_mb(ll['warm_peak_pss'])}) | {fmt_mb(ll['peak_rss'])} |")
+    if tf is not None:
+        print(f"| torchfix --select TOR401 | {torch_files} | {fmt_s(tf.wall)} | no cache | "
+              f"{fmt_mb(tf.peak_pss_mb)} | {fmt_mb(tf.peak_rss_mb)} |")
+    print(f"| grep -rl DataLoader | 0 | {fmt_s(grep)} | — | {fmt_mb(grep_mem.peak_pss_mb)} | {fmt_mb(grep_mem.peak_rss_mb)} |")
+    print(f"| python -c pass | 0 | {fmt_s(python_start)} | — | — | — |")
+    print(f"| loadlint --version | 0 | {fmt_s(version)} | — | — | — |")
+    print(f"| loadlint check clean.py | 0 | {fmt_s(one_file)} | — | — | — |")
+    print()
+    print("| target | goal | measured | |")
+    print("|---|---|---:|---|")
+    if tf is not None:
+        ratio = tf.wall / ll["cold"]
+        print(f"| cold run vs TorchFix | ≥ {TARGETS['cold_vs_torchfix']:.0f}× faster | {ratio:.0f}× | "
+              f"{verdict(ratio >= TARGETS['cold_vs_torchfix'])} |")
+    print(f"| cold run | ≤ {TARGETS['cold_seconds']:.0f} s | {fmt_s(ll['cold'])} | {verdict(ll['cold'] <= TARGETS['cold_seconds'])} |")
+    floor = grep + python_start
+    ratio = ll["warm"] / floor
+    print(f"| warm run vs grep + python start-up ({fmt_s(floor)}) | ≤ {TARGETS['warm_vs_grep_python']:.0f}× | {ratio:.1f}× | "
+          f"{verdict(ratio <= TARGETS['warm_vs_grep_python'])} |")
+    print(f"| warm run | < {TARGETS['warm_seconds']} s | {fmt_s(ll['warm'])} | {verdict(ll['warm'] < TARGETS['warm_seconds'])} |")
+    growth = scaling[1][3] / scaling[0][3] - 1
+    print(f"| cold run, tree doubled with non-DataLoader files | < +{TARGETS['double_tree_growth']:.0%} | {growth:+.0%} | "
+          f"{verdict(growth < TARGETS['double_tree_growth'])} |")
+    print(f"| peak memory, whole run | < {TARGETS['peak_mb']:.0f} MB | {fmt_mb(ll['peak_pss'])} | "
+          f"{verdict(ll['peak_pss'] < TARGETS['peak_mb'])} |")
+    print(f"| `loadlint --version` | < {TARGETS['startup_seconds']} s | {fmt_s(version)} | "
+          f"{verdict(version < TARGETS['startup_seconds'])} |")
+    print(f"| lint one clean file | < {TARGETS['startup_seconds']} s | {fmt_s(one_file)} | "
+          f"{verdict(one_file < TARGETS['startup_seconds'])} |")
+    print()
+    print("| scale | files | MB | loadlint cold | vs 1× | loadlint warm | grep |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for scale, n, nbytes, cold, warm, grep_s in scaling:
+        print(f"| {scale}× | {n} | {nbytes / 1e6:.1f} | {fmt_s(cold)} | {cold / scaling[0][3] - 1:+.0%} | "
+              f"{fmt_s(warm)} | {fmt_s(grep_s)} |")
+
+    if tf is not None:
+        matched, silences, extra = compare_findings(corpus, tf.stdout, ll_out.stdout)
+        print()
+        total = len(matched) + len(silences)
+        print(f"Findings: TorchFix TOR401 {total}; also LL201 in loadlint {len(matched)}; "
+              f"deliberate silences {len(silences)}; LL201 findings TorchFix does not make {len(extra)}")
+        reasons: dict[str, int] = {}
+        for _, _, why in silences:
+            reasons[why] = reasons.get(why, 0) + 1
+        for why, count in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])):
+            print(f"  {count:3d}  {why}")
+        for path, row, why in silences:
+            print(f"  - {path}:{row}: {why}")
+        unexplained = [s for s in silences if s[2].startswith(("UNEXPLAINED", "not resolved"))]
+        print(f"Unexplained TOR401 findings: {len(unexplained)}")
+        if extra:
+            print("LL201 findings without TOR401 (loadlint resolves constants, aliases and dict arguments):")
+            for path, row in extra:
+                print(f"  - {path}:{row}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
