@@ -4,6 +4,7 @@ plugin share: check or fix paths and sources, never raising for one bad file.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from dataclasses import dataclass, field
@@ -12,7 +13,7 @@ from typing import Any, Callable, Iterable
 
 from loadlint.config import Overrides, Resolver, Settings
 from loadlint.discover import Candidate, discover
-from loadlint.engine import PREFILTER, FileResult, FixFailed, Options, analyse, fix_text, lint_bytes
+from loadlint.engine import FileResult, FixFailed, Options, analyse, fix_text, lint_bytes, passes_prefilter
 from loadlint.source import DecodeError, decode
 from loadlint.types import Finding, HardwareProfile, Location
 
@@ -75,7 +76,7 @@ def check_file(candidate: Candidate, profiles: ProfileCache, fix: FixRequest | N
     path = str(candidate.path)
     options = options_for(candidate.settings, path, profiles)
     try:
-        data = candidate.path.read_bytes()
+        data = read_source(candidate.path)
     except OSError as exc:
         result = FileResult(path)
         if "LL901" in options.select:
@@ -89,6 +90,17 @@ def check_file(candidate: Candidate, profiles: ProfileCache, fix: FixRequest | N
     if fix is None:
         return lint_bytes(data, path, options)
     return _fix_file(candidate.path, data, options, fix)
+
+
+def read_source(path: Path) -> bytes:
+    """A file's bytes.  A FIFO, device or socket is refused, not read: it
+    could block forever or never end (opened non-blocking, so a FIFO
+    without a writer cannot hang the open either)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        return handle.read()
 
 
 def _check_notebook(candidate: Candidate, data: bytes, options: Options, fix: FixRequest | None) -> FileResult:
@@ -108,7 +120,7 @@ def _fix_file(
     (``error``), with the findings of the unfixed text.
     """
     result = FileResult(str(path))
-    if external is None and not any(word.encode() in data for word in PREFILTER):
+    if external is None and not passes_prefilter(data):
         return result
     try:
         source = decode(data)

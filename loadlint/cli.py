@@ -388,7 +388,7 @@ def _report(run, settings, kw, *, fixing: bool, unsafe: bool, stream=None) -> in
     if out_file:
         try:
             Path(out_file).parent.mkdir(parents=True, exist_ok=True)
-            Path(out_file).write_text(text, encoding="utf-8")
+            Path(out_file).write_text(text, encoding="utf-8", errors="surrogateescape")
         except OSError as exc:
             fail(f"cannot write {out_file}: {exc.strerror or exc}")
     else:

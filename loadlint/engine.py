@@ -9,6 +9,7 @@ rather than aborting the run over other files.
 
 from __future__ import annotations
 
+import codecs
 import re
 from dataclasses import dataclass, field
 from typing import Callable
@@ -290,9 +291,25 @@ class _LazyProfile:
         return getattr(self._profile, name)
 
 
+_WIDE_BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
+
+
+def passes_prefilter(data: bytes) -> bool:
+    """Whether these bytes may construct a DataLoader.  UTF-16/32 text is
+    searched in its own encoding: Python cannot read it (LL901), and a
+    training script saved that way must not pass as clean."""
+    if any(word.encode() in data for word in PREFILTER):
+        return True
+    for bom, codec in _WIDE_BOMS:
+        if data.startswith(bom):
+            text = data.decode(codec, "replace")
+            return any(word in text for word in PREFILTER)
+    return False
+
+
 def lint_bytes(data: bytes, path: str, options: Options) -> FileResult:
     result = FileResult(path)
-    if not any(word.encode() in data for word in PREFILTER):
+    if not passes_prefilter(data):
         return result
     try:
         source = decode(data)

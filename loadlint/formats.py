@@ -110,7 +110,8 @@ def _fingerprints(run: Run, root: Path) -> dict[int, tuple[str, int]]:
         # A notebook's rows are inside cells, not lines of the file on disk.
         text = "" if finding.cell is not None else sources.line(finding.path, finding.location.row).strip()
         key = "\0".join((finding.code, _display_path(finding.path, root), str(finding.cell or ""), text))
-        digest = hashlib.sha256(key.encode("utf-8")).hexdigest()
+        # A file name that is not UTF-8 holds lone surrogates (os.fsdecode).
+        digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
         index = seen.get(digest, 0)
         seen[digest] = index + 1
         out[id(finding)] = (digest, index)
@@ -349,7 +350,7 @@ def format_gitlab(run: Run, summary: Summary, style: Style, sources) -> str:
                     "description": result.error,
                     "categories": ["Bug Risk"],
                     "severity": "blocker",
-                    "fingerprint": hashlib.md5(f"error\0{path}\0{result.error}".encode()).hexdigest(),
+                    "fingerprint": hashlib.md5(f"error\0{path}\0{result.error}".encode("utf-8", "surrogatepass")).hexdigest(),
                     "location": {"path": path, "lines": {"begin": 1}},
                 }
             )

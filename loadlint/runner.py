@@ -28,17 +28,16 @@ import time
 from pathlib import Path
 from typing import Callable, Iterable
 
-from loadlint.api import FixRequest, ProfileCache, Run, check_file, options_for
+from loadlint.api import FixRequest, ProfileCache, Run, check_file, options_for, read_source
 from loadlint.config import Resolver
 from loadlint.discover import Candidate, discover
-from loadlint.engine import PREFILTER, FileResult, lint_bytes
+from loadlint.engine import FileResult, lint_bytes, passes_prefilter
 from loadlint.types import HardwareProfile
 
 #: Bytes of source the engine gets through in about 0.1 s on one core:
 #: below this saving, starting a pool costs more than it saves.
 POOL_MIN_SAVING = 48 * 1024
 
-_PREFILTER_BYTES = tuple(word.encode() for word in PREFILTER)
 HUMAN_FORMATS = ("full", "concise")
 
 
@@ -201,11 +200,11 @@ def lint_candidates(
             work.append(_Work(index, candidate, None))
             continue
         try:
-            data = candidate.path.read_bytes()
+            data = read_source(candidate.path)
         except OSError:
             results[index] = check_file(candidate, profiles, request)  # reports LL901
             continue
-        if not any(word in data for word in _PREFILTER_BYTES):
+        if not passes_prefilter(data):
             continue  # cannot construct a DataLoader: nothing to parse
         item = _Work(index, candidate, data)
         if cache is not None:

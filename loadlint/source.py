@@ -43,7 +43,11 @@ def decode(data: bytes) -> Source:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:
-        raise DecodeError(f"invalid encoding declaration: {exc.msg if hasattr(exc, 'msg') else exc}") from None
+        message = exc.msg if hasattr(exc, "msg") else str(exc)
+        if not message.startswith("invalid or missing"):
+            raise DecodeError(f"invalid encoding declaration: {message}") from None
+        # Not UTF-8 and nothing declared: decoding as UTF-8 below says where.
+        encoding = "utf-8"
     bom = encoding == "utf-8-sig"
     body = data[len(codecs.BOM_UTF8):] if bom else data
     codec = "utf-8" if bom else encoding
