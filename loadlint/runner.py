@@ -38,6 +38,17 @@ from loadlint.types import HardwareProfile
 #: below this saving, starting a pool costs more than it saves.
 POOL_MIN_SAVING = 48 * 1024
 
+#: Source bytes the pool parses at once.  A libcst tree costs about 300
+#: bytes of memory per byte of source (transformers' 230 KB trainer.py
+#: peaks at 66 MB), so two large files side by side would take a run past
+#: its memory budget; a file larger than this runs with small ones only.
+IN_FLIGHT_BYTES = 256 * 1024
+
+#: After a file this large a worker hands its freed memory back to the
+#: system: glibc keeps it otherwise, and every worker would stay as large
+#: as the largest file it ever parsed.
+TRIM_BYTES = 32 * 1024
+
 HUMAN_FORMATS = ("full", "concise")
 
 
@@ -281,7 +292,27 @@ def _work_in_worker(candidate: Candidate, data: bytes | None):
         # The parent decodes the text again if the report needs it; sending
         # every parsed file's text back through a pipe would cost more.
         result.source = None
+    if data is None or len(data) >= TRIM_BYTES:
+        _trim()
     return result, consulted
+
+
+_malloc_trim: Callable[[int], int] | None | bool = None
+
+
+def _trim() -> None:
+    global _malloc_trim
+    if _malloc_trim is None:
+        _malloc_trim = False
+        if sys.platform.startswith("linux"):
+            try:
+                import ctypes
+
+                _malloc_trim = ctypes.CDLL("libc.so.6").malloc_trim
+            except (OSError, AttributeError):
+                pass  # not glibc (musl): nothing to hand back this way
+    if _malloc_trim:
+        _malloc_trim(0)  # type: ignore[operator]
 
 
 def _pays_for_pool(work: list[_Work], jobs: int, min_saving: int) -> bool:
@@ -302,7 +333,7 @@ def _run_pool(work: list[_Work], profiles: ProfileCache, request, jobs, progress
         return list(_run_here(work, profiles, request, progress))
 
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
     from concurrent.futures.process import BrokenProcessPool
 
     _preload(profiles, {item.candidate.settings.target for item in work})
@@ -310,21 +341,38 @@ def _run_pool(work: list[_Work], profiles: ProfileCache, request, jobs, progress
     # fork is unsafe (macOS) or missing, workers start from scratch.
     method = "fork" if sys.platform.startswith("linux") else "spawn"
     context = multiprocessing.get_context(method)
-    ordered = sorted(work, key=lambda item: -item.size)
+    pending = sorted(work, key=lambda item: -item.size)
     done: dict[int, tuple] = {}
     executor = ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_worker, initargs=(profiles, request))
+    running: dict = {}
     try:
-        futures = {executor.submit(_work_in_worker, item.candidate, item.data): item for item in ordered}
-        for future in as_completed(futures):
-            item = futures[future]
-            try:
-                done[item.index] = future.result()
-            except BrokenProcessPool:
-                break  # a worker died (killed, out of memory): finish here
-            except Exception as exc:  # never lose a file to a pickling or pool error
-                done[item.index] = (FileResult(str(item.candidate.path), error=f"internal error: {type(exc).__name__}: {exc}"), False)
-            if progress is not None:
-                progress.advance()
+        while pending or running:
+            # Largest first, as long as the bytes being parsed stay within
+            # the budget; a file that does not fit waits for a smaller
+            # neighbour to finish rather than doubling the peak.
+            while pending and len(running) < jobs:
+                busy = sum(item.size for item in running.values())
+                pick = next((i for i, item in enumerate(pending) if busy + item.size <= IN_FLIGHT_BYTES), None)
+                if pick is None:
+                    if running:
+                        break
+                    pick = 0
+                item = pending.pop(pick)
+                running[executor.submit(_work_in_worker, item.candidate, item.data)] = item
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                item = running.pop(future)
+                try:
+                    done[item.index] = future.result()
+                except BrokenProcessPool:
+                    raise
+                except Exception as exc:  # never lose a file to a pickling or pool error
+                    error = f"internal error: {type(exc).__name__}: {exc}"
+                    done[item.index] = (FileResult(str(item.candidate.path), error=error), False)
+                if progress is not None:
+                    progress.advance()
+    except BrokenProcessPool:
+        pass  # a worker died (killed, out of memory): the rest is done here
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
     rest = [item for item in work if item.index not in done]

@@ -248,3 +248,35 @@ def test_json_on_a_real_terminal_has_no_progress(tmp_path):
     assert proc.returncode == 1
     assert json.loads(proc.stdout)
     assert b"Checking" not in b"".join(chunks)
+
+
+def test_large_files_are_not_parsed_side_by_side(tmp_path, monkeypatch):
+    """The pool keeps the bytes being parsed within a budget (memory grows
+    with the source size), so two large files never overlap."""
+    import time
+
+    root = tmp_path / "tree"
+    root.mkdir()
+    padding = "# " + "x" * 78 + "\n"
+    for i in range(4):
+        (root / f"big_{i}.py").write_text(TEMPLATE.format(i=i, batch=8, extra="") + padding * 500)  # ~40 KB
+    for i in range(6):
+        (root / f"small_{i}.py").write_text(TEMPLATE.format(i=i, batch=8, extra=""))
+    real = runner.lint_one
+
+    def timed(candidate, data, profiles, request):
+        start = time.monotonic()
+        result, consulted = real(candidate, data, profiles, request)
+        time.sleep(0.05)  # long enough that an overlap could not go unseen
+        result.__dict__["span"] = (start, time.monotonic())
+        return result, consulted
+
+    monkeypatch.setattr(runner, "lint_one", timed)
+    monkeypatch.setattr(runner, "IN_FLIGHT_BYTES", 50_000)
+    run = runner.lint_candidates(candidates(root), jobs=2, profiles=profiles(), pool_min_saving=0)
+    spans = sorted(r.__dict__["span"] for r in run.results if Path(r.path).name.startswith("big_"))
+    assert len(spans) == 4
+    for (_, end), (start, _) in zip(spans, spans[1:]):
+        assert start >= end
+    # The small files still ran beside the big ones.
+    assert len(run.results) == 10
