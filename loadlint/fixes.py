@@ -418,6 +418,9 @@ class Builder:
                 done_prepend.add((id(node), code))
                 edits.append(self._prepend(node, code))
             for node, code in spec.hoist:
+                if (id(node), code) in done_prepend:
+                    continue
+                done_prepend.add((id(node), code))
                 edits.extend(self._hoist(node, code))
         imports = []
         for spec in specs:
