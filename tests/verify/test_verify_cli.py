@@ -235,3 +235,15 @@ def test_import_does_not_load_torch(vf):
     code = "import sys, loadlint.verify.command; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], cwd=vf.REPO, capture_output=True, text=True)
     assert out.stdout.strip() == "False"
+
+
+def test_tune_sweeps_and_keeps_finalists(vf):
+    _, rep = vf.json(vf.fixture("io_bound.py"), "--tune", "--repeats", "3", "--", "1",
+                     env=PLUMBING)
+    site = rep["call_sites"][0]
+    names = [p["name"] for p in site["sweep"]]
+    assert "nw=1" in names and "nw=2" in names
+    assert any(n.startswith("nw=2,pw=") for n in names)
+    finalists = [c for c in site["candidates"] if c["name"].startswith("tuned")]
+    assert finalists and all(c["n"] == 3 for c in finalists)
+    assert site["verdict"] in ("confirmed", "inconclusive", "refuted")
