@@ -399,7 +399,7 @@ def _report(run, settings, kw, *, fixing: bool, unsafe: bool, stream=None) -> in
 
 
 def _is_summary(line: str) -> bool:
-    return line.startswith(("Found ", "All checks passed", "[*] ", "\x1b[36m[*]", "\x1b[1mAll checks"))
+    return line.startswith(("Found ", "No safe fixes", "All checks passed", "[*] ", "\x1b[36m[*]", "\x1b[1mAll checks"))
 
 
 def _fixed_listing(run) -> str:

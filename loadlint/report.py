@@ -120,11 +120,14 @@ def summary_lines(run: Run, summary: Summary, style: Style) -> list[str]:
             out.append(f"Found {_plural(summary.fixed, 'error')} ({summary.fixed} fixed, 0 remaining).")
     elif remaining:
         out.append(f"Found {_plural(remaining, 'error')}.")
-    if summary.fixable or summary.unsafe_fixable:
-        line = f"[*] {summary.fixable} fixable with --fix"
+    unsafe = _plural(summary.unsafe_fixable, "unsafe fix", "unsafe fixes")
+    if summary.fixable:
+        line = f" {summary.fixable} fixable with --fix"
         if summary.unsafe_fixable:
-            line += f" ({_plural(summary.unsafe_fixable, 'unsafe fix', 'unsafe fixes')} available with --unsafe-fixes)"
-        out.append(style.cyan("[*]") + line[3:] + ".")
+            line += f" ({unsafe} available with --unsafe-fixes)"
+        out.append(style.cyan("[*]") + line + ".")
+    elif summary.unsafe_fixable:
+        out.append(f"No safe fixes available ({unsafe} available with --unsafe-fixes).")
     return out
 
 

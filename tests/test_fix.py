@@ -99,7 +99,7 @@ def test_safe_fixes_only_without_unsafe_flag(tmp_path: Path) -> None:
     assert result.exit_code == 1  # LL101 remains
     text = path.read_text()
     assert "DistributedSampler" not in text and "shuffle=True, pin_memory=True, num_workers=3)" in text
-    assert result.output.splitlines()[-1] == "[*] 0 fixable with --fix (1 unsafe fix available with --unsafe-fixes)."
+    assert result.output.splitlines()[-1] == "No safe fixes available (1 unsafe fix available with --unsafe-fixes)."
     result = run(["fix", "--unsafe-fixes", str(path)])
     assert result.exit_code == 0, result.output
     text = path.read_text()
