@@ -1079,6 +1079,7 @@ def tune(bench: Bench, cands: list[dict[str, Any]]) -> list[dict[str, Any]]:
         limit = bench._iterable_limit(bench.protocol.warmup(bench.usable, 4)
                                       + bench.protocol.measured(bench.usable))
     points: list[dict[str, Any]] = []
+    reference = None if bench.iterable else bench.index_stream(current["config"], 100000)
 
     def probe(config: dict[str, Any], name: str) -> dict[str, Any] | None:
         config = _normalise(config)
@@ -1091,7 +1092,11 @@ def tune(bench: Bench, cands: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 bench.iterable_digests(current["config"], 30.0),
                 bench.iterable_digests(config, 30.0))
         else:
-            point["equivalence"] = {"equivalent": True, "how": "same index stream (plan)"}
+            ref, total = reference
+            got, n = bench.index_stream(config, 100000)
+            same = got == ref and n == total
+            point["equivalence"] = {"equivalent": same, "batches": n,
+                                    "how": "same index stream" if same else "index stream differs"}
         if not point["equivalence"]["equivalent"]:
             points.append(point)
             return None
