@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -161,6 +162,48 @@ class FileChanged(Exception):
     """The file on disk no longer holds the bytes the fixes were made from."""
 
 
+TEMP_SUFFIX = ".loadlint-tmp"
+#: What follows ".<file name>." in a temporary file's name: pid, mkstemp's letters.
+_TEMP_NAME = re.compile(r"([0-9]+)\.[a-z0-9_]+" + re.escape(TEMP_SUFFIX))
+
+
+def remove_stale_temps(path: Path) -> None:
+    """Remove the temporary files of ``path`` whose writer is gone.
+
+    A run killed (SIGKILL, power loss) between creating its temporary file
+    and renaming it over the original leaves it behind; no handler can run
+    then, so the next fix of the file cleans up.  A file whose process is
+    alive (or whose name is not ours) is left alone.
+    """
+    prefix = f".{path.name}."
+    try:
+        names = os.listdir(path.parent)
+    except OSError:
+        return
+    for name in names:
+        if not name.startswith(prefix):
+            continue
+        match = _TEMP_NAME.fullmatch(name, len(prefix))
+        if match is None or _alive(int(match.group(1))):
+            continue
+        try:
+            os.unlink(path.parent / name)
+        except OSError:
+            pass
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True  # exists but not ours, or cannot tell: keep its file
+    return True
+
+
 def write_atomic(path: Path, original: bytes, new: bytes) -> None:
     """Replace ``path`` with ``new`` all at once: a temporary file in the same
     folder, flushed to disk, then renamed over the original (keeping its
@@ -178,7 +221,10 @@ def write_atomic(path: Path, original: bytes, new: bytes) -> None:
         raise PermissionError(13, "file is read-only")
     import tempfile  # only fixing needs it; start-up should not pay for it
 
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".loadlint-tmp", dir=directory)
+    remove_stale_temps(path)
+    # The writer's process id in the name: a later run can tell a file a
+    # killed run left behind from one that a running fix is about to rename.
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=TEMP_SUFFIX, dir=directory)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(new)
