@@ -27,6 +27,7 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -101,7 +102,12 @@ class Cache:
     def load(self, path: str, fingerprint: str, digest: str) -> Entry | None:
         """The entry for this path and configuration if it is for these bytes."""
         try:
-            with open(self.folder / self.entry_name(path, fingerprint), "rb") as handle:
+            # Non-blocking, regular files only: a FIFO or a link to a device
+            # planted in the folder must not hang the run.
+            fd = os.open(self.folder / self.entry_name(path, fingerprint), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+            with os.fdopen(fd, "rb") as handle:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    raise OSError("not a regular file")
                 raw = handle.read()
         except OSError:
             self.misses += 1
