@@ -39,7 +39,7 @@ def measure(script: str, args: list[str], config: str, repeats: int, quick: bool
     cmd = [sys.executable, "-c", ENTRY, "--output-format", "json", "--repeats", str(repeats),
            "--try", config, str(FIXTURES / script), "--", *args]
     if quick:
-        cmd[4:4] = ["--min-seconds", "0.5", "--min-batches", "10"]
+        cmd[3:3] = ["--min-seconds", "0.5", "--min-batches", "10"]
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
