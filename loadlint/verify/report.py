@@ -138,7 +138,7 @@ def analyse(raw: dict[str, Any], *, mode: str, command: list[str],
             "gpu_util_mean": _med([r.get("gpu_util_mean") for r in runs]),
             "gpu_util_stdev": _med([r.get("gpu_util_stdev") for r in runs]),
             "contended_runs": len(c.get("contended_runs", [])),
-            "contended_evidence": [r["gate"]["reason"] for r in c.get("contended_runs", [])
+            "contended_evidence": [r["gate"].get("reason") for r in c.get("contended_runs", [])
                                    if r.get("gate")][:5],
             "h2d_gbps": _med([r["h2d"]["bytes"] / r["h2d"]["seconds"] / 1e9
                               for r in runs if r.get("h2d") and r["h2d"]["seconds"]]),
