@@ -305,3 +305,40 @@ def fix_source(
     factory = (lambda: profile) if profile is not None else ProfileCache().get(settings.target)
     fixed, findings, _ = fix_text(text, path, Options(settings.codes_for(path), factory), unsafe=unsafe)  # type: ignore[arg-type]
     return fixed, findings
+
+
+def suggest_for_call(path: str, line: int, profile: HardwareProfile) -> dict[str, Any] | None:
+    """The keyword arguments of the DataLoader call starting on ``line`` as
+    ``loadlint fix`` (safe fixes) would write it: parameter -> value, removed
+    arguments absent, a value that cannot be resolved statically as
+    ``loadlint.resolve.UNKNOWN``.  None when no call starts on that line.
+
+    ``loadlint verify`` measures this configuration against the current one.
+    """
+    from loadlint.resolve import UNKNOWN, evaluate
+
+    data = Path(path).read_bytes()
+    text = decode(data).text
+    settings = Resolver(Overrides()).for_path(Path(path))
+    options = Options(settings.codes_for(path), lambda: profile)
+    _, before = analyse(text, path, options)
+    if before is None:
+        return None
+    index = next((i for i, row in _call_rows(before) if row == line), None)
+    if index is None:
+        return None
+    fixed, _, _ = fix_text(text, path, options, unsafe=False)
+    _, after = analyse(fixed, path, options)
+    if after is None:
+        return None
+    call = after.info.calls[index]  # fixes never add or remove DataLoader calls
+    out: dict[str, Any] = {}
+    for name, arg in call.args.items():
+        out[name] = evaluate(arg.value, call.scope)
+    for name, (expr, scope) in call.dict_args.items():
+        out[name] = UNKNOWN if expr is None else evaluate(expr, scope)
+    return out
+
+
+def _call_rows(analysis) -> list[tuple[int, int]]:
+    return [(i, analysis.positions.range(call.node)[0].row) for i, call in enumerate(analysis.info.calls)]

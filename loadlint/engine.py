@@ -201,6 +201,7 @@ class Analysis:
     text: str
     module: object
     positions: object
+    info: object = None
     reports: list = field(default_factory=list)  # (code, Report)
     findings: list[Finding] = field(default_factory=list)
 
@@ -241,7 +242,7 @@ def analyse(text: str, path: str, options: Options, *, notebook: bool = False) -
         return [], None
 
     positions = Positions(module, text)
-    analysis = Analysis(text, module, positions)
+    analysis = Analysis(text, module, positions, info)
     context = Context(info, Settings(_LazyProfile(options)), path, notebook)  # type: ignore[arg-type]
     builder = Builder(module, positions)
     file_level = file_suppressions(text)
