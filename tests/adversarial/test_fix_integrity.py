@@ -117,11 +117,24 @@ def check_integrity(tree: Path, originals: dict[str, bytes], fixed: dict[str, by
     return done, original
 
 
-def run_killed(tree: Path, cache: Path, delay: float) -> int:
+def newest_mtime(tree: Path) -> int:
+    return max(p.stat().st_mtime_ns for p in tree.rglob("*.py"))
+
+
+def run_killed(tree: Path, cache: Path, rng: random.Random, duration: float) -> int:
+    written_before = newest_mtime(tree)
     proc = subprocess.Popen(
         fix_command(tree, cache), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env(), start_new_session=True
     )
-    time.sleep(delay)
+    if rng.random() < 0.25:
+        # Any moment, start-up included.
+        time.sleep(rng.uniform(0.0, duration))
+    else:
+        # Most kills while files are being written, the moment that matters.
+        deadline = time.monotonic() + duration * 2
+        while proc.poll() is None and time.monotonic() < deadline and newest_mtime(tree) <= written_before:
+            time.sleep(0.01)
+        time.sleep(rng.uniform(0.0, 0.5))
     # The whole session: pool workers die with the parent, as with a CI
     # timeout or a closed terminal.
     try:
@@ -140,8 +153,7 @@ def kill_test(tmp_path: Path, reference, runs: int, seed: int) -> dict[str, int]
     stats = {"runs": 0, "killed": 0, "completed": 0, "partial": 0, "left_temp": 0, "recoveries": 0}
     write_tree(tree, originals)
     for run in range(runs):
-        # Kill anywhere from start-up to a little past the end of a full run.
-        code = run_killed(tree, cache, rng.uniform(0.0, duration * 1.1))
+        code = run_killed(tree, cache, rng, duration)
         stats["runs"] += 1
         stats["killed" if code == -signal.SIGKILL else "completed"] += 1
         done, original = check_integrity(tree, originals, fixed)
@@ -149,7 +161,7 @@ def kill_test(tmp_path: Path, reference, runs: int, seed: int) -> dict[str, int]
             stats["partial"] += 1
         if temp_files(tree):
             stats["left_temp"] += 1
-        if run % 10 == 9 or run == runs - 1:
+        if run in (runs // 2, runs - 1):
             # The next complete run finishes the job and clears what a kill
             # left behind.
             proc = subprocess.run(fix_command(tree, cache), capture_output=True, env=env(), timeout=300)
