@@ -264,7 +264,7 @@ def _check_stdin(resolver, kw) -> int:
             result.findings = []
     if kw["diff"]:
         diff = unified_diff(name, source.text, fixed)
-        click.echo(diff, nl=False)
+        click.echo(writable(diff, sys.stdout), nl=False)
         if result.error:
             click.echo(f"{name}: error: {result.error}", err=True)
             return EXIT_FINDINGS
@@ -338,7 +338,7 @@ def _print_diff(run) -> int:
             chunks.append(unified_diff(result.path, result.source.text, result.fixed))
             fixed_count += sum(result.applied.values())
     text = "".join(chunks)
-    click.echo(text, nl=False)
+    click.echo(writable(text, sys.stdout), nl=False)
     failed = [r for r in run.results if r.error]
     for result in failed:
         click.echo(f"{result.path}: error: {result.error}", err=True)
@@ -388,14 +388,39 @@ def _report(run, settings, kw, *, fixing: bool, unsafe: bool, stream=None) -> in
     if out_file:
         try:
             Path(out_file).parent.mkdir(parents=True, exist_ok=True)
-            Path(out_file).write_text(text, encoding="utf-8", errors="surrogateescape")
+            Path(out_file).write_bytes(_encoded(text))
         except OSError as exc:
             fail(f"cannot write {out_file}: {exc.strerror or exc}")
     else:
         # click strips escape codes from non-TTY streams unless told otherwise,
         # which would make --color always / FORCE_COLOR useless in CI logs.
-        click.echo(text, nl=False, file=stream, color=style.color)
+        click.echo(writable(text, stream), nl=False, file=stream, color=style.color)
     return exit_code(run, kw, summary)
+
+
+# File names that are not UTF-8 reach reports as lone surrogates
+# (os.fsdecode), and so can source lines of a notebook (JSON escapes).  A
+# stream that cannot encode them must not fail the report at its last step.
+
+
+def writable(text: str, stream) -> str:
+    """``text`` as ``stream`` can encode it, unencodable characters escaped."""
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    try:
+        text.encode(encoding, getattr(stream, "errors", None) or "strict")
+    except UnicodeEncodeError:
+        return text.encode(encoding, "backslashreplace").decode(encoding)
+    except LookupError:
+        pass
+    return text
+
+
+def _encoded(text: str) -> bytes:
+    """UTF-8 for a report file: a non-UTF-8 file name as its own bytes."""
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace")
 
 
 def _is_summary(line: str) -> bool:

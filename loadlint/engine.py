@@ -179,6 +179,12 @@ def _nesting(text: str, limit: int = MAX_NESTING) -> tuple[int, int]:
     return deepest, where
 
 
+def too_deep_at(text: str) -> tuple[int, int] | None:
+    """(row, column) where nesting first exceeds ``MAX_NESTING``; None within it."""
+    depth, where = _nesting(text)
+    return position_of_offset(text, where) if depth > MAX_NESTING else None
+
+
 def _brace_depth(token: str) -> int:
     depth = deepest = 0
     for ch in token.replace("{{", "").replace("}}", ""):
@@ -210,10 +216,10 @@ def analyse(text: str, path: str, options: Options, *, notebook: bool = False) -
     """Lint one module's text.  Returns findings and, when parsed, the analysis."""
     if not any(word in text for word in PREFILTER):
         return [], None
-    depth, where = _nesting(text)
-    if depth > MAX_NESTING:
+    at = too_deep_at(text)
+    if at is not None:
         if "LL900" in options.select:
-            row, column = position_of_offset(text, where)
+            row, column = at
             message = f"file too complex to analyse: expressions nested more than {MAX_NESTING} deep"
             return [_engine_finding("LL900", message, path, row, column)], None
         return [], None
@@ -233,6 +239,14 @@ def analyse(text: str, path: str, options: Options, *, notebook: bool = False) -
         return [_engine_finding("LL900", f"SyntaxError: {message}", path, exc.raw_line, exc.raw_column + 1)], None
     except RecursionError:
         return _too_deep(path, options), None
+    except UnicodeEncodeError as exc:
+        # Only text that never was a file's bytes (a notebook's JSON
+        # escapes, an editor's buffer) can hold a lone surrogate.
+        if "LL901" not in options.select:
+            return [], None
+        row, column = position_of_offset(text, exc.start)
+        message = f"cannot read source: U+{ord(text[exc.start]):04X} (a lone surrogate) is not valid Unicode"
+        return [_engine_finding("LL901", message, path, row, column)], None
     try:
         info = collect(module)
     except RecursionError:

@@ -329,6 +329,12 @@ def _cell_syntax_error(text: str) -> tuple[str, int, int] | None:
         pass
     import libcst as cst
 
+    from loadlint.engine import MAX_NESTING, too_deep_at
+
+    # libcst's native parser overflows its stack on deep nesting (SIGSEGV).
+    at = too_deep_at(text)
+    if at is not None:
+        return f"cell too complex to analyse: expressions nested more than {MAX_NESTING} deep", at[0], at[1]
     try:
         cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
@@ -336,6 +342,8 @@ def _cell_syntax_error(text: str) -> tuple[str, int, int] | None:
         return f"SyntaxError: {message}", exc.raw_line, exc.raw_column + 1
     except RecursionError:
         return "cell too complex to analyse: nesting exceeds the recursion limit", 1, 1
+    except UnicodeEncodeError:
+        return None  # a lone surrogate: the engine reports it (LL901), with its place
     return None
 
 

@@ -40,7 +40,7 @@ class Cli:
         self.cwd = cwd
 
     def run(self, *args: str, ok=(0, 1), cwd: Path | None = None, timeout: float = 180, stdin: bytes | None = None,
-            console_script: bool = False) -> subprocess.CompletedProcess:
+            console_script: bool = False, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
         command = [str(Path(sys.executable).with_name("loadlint"))] if console_script else [sys.executable, "-m", "loadlint"]
         proc = subprocess.run(
             [*command, *args],
@@ -48,7 +48,7 @@ class Cli:
             input=stdin,
             capture_output=True,
             timeout=timeout,
-            env=cli_env(),
+            env={**cli_env(), **(env or {})},
         )
         stderr = proc.stderr.decode("utf-8", "replace")
         assert proc.returncode >= 0, f"killed by signal {-proc.returncode}: {stderr[-2000:]}"

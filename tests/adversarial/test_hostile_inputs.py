@@ -7,6 +7,7 @@ signal or a hang; LL900/LL901 findings carry a position.
 from __future__ import annotations
 
 import codecs
+import json
 import os
 import sys
 import time
@@ -377,6 +378,20 @@ def test_non_utf8_file_name(cli, tmp_path, monkeypatch):
 
 
 @NON_UTF8
+def test_non_utf8_file_name_on_a_strict_utf8_terminal(cli, tmp_path):
+    # Under a UTF-8 locale (not C.UTF-8) stdout refuses lone surrogates.
+    with open(os.path.join(os.fsencode(tmp_path), b"caf\xe9_\xff.py"), "wb") as handle:
+        handle.write(BASIC)
+    strict = {"PYTHONIOENCODING": "utf-8:strict"}
+    for fmt in ("full", "github", "junit"):
+        proc = cli.run("check", "--no-cache", "--target", TARGET, "--output-format", fmt, ".", env=strict)
+        assert proc.returncode == 1 and b"caf" in proc.stdout
+    proc = cli.run("check", "--no-cache", "--target", TARGET, "--diff", ".", env=strict)
+    assert proc.returncode == 1 and b"+++ b/caf" in proc.stdout
+    cli.run("fix", "--no-cache", "--target", TARGET, "--show-fixes", ".", ok=(0,), env={"PYTHONIOENCODING": "ascii:strict"})
+
+
+@NON_UTF8
 def test_non_utf8_file_name_is_fixed(cli, tmp_path):
     path = os.path.join(os.fsencode(tmp_path), b"\xff.py")
     with open(path, "wb") as handle:
@@ -400,3 +415,41 @@ def test_stdin_hostile_bytes(cli):
         cli.run("check", "--no-cache", "-", stdin=data)
         # Fixing stdin echoes the source whenever nothing could be fixed.
         assert cli.run("fix", "--no-cache", "-", stdin=data).stdout == data
+
+
+def notebook(*sources: str) -> str:
+    cells = [
+        {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": source}
+        for source in sources
+    ]
+    return json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+
+
+def test_notebook_cell_nested_thousands_deep(cli, tmp_path):
+    (tmp_path / "deep.ipynb").write_text(
+        notebook("from torch.utils.data import DataLoader\n", "x = " + "not " * 20000 + "1\nl = DataLoader(ds)\n")
+    )
+    [finding] = check(cli, "deep.ipynb")
+    assert finding["code"] == "LL900" and "too complex" in finding["message"] and finding["cell"] == 2
+    cli.run("fix", "--no-cache", "deep.ipynb")
+
+
+def test_lone_surrogate_in_a_notebook(cli, tmp_path):
+    # JSON can escape what UTF-8 cannot encode.
+    text = notebook("from torch.utils.data import DataLoader\nx = 'SURROGATE'\nl = DataLoader(ds)\n")
+    (tmp_path / "odd.ipynb").write_text(text.replace("SURROGATE", "\\ud800"))
+    [finding] = check(cli, "odd.ipynb", env={"PYTHONIOENCODING": "utf-8:strict"})
+    assert finding["code"] == "LL901" and "surrogate" in finding["message"]
+    assert finding["location"] == {"row": 2, "column": 6}
+    for fmt in ("full", "concise"):
+        cli.run("check", "--no-cache", "--output-format", fmt, "odd.ipynb", env={"PYTHONIOENCODING": "utf-8:strict"})
+    cli.run("fix", "--no-cache", "--unsafe-fixes", "odd.ipynb", env={"PYTHONIOENCODING": "utf-8:strict"})
+
+
+def test_lone_surrogate_through_the_api():
+    from loadlint.api import check_source, fix_source
+
+    text = "from torch.utils.data import DataLoader\nx = '\ud800'\nl = DataLoader(ds)\n"
+    [finding] = check_source(text)
+    assert finding.code == "LL901" and (finding.location.row, finding.location.column) == (2, 6)
+    assert fix_source(text)[0] == text
