@@ -453,3 +453,17 @@ def test_lone_surrogate_through_the_api():
     [finding] = check_source(text)
     assert finding.code == "LL901" and (finding.location.row, finding.location.column) == (2, 6)
     assert fix_source(text)[0] == text
+
+
+@pytest.mark.parametrize("char", ["\x0c", "\x0b", "\u2028", "\u2029", "\x85", "\x1c", "\ufeff", "\u200b"])
+def test_odd_line_breaks_and_spaces_keep_fix_edits_in_place(options, char):
+    # Python's str.splitlines breaks at these, Python's tokenizer does not:
+    # edits computed from rows and columns must land on the call anyway.
+    from loadlint.engine import fix_text
+
+    text = BASIC.decode().replace("import torch\n", f'import torch  # a{char}b\nS = "x{char}y"\n')
+    fixed, _, applied = fix_text(text, "x.py", options, unsafe=False)
+    before, after = text.split("\n"), fixed.split("\n")
+    assert applied and len(before) == len(after)
+    changed = [(a, b) for a, b in zip(before, after) if a != b]
+    assert changed and all("DataLoader(" in a or ".cuda(" in a for a, _ in changed)
