@@ -158,6 +158,8 @@ def _has_tool_section(path: Path) -> bool:
         return "loadlint" in tomllib.loads(data.decode("utf-8")).get("tool", {})
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses per level of nested arrays and tables
+        raise ConfigError(f"{path}: invalid TOML: nested too deeply") from None
 
 
 def load_table(path: Path) -> dict[str, Any]:
@@ -166,6 +168,8 @@ def load_table(path: Path) -> dict[str, Any]:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses per level of nested arrays and tables
+        raise ConfigError(f"{path}: invalid TOML: nested too deeply") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
     if path.name == "pyproject.toml":

@@ -46,6 +46,7 @@ CONFIGS = {
     "extend_loop": ("loadlint.toml", b"extend = \"loadlint.toml\"\n", "extend"),
     "extend_missing": ("loadlint.toml", b"extend = \"nowhere.toml\"\n", "extend"),
     "dotfile_malformed": (".loadlint.toml", b"select = [\n", "invalid TOML"),
+    "nested_too_deeply": ("pyproject.toml", b"[tool.loadlint]\nselect = " + b"[" * 50000 + b"]" * 50000 + b"\n", "nested too deeply"),
 }
 
 
