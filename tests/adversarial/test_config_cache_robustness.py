@@ -171,11 +171,12 @@ def test_entry_from_another_version_or_configuration_is_not_used(cli, warm):
     # The control: a poisoned entry whose every key matches is used, so the
     # poisoning is visible when it is not caught.
     poison(found["m11.py"], lambda data: data)
+    stamp = json.loads(found["m11.py"].read_bytes())["stamp"]
     findings = by_file(cached_run(cli, cache))
     if {f["message"] for f in findings["m11.py"]} != {"POISONED"}:
         from loadlint.cache import code_stamp
 
-        if json.loads(found["m11.py"].read_bytes())["stamp"] != code_stamp():
+        if stamp != code_stamp():
             pytest.skip("loadlint's own sources changed while the test ran (the cache rightly refused)")
     assert {f["message"] for f in findings.pop("m11.py")} == {"POISONED"}
     assert [f for fs in findings.values() for f in fs] == [f for f in expected if f["filename"] != "m11.py"]

@@ -127,7 +127,7 @@ def test_recursion_in_the_visitors_is_too_complex(options):
 
 
 def test_binary_file_named_py(cli, tmp_path):
-    data = bytes(range(256)) * 8 + b"DataLoader\x00\x01\x02" + os.urandom(512)
+    data = bytes(range(256)) * 8 + b"DataLoader(\x00\x01\x02" + os.urandom(512)
     (tmp_path / "blob.py").write_bytes(data)
     [finding] = check(cli, "blob.py")
     assert finding["code"] == "LL901"
@@ -411,7 +411,7 @@ def test_directory_named_like_a_module(cli, tmp_path):
 
 
 def test_stdin_hostile_bytes(cli):
-    for data in (b"DataLoader\x00\xff", LOADER + DEEP["not"](3000).encode() + b"\n"):
+    for data in (b"DataLoader(\x00\xff", LOADER + DEEP["not"](3000).encode() + b"\n"):
         cli.run("check", "--no-cache", "-", stdin=data)
         # Fixing stdin echoes the source whenever nothing could be fixed.
         assert cli.run("fix", "--no-cache", "-", stdin=data).stdout == data
