@@ -22,6 +22,18 @@ from loadlint.types import Finding, Fix, HardwareProfile, Location
 #: is not parsed at all.
 PREFILTER = ("DataLoader",)
 
+# Constructing one needs a call or an alias: ``DataLoader(``, ``X.DataLoader
+# (`` or ``import DataLoader as DL``.  Files that only name the class (type
+# hints, isinstance checks, imports) are skipped: in real trees that is most
+# of the files mentioning it, and parsing is by far the largest cost.
+_CONSTRUCTS = re.compile(r"DataLoader\s*\(|DataLoader\s+as\s")
+_CONSTRUCTS_BYTES = re.compile(rb"DataLoader\s*\(|DataLoader\s+as\s")
+
+
+def may_construct_loader(text: str) -> bool:
+    """The text pre-filter: False means no DataLoader can be built here."""
+    return "DataLoader" in text and _CONSTRUCTS.search(text) is not None
+
 #: Nesting beyond this (see ``nesting_depth``) is reported as too complex
 #: instead of being handed to a recursive parser and visitor: libcst's native
 #: parser slows down superlinearly with depth and overflows its stack (a hard
@@ -214,7 +226,7 @@ class Analysis:
 
 def analyse(text: str, path: str, options: Options, *, notebook: bool = False) -> tuple[list[Finding], Analysis | None]:
     """Lint one module's text.  Returns findings and, when parsed, the analysis."""
-    if not any(word in text for word in PREFILTER):
+    if not may_construct_loader(text):
         return [], None
     at = too_deep_at(text)
     if at is not None:
@@ -313,12 +325,11 @@ def passes_prefilter(data: bytes) -> bool:
     """Whether these bytes may construct a DataLoader.  UTF-16/32 text is
     searched in its own encoding: Python cannot read it (LL901), and a
     training script saved that way must not pass as clean."""
-    if any(word.encode() in data for word in PREFILTER):
+    if b"DataLoader" in data and _CONSTRUCTS_BYTES.search(data) is not None:
         return True
     for bom, codec in _WIDE_BOMS:
         if data.startswith(bom):
-            text = data.decode(codec, "replace")
-            return any(word in text for word in PREFILTER)
+            return may_construct_loader(data.decode(codec, "replace"))
     return False
 
 

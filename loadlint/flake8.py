@@ -44,10 +44,10 @@ class Plugin:
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         from loadlint.api import options_for
         from loadlint.config import ConfigError
-        from loadlint.engine import PREFILTER, analyse
+        from loadlint.engine import analyse, may_construct_loader
 
         text = "".join(self.lines)
-        if not any(word in text for word in PREFILTER):
+        if not may_construct_loader(text):
             return
         resolver, profiles = self._shared()
         path = self.filename if self.filename not in ("stdin", "-", None) else "stdin.py"

@@ -199,8 +199,8 @@ def test_available_memory_does_not_invalidate(tree, tmp_path, monkeypatch):
 def test_entry_that_never_read_the_profile_does_not_probe_the_machine(tmp_path, monkeypatch):
     src = tmp_path / "src"
     src.mkdir()
-    # Mentions DataLoader (so it is parsed) but constructs none: no rule runs.
-    (src / "mention.py").write_text("# DataLoader is built elsewhere\nx = 1\n")
+    # Passes the pre-filter (so it is parsed) but builds no torch DataLoader: no rule runs.
+    (src / "mention.py").write_text("from mylib import DataLoader\nloader = DataLoader(x)\n")
     cache_dir = tmp_path / "cache"
     lint(src, cache_dir)
     [entry] = [json.loads(p.read_text()) for p in entries(cache_dir)]
