@@ -10,6 +10,7 @@ rather than aborting the run over other files.
 from __future__ import annotations
 
 import codecs
+import ast
 import re
 from dataclasses import dataclass, field
 from typing import Callable
@@ -251,6 +252,15 @@ def analyse(text: str, path: str, options: Options, *, notebook: bool = False) -
         return [_engine_finding("LL900", f"SyntaxError: {message}", path, exc.raw_line, exc.raw_column + 1)], None
     except RecursionError:
         return _too_deep(path, options), None
+    except cst.CSTValidationError as exc:
+        # The tokenizer accepted what Python's own rules reject, e.g. an
+        # identifier in a script newer than this Python's Unicode tables.
+        if "LL900" not in options.select:
+            return [], None
+        name = re.search(r"'(.*)'", str(exc))
+        offset = text.find(_unrepr(name.group(1))) if name else -1
+        row, column = position_of_offset(text, offset) if offset >= 0 else (1, 1)
+        return [_engine_finding("LL900", f"SyntaxError: {exc}", path, row, column)], None
     except UnicodeEncodeError as exc:
         # Only text that never was a file's bytes (a notebook's JSON
         # escapes, an editor's buffer) can hold a lone surrogate.
@@ -297,6 +307,13 @@ def analyse(text: str, path: str, options: Options, *, notebook: bool = False) -
     analysis.findings = [f for f, _ in pairs]
     analysis.reports = [r for _, r in pairs]
     return analysis.findings, analysis
+
+
+def _unrepr(text: str) -> str:
+    try:
+        return ast.literal_eval(f"'{text}'")
+    except (ValueError, SyntaxError):
+        return text
 
 
 def _too_deep(path: str, options: Options) -> list[Finding]:

@@ -44,3 +44,12 @@ def test_suggest_for_call_without_a_call_on_the_line(tmp_path):
 def test_check_source_reports_with_the_given_profile():
     codes = [f.code for f in check_source(SOURCE, "train.py", profile=PROFILE)]
     assert codes == ["LL001", "LL201", "LL202", "LL202"]
+
+
+def test_identifier_this_python_rejects_is_a_syntax_error():
+    # U+2EBF0 (CJK Extension I) is newer than Python 3.11's Unicode tables:
+    # libcst's tokenizer takes it, its node validation does not.
+    source = "from torch.utils.data import DataLoader\n\U0002ebf0 = 1\nDataLoader(ds)\n"
+    [finding] = check_source(source, "x.py", profile=PROFILE)
+    assert (finding.code, finding.location.row, finding.location.column) == ("LL900", 2, 1)
+    assert finding.message == "SyntaxError: Name '\\U0002ebf0' is not a valid identifier."
