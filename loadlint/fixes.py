@@ -247,29 +247,12 @@ def apply_call_change(call: cst.Call, change: CallChange, pairs: dict[str, str] 
     """Apply one (merged) change.  ``pairs`` maps a removed keyword to the new
     one that takes its slot (``shuffle`` -> ``sampler``), so that the new
     argument keeps the old one's place and comment."""
-    from loadlint.callsites import DEFAULTS, POSITIONAL
-
-    # Map parameter names to argument indices (keywords and positional slots).
-    def index_of(name: str) -> int | None:
-        position = 0
-        for i, arg in enumerate(call.args):
-            if arg.star:
-                if arg.star == "*":
-                    position = len(POSITIONAL)
-                continue
-            if arg.keyword is not None:
-                if arg.keyword.value == name:
-                    return i
-            else:
-                if position < len(POSITIONAL) and POSITIONAL[position] == name:
-                    return i
-                position += 1
-        return None
+    from loadlint.callsites import DEFAULTS
 
     pairs = dict(pairs or {})
     placed: set[str] = set()
     for name in change.remove:
-        i = index_of(name)
+        i = arg_index(call, name)
         if i is None:
             continue
         arg = call.args[i]
@@ -289,7 +272,7 @@ def apply_call_change(call: cst.Call, change: CallChange, pairs: dict[str, str] 
     for name, code in change.set.items():
         if name in placed:
             continue
-        i = index_of(name)
+        i = arg_index(call, name)
         if i is not None:
             args = list(call.args)
             args[i] = args[i].with_changes(value=cst.parse_expression(code))
@@ -660,23 +643,30 @@ def _calls_at(positions: Positions, line: int) -> list[cst.Call]:
     ]
 
 
-def _arg_value(call: cst.Call, name: str) -> cst.Arg | None:
+def arg_index(call: cst.Call, name: str) -> int | None:
+    """Index of the argument that binds DataLoader parameter ``name``
+    (a keyword, or its positional slot), or None."""
     from loadlint.callsites import POSITIONAL
 
     position = 0
-    for arg in call.args:
+    for i, arg in enumerate(call.args):
         if arg.star:
             if arg.star == "*":
                 position = len(POSITIONAL)
             continue
         if arg.keyword is not None:
             if arg.keyword.value == name:
-                return arg
+                return i
         else:
             if position < len(POSITIONAL) and POSITIONAL[position] == name:
-                return arg
+                return i
             position += 1
     return None
+
+
+def _arg_value(call: cst.Call, name: str) -> cst.Arg | None:
+    index = arg_index(call, name)
+    return None if index is None else call.args[index]
 
 
 def _holds(call: cst.Call, name: str, value: object) -> bool:
