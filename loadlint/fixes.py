@@ -258,7 +258,7 @@ def apply_call_change(call: cst.Call, change: CallChange, pairs: dict[str, str] 
         arg = call.args[i]
         later_positional = any(a.keyword is None and not a.star for a in call.args[i + 1:])
         partner = pairs.get(name)
-        if partner is not None and partner in change.set and index_of(partner) is None and not later_positional:
+        if partner is not None and partner in change.set and arg_index(call, partner) is None and not later_positional:
             call = call.with_changes(args=[*call.args[:i], _rename_arg(arg, partner, change.set[partner]), *call.args[i + 1:]])
             placed.add(partner)
         elif arg.keyword is None and later_positional:
