@@ -55,7 +55,10 @@ def profile_key(profile: HardwareProfile) -> str:
     Available memory changes from one second to the next; keeping it would
     make every entry that consulted the profile a miss.
     """
-    return content_hash(repr(replace(profile, memory_available=None)).encode())
+    # ``declared`` is a frozenset: its repr's order changes with each
+    # process's string hashing, so it is written sorted.
+    stable = replace(profile, memory_available=None, declared=tuple(sorted(profile.declared)))
+    return content_hash(repr(stable).encode())
 
 
 def code_stamp() -> str:

@@ -406,3 +406,24 @@ def test_clean_refuses_a_folder_that_is_not_a_cache(tmp_path):
 
 def test_cachedir_tag_is_the_standard_one():
     assert CACHEDIR_TAG.startswith("Signature: 8a477f597d28d172789f06886806bc55\n")
+
+
+def test_profile_key_does_not_depend_on_string_hashing():
+    # The key is compared across processes, whose set orders differ.
+    import subprocess
+    import sys
+
+    script = (
+        "from loadlint.cache import profile_key\n"
+        "from loadlint.types import HardwareProfile\n"
+        "print(profile_key(HardwareProfile(usable_cpus=4, gpu_count=1, "
+        "declared=frozenset({'cpus', 'gpus', 'memory', 'platform', 'python'}))))\n"
+    )
+    keys = {
+        subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, check=True,
+            env={**__import__("os").environ, "PYTHONHASHSEED": str(seed)},
+        ).stdout
+        for seed in range(6)
+    }
+    assert len(keys) == 1
