@@ -8,14 +8,15 @@ from loadlint.rules.base import Context, Invalid, Report, Rule
 class SyntaxErrorRule(Rule):
     """
     ## What it does
-    Reports a file that mentions `DataLoader` but cannot be parsed, at the
-    position of the syntax error, and files too deeply nested to analyse.
+    Reports a file that calls `DataLoader(` (or imports it under another
+    name) but cannot be parsed, at the position of the syntax error, and
+    files too deeply nested to analyse.
 
     ## Why is this bad?
     A file that does not parse cannot be checked: its DataLoader calls could
     hide any of the other findings.  loadlint reports it instead of skipping
     it silently, and goes on with the other files (exit code 1, as for any
-    finding).  Files that never mention `DataLoader` are not parsed at all
+    finding).  Files that never call `DataLoader(` are not parsed at all
     (that is what keeps loadlint fast), so their syntax errors are left to
     your other tools.
 
