@@ -1488,7 +1488,7 @@ def main(spec_path: str) -> None:
             import torch
         except ImportError:
             result["error"] = {"kind": "no_torch",
-                               "message": f"torch is not installed for {sys.executable}"}
+                               "message": f"torch is not installed for {sys.executable} (pip install 'loadlint[verify]')"}
         else:
             install_capture(torch)
             _dispatch(torch, spec, result)
