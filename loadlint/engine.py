@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from loadlint.rules import CODES, ENGINE_CODES, name_of, rule_class
-from loadlint.source import DecodeError, Source, decode, lines, position_of_offset
+from loadlint.source import DecodeError, Source, decode, position_of_offset
 from loadlint.types import Finding, Fix, HardwareProfile, Location
 
 #: A file that never contains one of these cannot construct a DataLoader and
@@ -75,12 +75,8 @@ class Options:
         return self.profile_factory()
 
 
-def suppressed_codes(text: str, row: int) -> set[str] | None:
-    """Codes a ``# noqa`` comment on ``row`` suppresses; {"*"} for a bare one."""
-    src_lines = lines(text)
-    if row - 1 >= len(src_lines):
-        return None
-    line = src_lines[row - 1]
+def suppressed_codes(line: str) -> set[str] | None:
+    """Codes a ``# noqa`` comment on this line suppresses; {"*"} for a bare one."""
     if "#" not in line:
         return None
     match = _NOQA.search(line)
@@ -100,10 +96,10 @@ def file_suppressions(text: str) -> set[str]:
     return out
 
 
-def _is_suppressed(finding: Finding, text: str, file_level: set[str]) -> bool:
+def _is_suppressed(finding: Finding, line: str, file_level: set[str]) -> bool:
     if "*" in file_level or finding.code in file_level:
         return True
-    codes = suppressed_codes(text, finding.location.row)
+    codes = suppressed_codes(line)
     return codes is not None and ("*" in codes or finding.code in codes)
 
 
@@ -297,7 +293,9 @@ def analyse(text: str, path: str, options: Options, *, notebook: bool = False) -
                     except Exception:  # an unrenderable fix must not lose the finding
                         fix = None
                 finding = Finding(code, rule.name, report.message, path, start, end, fix)
-                if options.noqa and _is_suppressed(finding, text, file_level):
+                # The reported line only: splitting the whole text per finding
+                # made suppression quadratic in big files.
+                if options.noqa and _is_suppressed(finding, positions.line_text(start.row), file_level):
                     continue
                 pairs.append((finding, (code, report)))
     except RecursionError:

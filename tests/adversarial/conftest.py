@@ -71,8 +71,3 @@ def cli(tmp_path: Path) -> Cli:
 def options() -> Options:
     return Options(select=frozenset(CODES), profile_factory=lambda: PROFILE)
 
-
-@pytest.fixture
-def fixture_sources() -> dict[str, bytes]:
-    """The fixture files of this folder, by name."""
-    return {p.name: p.read_bytes() for p in sorted(FIXTURES.glob("*.py"))}
