@@ -245,6 +245,12 @@ def workers_on(call: LoaderCall) -> bool:
     return type(value) is int and value > 0
 
 
+def workers_off(call: LoaderCall) -> bool:
+    """``num_workers`` is missing or resolves to 0 (single-process loading)."""
+    value = call.workers()
+    return type(value) is int and value == 0
+
+
 def class_hierarchy(info: ModuleInfo, cls: ClassFacts) -> list[ClassFacts]:
     """The class and its local bases, nearest first."""
     out = [cls]

@@ -3,8 +3,22 @@ from __future__ import annotations
 from typing import Iterator
 
 from loadlint.resolve import MISSING, UNKNOWN
-from loadlint.rules._common import torch_before_2, value_text, workers_text, written_in_call
-from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
+from loadlint.rules._common import (
+    torch_before_2,
+    value_text,
+    workers_off,
+    workers_text,
+    written_in_call,
+)
+from loadlint.rules.base import (
+    CallChange,
+    Context,
+    FixSpec,
+    Invalid,
+    Report,
+    Rule,
+    Valid,
+)
 from loadlint.types import HardwareProfile
 
 _TORCH1 = HardwareProfile(
@@ -65,8 +79,7 @@ class PrefetchWithoutWorkers(Rule):
     def check(self, ctx: Context) -> Iterator[Report]:
         old = torch_before_2(ctx.profile)
         for call in ctx.calls:
-            workers = call.workers()
-            if type(workers) is not int or workers != 0:
+            if not workers_off(call):
                 continue
             value = call.value("prefetch_factor")
             if value is MISSING or value is UNKNOWN:

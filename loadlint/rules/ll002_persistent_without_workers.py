@@ -2,8 +2,22 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from loadlint.rules._common import is_truthy, value_text, workers_text, written_in_call
-from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
+from loadlint.rules._common import (
+    is_truthy,
+    value_text,
+    workers_off,
+    workers_text,
+    written_in_call,
+)
+from loadlint.rules.base import (
+    CallChange,
+    Context,
+    FixSpec,
+    Invalid,
+    Report,
+    Rule,
+    Valid,
+)
 
 
 class PersistentWithoutWorkers(Rule):
@@ -50,8 +64,7 @@ class PersistentWithoutWorkers(Rule):
 
     def check(self, ctx: Context) -> Iterator[Report]:
         for call in ctx.calls:
-            workers = call.workers()
-            if type(workers) is not int or workers != 0:
+            if not workers_off(call):
                 continue
             if is_truthy(call.value("persistent_workers")) is not True:
                 continue

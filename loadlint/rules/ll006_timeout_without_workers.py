@@ -2,8 +2,21 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from loadlint.rules._common import value_text, workers_text, written_in_call
-from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
+from loadlint.rules._common import (
+    value_text,
+    workers_off,
+    workers_text,
+    written_in_call,
+)
+from loadlint.rules.base import (
+    CallChange,
+    Context,
+    FixSpec,
+    Invalid,
+    Report,
+    Rule,
+    Valid,
+)
 
 
 class TimeoutWithoutWorkers(Rule):
@@ -51,8 +64,7 @@ class TimeoutWithoutWorkers(Rule):
 
     def check(self, ctx: Context) -> Iterator[Report]:
         for call in ctx.calls:
-            workers = call.workers()
-            if type(workers) is not int or workers != 0:
+            if not workers_off(call):
                 continue
             timeout = call.value("timeout")
             if type(timeout) not in (int, float) or timeout <= 0:

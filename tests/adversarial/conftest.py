@@ -19,7 +19,6 @@ from loadlint.engine import Options
 from loadlint.rules import CODES
 from loadlint.types import HardwareProfile
 
-FIXTURES = Path(__file__).parent / "fixtures"
 #: A declared machine, so findings and fixes never depend on the test host.
 TARGET = "cpus=4,gpus=1"
 PROFILE = HardwareProfile(usable_cpus=4, gpu_count=1, declared=frozenset({"cpus", "gpus"}))
