@@ -46,7 +46,6 @@ POSITIONAL = (
     "multiprocessing_context",
     "generator",
 )
-KEYWORD_ONLY = ("prefetch_factor", "persistent_workers", "pin_memory_device", "in_order")
 DEFAULTS: dict[str, Any] = {
     "batch_size": 1,
     "shuffle": None,
@@ -183,8 +182,6 @@ class FunctionFacts:
     self_attrs_used: set[str] = field(default_factory=set)
     names_used: set[str] = field(default_factory=set)
     rng_attrs: set[str] = field(default_factory=set)
-    #: Names from enclosing functions it reads (closures).
-    free_names: set[str] = field(default_factory=set)
 
 
 @dataclass(eq=False)
@@ -231,9 +228,6 @@ class LoaderCall:
     function: str | None
     class_name: str | None
     returned_from: str | None
-
-    def has(self, name: str) -> bool:
-        return name in self.args or name in self.dict_args
 
     def expr(self, name: str) -> cst.BaseExpression | None:
         arg = self.args.get(name)
@@ -289,12 +283,9 @@ class ModuleInfo:
     aliases: dict[Key, Key] = field(default_factory=dict)
     module_rngs: set[str] = field(default_factory=set)
     start_methods: set[str] = field(default_factory=set)
-    lambdas_in_scope_calls: dict[int, bool] = field(default_factory=dict)
     imports: ImportTable = field(default_factory=ImportTable)
     module_scope: Scope = field(default_factory=lambda: Scope("module", None))
     is_notebook: bool = False
-    #: Lambda-carrying calls bound to names: key -> True.
-    built_with_lambda: set[Key] = field(default_factory=set)
     #: Every ``def``, keyed by (id of the scope it binds in, name).
     defs: dict[Key, FunctionFacts] = field(default_factory=dict)
     #: Every ``class``, keyed the same way (local classes are not picklable).
@@ -310,13 +301,6 @@ class ModuleInfo:
     attr_assign_nodes: dict[int, cst.CSTNode] = field(default_factory=dict)
 
     # -- derived facts ----------------------------------------------------
-
-    def resolve_alias(self, key: Key) -> Key:
-        seen = set()
-        while key in self.aliases and key not in seen:
-            seen.add(key)
-            key = self.aliases[key]
-        return key
 
     def keys_of(self, call: LoaderCall) -> set[Key]:
         """Every key through which the loader is reachable (aliases included)."""
@@ -360,10 +344,6 @@ class ModuleInfo:
                 if param in fn.iterated_params:
                     uses.append((frames[-1], None))
         return uses
-
-    def iterated(self, call: LoaderCall) -> bool:
-        keys = self.keys_of(call)
-        return any(it.key in keys for it in self.iterations) or bool(self.epoch_uses(call))
 
     def lightning_hook(self, call: LoaderCall) -> bool:
         if call.returned_from not in _LIGHTNING_HOOKS or call.class_name is None:

@@ -26,10 +26,6 @@ class Candidate:
     explicit: bool
 
 
-def _matches(name: str, rel: str, patterns: tuple[str, ...]) -> bool:
-    return _Matcher.of(patterns).matches(name, rel)
-
-
 class _Matcher:
     """The exclude patterns of one settings object, compiled once.
 

@@ -10,7 +10,7 @@ everything outside the edited calls and added imports stays byte-identical.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
@@ -357,7 +357,6 @@ class Builder:
     positions: Positions
     _imports: set[str] | None = None
     _plan: ImportPlan | None = None
-    bound_names: set[str] = field(default_factory=set)
 
     def build(self, spec: FixSpec) -> Fix:
         return Fix(spec.applicability, spec.message, tuple(self.edits([spec])))
