@@ -16,6 +16,7 @@ import libcst as cst
 
 from loadlint.walk import walk
 
+from loadlint.signature import DATALOADER, DEFAULTS, POSITIONAL
 from loadlint.resolve import (
     MISSING,
     UNKNOWN,
@@ -27,43 +28,6 @@ from loadlint.resolve import (
     evaluate,
     follow_name,
 )
-
-DATALOADER = "torch.utils.data.DataLoader"
-
-#: DataLoader's positional parameters, in order; the rest are keyword-only.
-POSITIONAL = (
-    "dataset",
-    "batch_size",
-    "shuffle",
-    "sampler",
-    "batch_sampler",
-    "num_workers",
-    "collate_fn",
-    "pin_memory",
-    "drop_last",
-    "timeout",
-    "worker_init_fn",
-    "multiprocessing_context",
-    "generator",
-)
-DEFAULTS: dict[str, Any] = {
-    "batch_size": 1,
-    "shuffle": None,
-    "sampler": None,
-    "batch_sampler": None,
-    "num_workers": 0,
-    "collate_fn": None,
-    "pin_memory": False,
-    "drop_last": False,
-    "timeout": 0,
-    "worker_init_fn": None,
-    "multiprocessing_context": None,
-    "generator": None,
-    "prefetch_factor": None,
-    "persistent_workers": False,
-    "pin_memory_device": "",
-    "in_order": True,
-}
 
 _DISTRIBUTED_CALLS = {
     "torch.distributed.init_process_group",

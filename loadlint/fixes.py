@@ -17,6 +17,7 @@ from libcst._nodes.internal import CodegenState
 
 from loadlint.rules.base import CallChange, FixSpec
 from loadlint.source import LINE_BREAK, line_starts
+from loadlint.signature import TUNABLE_DEFAULTS
 from loadlint.types import Edit, Fix, Location
 
 
@@ -247,7 +248,7 @@ def apply_call_change(call: cst.Call, change: CallChange, pairs: dict[str, str] 
     """Apply one (merged) change.  ``pairs`` maps a removed keyword to the new
     one that takes its slot (``shuffle`` -> ``sampler``), so that the new
     argument keeps the old one's place and comment."""
-    from loadlint.callsites import DEFAULTS
+    from loadlint.signature import DEFAULTS
 
     pairs = dict(pairs or {})
     placed: set[str] = set()
@@ -541,20 +542,6 @@ def apply_edits(text: str, edits: list[Edit]) -> str:
 
 # -- configurations measured by ``loadlint verify`` -----------------------------
 
-#: DataLoader's tunable keywords and their defaults (verify's report omits a
-#: keyword from ``best`` when the best value is the default).
-TUNABLE_DEFAULTS: dict[str, object] = {
-    "num_workers": 0,
-    "prefetch_factor": None,
-    "persistent_workers": False,
-    "pin_memory": False,
-    "multiprocessing_context": None,
-    "timeout": 0,
-    "in_order": True,
-    "pin_memory_device": "",
-}
-
-
 class ReportError(Exception):
     """A verify report that cannot be read or does not have the expected shape."""
 
@@ -645,7 +632,7 @@ def _calls_at(positions: Positions, line: int) -> list[cst.Call]:
 def arg_index(call: cst.Call, name: str) -> int | None:
     """Index of the argument that binds DataLoader parameter ``name``
     (a keyword, or its positional slot), or None."""
-    from loadlint.callsites import POSITIONAL
+    from loadlint.signature import POSITIONAL
 
     position = 0
     for i, arg in enumerate(call.args):

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from loadlint import cpus
 from loadlint.types import GPU, HardwareProfile
 
 __all__ = [
@@ -73,12 +74,6 @@ _DETECTABLE_KEYS = frozenset({"cpus", "gpus", "memory", "shm", "platform", "pyth
 # --------------------------------------------------------------------------
 
 
-def _default_affinity() -> int | None:
-    # sched_getaffinity exists on Linux only; elsewhere affinity is unknown.
-    getaffinity = getattr(os, "sched_getaffinity", None)
-    return None if getaffinity is None else len(getaffinity(0))
-
-
 @dataclass(frozen=True)
 class Probes:
     """The non-filesystem sources :func:`detect` reads; replace any in tests.
@@ -88,7 +83,7 @@ class Probes:
     """
 
     cpu_count: Callable[[], int | None] = os.cpu_count
-    affinity: Callable[[], int | None] = _default_affinity
+    affinity: Callable[[], int | None] = cpus.affinity
     import_module: Callable[[str], Any] = importlib.import_module
     platform: str = sys.platform
     python: tuple[int, int] = (sys.version_info[0], sys.version_info[1])
@@ -119,7 +114,7 @@ def detect(
 
     logical = _safe(lambda: _positive(probes.cpu_count()))
     affinity = _safe(lambda: _positive(probes.affinity()))
-    cgroup = _safe(lambda: _cgroup_cpu_quota(base))
+    cgroup = _safe(lambda: cpus.cgroup_cpu_quota(base))
     psutil = _safe(lambda: probes.import_module("psutil"))
     physical = _safe(lambda: _positive(psutil.cpu_count(logical=False))) if psutil else None
     memory = _safe(lambda: psutil.virtual_memory()) if psutil else None
@@ -129,7 +124,7 @@ def detect(
     gpu_count, gpus = _nvml_gpus(probes.import_module) if nvml else (None, ())
 
     return HardwareProfile(
-        usable_cpus=_usable_cpus(logical, affinity, cgroup),
+        usable_cpus=cpus.usable_cpus(logical, affinity, cgroup),
         logical_cpus=logical,
         physical_cores=physical,
         affinity_cpus=affinity,
@@ -155,17 +150,6 @@ def _safe(probe: Callable[[], Any]) -> Any:
 
 def _positive(value: Any) -> int | None:
     return value if isinstance(value, int) and value > 0 else None
-
-
-def _usable_cpus(logical: int | None, affinity: int | None, cgroup: float | None) -> int:
-    # Physical cores are deliberately not a bound here: worker processes run
-    # on hyperthreads too, so oversubscription is about schedulable CPUs.
-    # suggest_num_workers applies physical cores as a separate cap.
-    known = [n for n in (logical, affinity) if n is not None]
-    if cgroup is not None:
-        # A quota of 2.5 CPUs sustains 2 busy processes, never fewer than 1.
-        known.append(max(1, math.floor(cgroup)))
-    return max(1, min(known)) if known else 1
 
 
 def _platform_name(platform: str) -> str:
@@ -222,122 +206,6 @@ def _nvml_device(pynvml: Any, index: int) -> GPU:
 
 
 # cgroups ------------------------------------------------------------------
-
-
-def _cgroup_cpu_quota(root: Path) -> float | None:
-    """The tightest CPU quota (in CPUs) over cgroup v1 and v2, or None.
-
-    Both hierarchies are read because hybrid hosts mount the cpu controller
-    on v1 and still expose a v2 tree. Ancestors count too: a quota set on
-    the pod's parent cgroup limits every container below it.
-    """
-    memberships = _read_text(root / "proc/self/cgroup")
-    if memberships is None:
-        return None
-    v2_path: str | None = None
-    v1_path: str | None = None
-    for line in memberships.splitlines():
-        parts = line.split(":", 2)
-        if len(parts) != 3:
-            continue
-        hierarchy, controllers, path = parts
-        if hierarchy == "0" and controllers == "":
-            v2_path = path
-        elif "cpu" in controllers.split(","):
-            v1_path = path
-    mounts = _cgroup_mounts(root)
-    quotas: list[float] = []
-    if v2_path is not None:
-        mount = mounts.get("cgroup2") or ("/", root / "sys/fs/cgroup")
-        quotas += _walk_quota(_cgroup_dir(mount, v2_path), mount[1], _read_cpu_max)
-    if v1_path is not None:
-        mount = mounts.get("cpu") or _default_v1_cpu_mount(root)
-        if mount is not None:
-            quotas += _walk_quota(_cgroup_dir(mount, v1_path), mount[1], _read_cfs_quota)
-    return min(quotas) if quotas else None
-
-
-def _cgroup_mounts(root: Path) -> dict[str, tuple[str, Path]]:
-    """Map "cgroup2" and "cpu" to (mount root, mount point) from mountinfo."""
-    mounts: dict[str, tuple[str, Path]] = {}
-    for line in (_read_text(root / "proc/self/mountinfo") or "").splitlines():
-        # "id parent dev root mountpoint opts [optional...] - fstype src superopts"
-        before, sep, after = line.partition(" - ")
-        fields, tail = before.split(), after.split()
-        if not sep or len(fields) < 5 or len(tail) < 3:
-            continue
-        mount_root, mount_point = fields[3], root / fields[4].lstrip("/")
-        if tail[0] == "cgroup2":
-            mounts.setdefault("cgroup2", (mount_root, mount_point))
-        elif tail[0] == "cgroup" and "cpu" in tail[2].split(","):
-            mounts.setdefault("cpu", (mount_root, mount_point))
-    return mounts
-
-
-def _default_v1_cpu_mount(root: Path) -> tuple[str, Path] | None:
-    for name in ("cpu,cpuacct", "cpu", "cpuacct,cpu"):
-        if (root / "sys/fs/cgroup" / name).is_dir():
-            return "/", root / "sys/fs/cgroup" / name
-    return None
-
-
-def _cgroup_dir(mount: tuple[str, Path], path: str) -> Path:
-    mount_root, mount_point = mount
-    # Inside a container the mount root is often the container's own cgroup,
-    # so the path from /proc/self/cgroup is relative to it.
-    if mount_root != "/" and (path == mount_root or path.startswith(mount_root + "/")):
-        path = path[len(mount_root):]
-    candidate = mount_point / path.lstrip("/")
-    # Without a cgroup namespace the path names a host cgroup that is not
-    # visible here; the mount point is then the best we have.
-    return candidate if candidate.is_dir() else mount_point
-
-
-def _walk_quota(start: Path, stop: Path, read: Callable[[Path], float | None]) -> list[float]:
-    quotas: list[float] = []
-    current = start
-    while True:
-        quota = read(current)
-        if quota is not None:
-            quotas.append(quota)
-        if current == stop or current.parent == current or stop not in current.parents:
-            return quotas
-        current = current.parent
-
-
-def _read_cpu_max(directory: Path) -> float | None:
-    # cgroup v2: "max 100000" (no limit) or "<quota> <period>" in microseconds.
-    text = _read_text(directory / "cpu.max")
-    if text is None:
-        return None
-    fields = text.split()
-    if len(fields) != 2 or fields[0] == "max":
-        return None
-    return _ratio(fields[0], fields[1])
-
-
-def _read_cfs_quota(directory: Path) -> float | None:
-    # cgroup v1: cpu.cfs_quota_us is -1 when unlimited.
-    quota = _read_text(directory / "cpu.cfs_quota_us")
-    period = _read_text(directory / "cpu.cfs_period_us")
-    if quota is None or period is None:
-        return None
-    return _ratio(quota.strip(), period.strip())
-
-
-def _ratio(quota: str, period: str) -> float | None:
-    try:
-        q, p = int(quota), int(period)
-    except ValueError:
-        return None
-    return q / p if q > 0 and p > 0 else None
-
-
-def _read_text(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
 
 
 # --------------------------------------------------------------------------

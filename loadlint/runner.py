@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 from typing import Callable, Iterable
 
+from loadlint import cpus
 from loadlint.api import FixRequest, ProfileCache, Run, check_file, options_for, read_source
 from loadlint.config import Resolver
 from loadlint.discover import Candidate, discover
@@ -97,10 +98,7 @@ def lazy_cache(directory: str | Path | None) -> Callable[[], object | None]:
 
 
 def default_jobs() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
+    return cpus.usable_here()
 
 
 class Progress:

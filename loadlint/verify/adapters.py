@@ -12,18 +12,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-#: Keywords verify varies and reports: the loading machinery, never the
-#: data (dataset, sampler, batch size and collate stay the user's).
-TUNABLE_DEFAULTS: dict[str, Any] = {
-    "num_workers": 0,
-    "prefetch_factor": None,
-    "persistent_workers": False,
-    "pin_memory": False,
-    "multiprocessing_context": None,
-    "timeout": 0,
-    "in_order": True,
-    "pin_memory_device": "",
-}
+from loadlint.signature import TUNABLE_DEFAULTS
 
 
 def detect_profile() -> Any:

@@ -63,7 +63,7 @@ import os
 from typing import Any
 
 from loadlint.verify import measure
-from loadlint.verify.adapters import TUNABLE_DEFAULTS
+from loadlint.signature import TUNABLE_DEFAULTS
 
 SCHEMA = "loadlint.verify/1"
 

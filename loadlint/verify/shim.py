@@ -44,7 +44,7 @@ from collections import Counter
 from typing import Any
 
 from loadlint.verify import measure
-from loadlint.verify.adapters import TUNABLE_DEFAULTS
+from loadlint.signature import TUNABLE_DEFAULTS
 
 now = time.perf_counter
 
