@@ -79,9 +79,9 @@ def cgroup_cpu_quota(root: Path = Path("/")) -> float | None:
         mount = mounts.get("cgroup2") or ("/", root / "sys/fs/cgroup")
         quotas += _walk_quota(_cgroup_dir(mount, v2_path), mount[1], _read_cpu_max)
     if v1_path is not None:
-        mount = mounts.get("cpu") or _default_v1_cpu_mount(root)
-        if mount is not None:
-            quotas += _walk_quota(_cgroup_dir(mount, v1_path), mount[1], _read_cfs_quota)
+        v1_mount = mounts.get("cpu") or _default_v1_cpu_mount(root)
+        if v1_mount is not None:
+            quotas += _walk_quota(_cgroup_dir(v1_mount, v1_path), v1_mount[1], _read_cfs_quota)
     return min(quotas) if quotas else None
 
 
