@@ -7,16 +7,19 @@ are one line on stderr, never a traceback (set LOADLINT_DEBUG=1 for one).
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import os
-import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, TextIO, TypeVar
 
 import click
 
 from loadlint import __version__
+from loadlint.types import HUMAN_FORMATS, CheckOptions, FixRequest, Run
+
+if TYPE_CHECKING:
+    from loadlint.config import Resolver, Settings
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -136,9 +139,9 @@ def check_options(func):
 
 @cli.command("check")
 @check_options
-def check_command(**kwargs) -> None:
+def check_command(**kwargs: Any) -> None:
     """Check files and folders (default: the current folder)."""
-    sys.exit(run_check(**kwargs))
+    sys.exit(run_check(CheckOptions(**kwargs)))
 
 
 @cli.command("fix")
@@ -149,58 +152,48 @@ def check_command(**kwargs) -> None:
     type=click.Path(dir_okay=False, path_type=str),
     help="Write the configurations a `loadlint verify -o REPORT.json` run confirmed into their calls.",
 )
-def fix_command(**kwargs) -> None:
+def fix_command(**kwargs: Any) -> None:
     """Apply safe fixes (same as check --fix)."""
     if kwargs["fix"] is None:
         kwargs["fix"] = True
-    sys.exit(run_check(**kwargs))
+    sys.exit(run_check(CheckOptions(**kwargs)))
 
 
-def run_check(**kw) -> int:
-    from loadlint.config import ConfigError, Overrides, Resolver
+def run_check(options: CheckOptions) -> int:
+    """Run ``check``/``fix`` as ``options`` say; the exit code."""
+    from loadlint.config import ConfigError, Overrides, Resolver, describe
 
     try:
         overrides = Overrides(
-            select=_split(kw["select"]),
-            ignore=_split(kw["ignore"]),
-            extend_select=_split(kw["extend_select"]),
-            exclude=_split(kw["exclude"]),
-            extend_exclude=_split(kw["extend_exclude"]),
-            respect_gitignore=kw["respect_gitignore"],
-            unsafe_fixes=kw["unsafe_fixes"],
-            output_format=kw["output_format"],
-            target=_parse_targets(kw["targets"]),
-            per_file_ignores=_per_file_ignores(kw["per_file_ignores"]),
+            select=_split(options.select),
+            ignore=_split(options.ignore),
+            extend_select=_split(options.extend_select),
+            exclude=_split(options.exclude),
+            extend_exclude=_split(options.extend_exclude),
+            respect_gitignore=options.respect_gitignore,
+            unsafe_fixes=options.unsafe_fixes,
+            output_format=options.output_format,
+            target=_parse_targets(options.targets),
+            per_file_ignores=_per_file_ignores(options.per_file_ignores),
         )
-        resolver = Resolver(overrides, Path(kw["config_path"]) if kw["config_path"] else None, kw["isolated"])
+        resolver = Resolver(overrides, Path(options.config_path) if options.config_path else None, options.isolated)
         # As in ruff, --stdin-filename alone means "read stdin".
-        paths = [p for p in kw["paths"]] or (["-"] if kw["stdin_filename"] else ["."])
-        if kw["show_settings"]:
-            first = Path(kw["stdin_filename"] if paths == ["-"] and kw["stdin_filename"] else paths[0])
-            settings = resolver.for_path(first)
-            click.echo(_format_settings(first, settings))
+        paths = list(options.paths) or (["-"] if options.stdin_filename else ["."])
+        if options.show_settings:
+            first = Path(options.stdin_filename if paths == ["-"] and options.stdin_filename else paths[0])
+            click.echo(describe(first, resolver.for_path(first)))
             return EXIT_CLEAN
-        if kw.get("from_verify"):
-            return _fix_from_verify(resolver, kw)
+        if options.from_verify:
+            return _fix_from_verify(resolver, options, options.from_verify)
         if paths == ["-"]:
-            if kw["force_exclude"] and kw["stdin_filename"] and _stdin_excluded(resolver, kw["stdin_filename"]):
-                # An excluded file is passed through untouched, with no findings.
-                if kw["fix"] and not kw["diff"]:
-                    sys.stdout.buffer.write(sys.stdin.buffer.read())
-                    sys.stdout.flush()
-                return EXIT_CLEAN
-            return _check_stdin(resolver, kw)
+            return _check_stdin(resolver, options)
         for path in paths:
             if not os.path.lexists(path):
                 fail(f"{path}: no such file or folder")
-        from loadlint.runner import execute
-
-        return execute([Path(p) for p in paths], resolver, kw)
+        return _check_paths([Path(p) for p in paths], resolver, options)
     except (ConfigError, _target_error()) as exc:
         fail(str(exc))
-    except click.exceptions.Exit:
-        raise
-    except click.ClickException:
+    except (click.exceptions.Exit, click.ClickException):
         raise
     except KeyboardInterrupt:
         click.echo("loadlint: interrupted", err=True)
@@ -212,245 +205,115 @@ def run_check(**kw) -> int:
     return EXIT_ERROR
 
 
-def _format_settings(path: Path, settings) -> str:
-    from loadlint.config import describe
+def _check_paths(paths: list[Path], resolver: Resolver, options: CheckOptions) -> int:
+    from loadlint.runner import lint_paths
 
-    return describe(path, settings)
+    first = resolver.for_path(paths[0])
+    unsafe = options.unsafe_fixes if options.unsafe_fixes is not None else first.unsafe_fixes
+    request = FixRequest(unsafe=unsafe, dry_run=options.diff) if options.fixing else None
+    run = lint_paths(paths, resolver, options, request, options.output_format or first.output_format or "full")
+    return _finish(run, first, options, unsafe=unsafe)
 
 
-def _stdin_excluded(resolver, name: str) -> bool:
+def _check_stdin(resolver: Resolver, options: CheckOptions) -> int:
     from loadlint.discover import is_excluded
+    from loadlint.pipeline import ProfileCache, check_bytes, fix_stdin, options_for
 
-    path = Path(name)
-    return is_excluded(path, resolver.for_path(path))
-
-
-def _check_stdin(resolver, kw) -> int:
-    from loadlint.api import ProfileCache, Run, options_for
-    from loadlint.engine import FileResult, FixFailed, fix_text, lint_bytes
-    from loadlint.source import DecodeError, decode
-
-    name = kw["stdin_filename"] or "-"
+    name = options.stdin_filename or "-"
     settings = resolver.for_path(Path(name))
     data = sys.stdin.buffer.read()
-    profiles = ProfileCache()
-    options = options_for(settings, name, profiles)
-    fixing = bool(kw["fix"] or kw["diff"])
-    unsafe = kw["unsafe_fixes"] if kw["unsafe_fixes"] is not None else settings.unsafe_fixes
-    if not fixing:
-        result = lint_bytes(data, name, options)
-        return _report(Run([result] if (result.findings or result.error) else [], 1), settings, kw, fixing=False, unsafe=unsafe)
-    try:
-        source = decode(data)
-    except DecodeError:
-        result = lint_bytes(data, name, options)
-        if not kw["diff"]:
-            sys.stdout.buffer.write(data)
-            sys.stdout.flush()
-        return _report(Run([result], 1), settings, kw, fixing=True, unsafe=unsafe, stream=sys.stderr)
-    result = FileResult(name, source=source)
-    fixed = source.text
-    try:
-        fixed, result.findings, result.applied = fix_text(source.text, name, options, unsafe=unsafe)
-        out = source.encode(fixed)
-    except Exception as exc:
-        # Whatever happens, an editor piping through us gets its code back.
-        fixed, out = source.text, data
-        result.applied = {}
-        result.error = str(exc) if isinstance(exc, FixFailed) else f"internal error while fixing: {type(exc).__name__}: {exc}"
-        try:
-            result.findings = lint_bytes(data, name, options).findings
-        except Exception:
-            result.findings = []
-    if kw["diff"]:
-        diff = unified_diff(name, source.text, fixed)
-        click.echo(writable(diff, sys.stdout), nl=False)
-        if result.error:
-            click.echo(f"{name}: error: {result.error}", err=True)
-            return EXIT_FINDINGS
-        return EXIT_FINDINGS if diff else EXIT_CLEAN
-    sys.stdout.buffer.write(out)
+    if options.force_exclude and options.stdin_filename and is_excluded(Path(name), settings):
+        # An excluded file is passed through untouched, with no findings.
+        if options.fix and not options.diff:
+            _write_bytes(data)
+        return EXIT_CLEAN
+    file_options = options_for(settings, name, ProfileCache())
+    unsafe = options.unsafe_fixes if options.unsafe_fixes is not None else settings.unsafe_fixes
+    if not options.fixing:
+        result = check_bytes(data, name, file_options)
+        return _report(Run([result] if result.worth_reporting else [], 1), settings, options, unsafe=unsafe)
+    result, out = fix_stdin(data, name, file_options, FixRequest(unsafe=unsafe))
+    run = Run([result] if result.worth_reporting else [], 1)
+    if out is None:  # not text: echoed back as it came, the report on stderr
+        if not options.diff:
+            _write_bytes(data)
+        return _report(run, settings, options, unsafe=unsafe, stream=sys.stderr)
+    if options.diff:
+        return _print_diff(run, tally=False)
+    # Whatever happens, an editor piping through us gets its code back.
+    _write_bytes(out)
+    return _report(run, settings, options, unsafe=unsafe, stream=sys.stderr)
+
+
+def _write_bytes(data: bytes) -> None:
+    sys.stdout.buffer.write(data)
     sys.stdout.flush()
-    run = Run([result] if (result.findings or result.error or result.applied) else [], 1)
-    return _report(run, settings, kw, fixing=True, unsafe=unsafe, stream=sys.stderr)
 
 
-def _fix_from_verify(resolver, kw) -> int:
-    """``loadlint fix --from-verify REPORT``: write each confirmed call site's
-    measured configuration into its call, under the same checks as any fix."""
-    from loadlint.api import FixRequest, ProfileCache, Run, _fix_file, options_for
-    from loadlint.engine import FileResult
-    from loadlint.fixes import Positions, ReportError, load_verify_report, measured_specs
+def _fix_from_verify(resolver: Resolver, options: CheckOptions, report: str) -> int:
+    from loadlint.api import fix_from_verify
+    from loadlint.measured import ReportError
 
     try:
-        sites, skipped = load_verify_report(kw["from_verify"])
+        run, skipped, first = fix_from_verify(report, options.paths, resolver, dry_run=options.diff)
     except ReportError as exc:
         fail(str(exc))
     for note in skipped:
         click.echo(f"loadlint: {note}", err=True)
-    roots = [Path(p).resolve() for p in kw["paths"]]
-    by_file: dict[str, list] = {}
-    for site in sites:
-        target = Path(site.path).resolve()
-        if roots and not any(target == r or r in target.parents for r in roots):
-            continue
-        shown = os.path.relpath(site.path)
-        by_file.setdefault(site.path if shown.startswith("..") else shown, []).append(site)
-    profiles = ProfileCache()
-    request = FixRequest(unsafe=False, dry_run=bool(kw["diff"]))
-    run = Run()
-    first = None
-    for file, file_sites in sorted(by_file.items()):
-        settings = resolver.for_path(Path(file))
-        first = first or settings
-        run.files += 1
-
-        def source(text, analysis, file_sites=file_sites):
-            import libcst as cst
-
-            positions = analysis.positions if analysis is not None else Positions(cst.parse_module(text), text)
-            return measured_specs(file_sites, text, positions)
-
-        try:
-            data = Path(file).read_bytes()
-        except OSError as exc:
-            run.results.append(FileResult(file, error=f"cannot read file: {exc.strerror or exc}"))
-            continue
-        result = _fix_file(Path(file), data, options_for(settings, file, profiles), request, external=source)
-        if result.findings or result.error or result.fixed is not None:
-            run.results.append(result)
-    settings = first or resolver.for_path(Path("."))
-    if kw["diff"]:
-        return _print_diff(run)
-    return _report(run, settings, kw, fixing=True, unsafe=False)
+    return _finish(run, first or resolver.for_path(Path(".")), options, unsafe=False)
 
 
-def _print_diff(run) -> int:
-    """``--diff``: the fixes as one unified diff on stdout; failures on stderr.
-    Exit 1 when there is a diff or a file could not be fixed."""
-    chunks = []
-    fixed_count = 0
-    for result in run.results:
-        if result.fixed is not None and hasattr(result, "unified_diff"):
-            chunks.append(result.unified_diff())  # a notebook: one diff per changed cell
-            fixed_count += sum(result.applied.values())
-        elif result.fixed is not None and result.source is not None:
-            chunks.append(unified_diff(result.path, result.source.text, result.fixed))
-            fixed_count += sum(result.applied.values())
-    text = "".join(chunks)
+def _finish(run: Run, settings: Settings, options: CheckOptions, *, unsafe: bool) -> int:
+    return _print_diff(run) if options.diff else _report(run, settings, options, unsafe=unsafe)
+
+
+def _print_diff(run: Run, *, tally: bool = True) -> int:
+    """``--diff``: the fixes as one unified diff on stdout; failures (and
+    with ``tally``, how many fixes) on stderr.  Exit 1 when there is a diff
+    or a file could not be fixed."""
+    from loadlint.report import diff, writable
+
+    text, fixed = diff(run)
     click.echo(writable(text, sys.stdout), nl=False)
-    failed = [r for r in run.results if r.error]
-    for result in failed:
+    for result in run.errors:
         click.echo(f"{result.path}: error: {result.error}", err=True)
-    if fixed_count:
-        click.echo(f"Would fix {fixed_count} error{'s' if fixed_count != 1 else ''}.", err=True)
-    return EXIT_FINDINGS if text or failed else EXIT_CLEAN
+    if fixed and tally:
+        click.echo(f"Would fix {fixed} error{'s' if fixed != 1 else ''}.", err=True)
+    return EXIT_FINDINGS if text or run.errors else EXIT_CLEAN
 
 
-def _diff_lines(text: str) -> list[str]:
-    # Python's own line breaks only: str.splitlines() also breaks on form
-    # feeds and Unicode separators, which would garble the hunks.
-    return re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$", text)
+def _report(run: Run, settings: Settings, options: CheckOptions, *, unsafe: bool, stream: TextIO | None = None) -> int:
+    from loadlint.report import Style, encoded, render, summarize, use_color, writable
 
-
-def unified_diff(path: str, before: str, after: str) -> str:
-    if before == after:
-        return ""
-    lines = difflib.unified_diff(_diff_lines(before), _diff_lines(after), fromfile=f"a/{path}", tofile=f"b/{path}")
-    text = "".join(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n" for line in lines)
-    return text
-
-
-def _report(run, settings, kw, *, fixing: bool, unsafe: bool, stream=None) -> int:
-    from loadlint.report import HUMAN_FORMATS, Style, formatter, source_lines, statistics, summarize, use_color
-
-    fmt = kw["output_format"] or settings.output_format or "full"
-    summary = summarize(run, unsafe, fixing)
+    fmt = options.output_format or settings.output_format or "full"
+    summary = summarize(run, unsafe, options.fixing)
     summary.enabled = settings.codes()
-    out_file = kw["output_file"]
     stream = stream or sys.stdout
-    color = use_color(kw["color"], stream) and fmt in HUMAN_FORMATS and not out_file
-    style = Style(color)
-    if kw["statistics"]:
-        text = statistics(run, summary)
-    else:
-        text = formatter(fmt)(run, summary, style, source_lines(run.results) if fmt in HUMAN_FORMATS else {})
-        if kw["quiet"] and fmt in HUMAN_FORMATS:
-            text = "\n".join(line for line in text.splitlines() if not _is_summary(line)) + "\n"
-            text = "" if not text.strip() else text
-    if kw["show_fixes"] and summary.fixed and fmt in HUMAN_FORMATS and not kw["statistics"]:
-        # ruff's place for it: after the findings, before the summary.
-        body = text.splitlines(keepends=True)
-        cut = len(body)
-        while cut and _is_summary(body[cut - 1]):
-            cut -= 1
-        text = "".join(body[:cut]) + "\n" + _fixed_listing(run) + "\n" + "".join(body[cut:])
-    if out_file:
+    style = Style(use_color(options.color, stream) and fmt in HUMAN_FORMATS and not options.output_file)
+    text = render(
+        run, summary, fmt, style, quiet=options.quiet, show_fixes=options.show_fixes, as_statistics=options.statistics
+    )
+    if options.output_file:
         try:
-            Path(out_file).parent.mkdir(parents=True, exist_ok=True)
-            Path(out_file).write_bytes(_encoded(text))
+            Path(options.output_file).parent.mkdir(parents=True, exist_ok=True)
+            Path(options.output_file).write_bytes(encoded(text))
         except OSError as exc:
-            fail(f"cannot write {out_file}: {exc.strerror or exc}")
+            fail(f"cannot write {options.output_file}: {exc.strerror or exc}")
     else:
         # click strips escape codes from non-TTY streams unless told otherwise,
         # which would make --color always / FORCE_COLOR useless in CI logs.
         click.echo(writable(text, stream), nl=False, file=stream, color=style.color)
-    return exit_code(run, kw, summary)
+    return exit_code(run, options, summary.fixed)
 
 
-# File names that are not UTF-8 reach reports as lone surrogates
-# (os.fsdecode), and so can source lines of a notebook (JSON escapes).  A
-# stream that cannot encode them must not fail the report at its last step.
-
-
-def writable(text: str, stream) -> str:
-    """``text`` as ``stream`` can encode it, unencodable characters escaped."""
-    encoding = getattr(stream, "encoding", None) or "utf-8"
-    try:
-        text.encode(encoding, getattr(stream, "errors", None) or "strict")
-    except UnicodeEncodeError:
-        return text.encode(encoding, "backslashreplace").decode(encoding)
-    except LookupError:
-        pass
-    return text
-
-
-def _encoded(text: str) -> bytes:
-    """UTF-8 for a report file: a non-UTF-8 file name as its own bytes."""
-    try:
-        return text.encode("utf-8", "surrogateescape")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "backslashreplace")
-
-
-def _is_summary(line: str) -> bool:
-    return line.startswith(("Found ", "No safe fixes", "All checks passed", "[*] ", "\x1b[36m[*]", "\x1b[1mAll checks"))
-
-
-def _fixed_listing(run) -> str:
-    """``--show-fixes``, ruff's layout: a total, then per file the count per rule."""
-    from loadlint.rules import CODES, name_of
-
-    tables = [(r.path, r.applied) for r in run.results if r.applied]
-    if not tables:
-        return ""
-    total = sum(sum(applied.values()) for _, applied in tables)
-    width = max(len(str(n)) for _, applied in tables for n in applied.values())
-    lines = [f"Fixed {total} error{'s' if total != 1 else ''}:"]
-    for path, applied in sorted(tables):
-        lines.append(f"- {path}:")
-        for code, count in sorted(applied.items()):
-            name = name_of(code) if code in CODES else "measured-configuration"
-            lines.append(f"    {count:>{width}} × {code} ({name})")
-    return "\n".join(lines) + "\n"
-
-
-def exit_code(run, kw, summary) -> int:
-    if any(r.error for r in run.results):
-        return EXIT_FINDINGS if not kw["exit_zero"] else EXIT_CLEAN
-    if kw["exit_non_zero_on_fix"] and summary.fixed:
+def exit_code(run: Run, options: CheckOptions, fixed: int) -> int:
+    """ruff's exit code for a run: 1 when findings remain, a file failed,
+    or (with --exit-non-zero-on-fix) anything was fixed."""
+    if run.errors:
+        return EXIT_FINDINGS if not options.exit_zero else EXIT_CLEAN
+    if options.exit_non_zero_on_fix and fixed:
         return EXIT_FINDINGS
-    if run.findings and not kw["exit_zero"]:
+    if run.findings and not options.exit_zero:
         return EXIT_FINDINGS
     return EXIT_CLEAN
 

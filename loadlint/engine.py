@@ -16,8 +16,10 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from loadlint.rules import CODES, ENGINE_CODES, name_of, rule_class
-from loadlint.source import DecodeError, Source, decode, position_of_offset
+from loadlint.source import DecodeError, decode, position_of_offset
+from loadlint.types import FileResult as FileResult  # re-exported: callers of lint_bytes name it
 from loadlint.types import Finding, Fix, HardwareProfile, Location
+from loadlint.types import Options as Options  # re-exported: the engine's entry points take it
 
 #: A file that never contains one of these cannot construct a DataLoader and
 #: is not parsed at all.
@@ -47,32 +49,6 @@ _FILE_NOQA = re.compile(
     re.IGNORECASE | re.MULTILINE,
 )
 _CODE = re.compile(r"[A-Za-z]+[0-9]+")
-
-
-@dataclass
-class FileResult:
-    path: str
-    findings: list[Finding] = field(default_factory=list)
-    #: Text after fixes, when fixing changed it.
-    fixed: str | None = None
-    source: Source | None = None
-    #: Fixes applied (code -> count), for --show-fixes.
-    applied: dict[str, int] = field(default_factory=dict)
-    #: An internal failure for this file (never a traceback to the user).
-    error: str | None = None
-
-
-@dataclass(frozen=True)
-class Options:
-    """What to check: the selected codes and the hardware profile."""
-
-    select: frozenset[str]
-    profile_factory: Callable[[], HardwareProfile]
-    #: Honour ``# noqa`` comments; off for flake8, which applies its own.
-    noqa: bool = True
-
-    def profile(self) -> HardwareProfile:
-        return self.profile_factory()
 
 
 def suppressed_codes(line: str) -> set[str] | None:

@@ -13,11 +13,10 @@ import re
 from dataclasses import dataclass
 
 import libcst as cst
-from libcst._nodes.internal import CodegenState
 
 from loadlint.rules.base import CallChange, FixSpec
+from loadlint.signature import DEFAULTS, POSITIONAL
 from loadlint.source import LINE_BREAK, line_starts
-from loadlint.signature import TUNABLE_DEFAULTS
 from loadlint.types import Edit, Fix, Location
 
 
@@ -64,6 +63,12 @@ class Positions:
         stop = starts[row] if row < len(starts) else len(self.text)  # type: ignore[arg-type]
         return LINE_BREAK.sub("", self.text[begin:stop])
 
+    def starting_at(self, row: int) -> list[cst.CSTNode]:
+        """The nodes whose code starts on line ``row``."""
+        self._ensure()
+        assert self._ranges is not None
+        return [node for node, code_range in self._ranges.items() if code_range.start.line == row]
+
     def location_of_offset(self, offset: int) -> Location:
         import bisect
 
@@ -74,12 +79,16 @@ class Positions:
 
 # -- rendering nodes in context ---------------------------------------------
 
-def render(node: cst.CSTNode, module: cst.Module, indent: str) -> str:
-    state = CodegenState(default_indent=module.default_indent, default_newline=module.default_newline)
-    if indent:
-        state.indent_tokens.append(indent)
-    node._codegen(state)
-    return "".join(state.tokens)
+def render(node: cst.BaseExpression, module: cst.Module, indent: str) -> str:
+    """``node``'s code as it reads inside a block indented by ``indent``:
+    the lines a parenthesized expression continues on carry that indent."""
+    if not indent:
+        return module.code_for_node(node)
+    line = cst.SimpleStatementLine([cst.Expr(node)])
+    block = cst.If(test=cst.Name("_"), body=cst.IndentedBlock([line], indent=indent))
+    code = module.code_for_node(block)
+    newline = module.default_newline
+    return code[len("if _:" + newline + indent) : len(code) - len(newline)]
 
 
 def render_in_place(original: cst.CSTNode, new: cst.CSTNode, positions: Positions) -> tuple[int, int, str]:
@@ -248,8 +257,6 @@ def apply_call_change(call: cst.Call, change: CallChange, pairs: dict[str, str] 
     """Apply one (merged) change.  ``pairs`` maps a removed keyword to the new
     one that takes its slot (``shuffle`` -> ``sampler``), so that the new
     argument keeps the old one's place and comment."""
-    from loadlint.signature import DEFAULTS
-
     pairs = dict(pairs or {})
     placed: set[str] = set()
     for name in change.remove:
@@ -540,100 +547,9 @@ def apply_edits(text: str, edits: list[Edit]) -> str:
     return "".join(out)
 
 
-# -- configurations measured by ``loadlint verify`` -----------------------------
-
-class ReportError(Exception):
-    """A verify report that cannot be read or does not have the expected shape."""
-
-
-@dataclass(frozen=True)
-class MeasuredSite:
-    """One confirmed call site of a verify report: where, and what to write."""
-
-    path: str
-    line: int
-    end_line: int | None
-    set: tuple[tuple[str, object], ...]
-    remove: tuple[str, ...]
-
-    def describe(self) -> str:
-        return f"line {self.line}"
-
-
-def _literal(value: object) -> str:
-    import json
-
-    if value is None or isinstance(value, bool):
-        return repr(value)
-    if isinstance(value, (int, float)) and value == value and value not in (float("inf"), float("-inf")):
-        return repr(value)
-    if isinstance(value, str):
-        return json.dumps(value)
-    raise ReportError(f"value {value!r} cannot be written as Python source")
-
-
-def load_verify_report(path: str) -> tuple[list[MeasuredSite], list[str]]:
-    """The confirmed sites of a ``loadlint verify`` JSON report, and notes on
-    the sites skipped (not confirmed).  Relative file names are taken from
-    the report's folder."""
-    import json
-    import os
-
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except OSError as exc:
-        raise ReportError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except ValueError as exc:
-        raise ReportError(f"{path} is not JSON: {exc}") from None
-    sites = data.get("call_sites") if isinstance(data, dict) else None
-    if not isinstance(sites, list):
-        raise ReportError(f"{path} is not a loadlint verify report (no \"call_sites\" list)")
-    base = os.path.dirname(os.path.abspath(path))
-    out: list[MeasuredSite] = []
-    skipped: list[str] = []
-    for i, site in enumerate(sites):
-        if not isinstance(site, dict) or not isinstance(site.get("file"), str) or not isinstance(site.get("line"), int):
-            raise ReportError(f"{path}: call_sites[{i}] needs \"file\" and \"line\"")
-        where = f"{site['file']}:{site['line']}"
-        if site.get("verdict") != "confirmed":
-            skipped.append(f"{where}: verdict {site.get('verdict')!r}, nothing to apply")
-            continue
-        best = site.get("best")
-        if not isinstance(best, dict):
-            raise ReportError(f"{path}: call_sites[{i}] has no \"best\" configuration")
-        unknown = sorted(set(best) - set(TUNABLE_DEFAULTS))
-        if unknown:
-            raise ReportError(f"{path}: call_sites[{i}] sets {', '.join(unknown)}, which verify does not tune")
-        removed = site.get("removed")
-        if isinstance(removed, list):
-            remove = tuple(k for k in removed if k in TUNABLE_DEFAULTS and k not in best)
-        else:
-            # An older report: every tunable keyword not in ``best`` goes.
-            remove = tuple(k for k in TUNABLE_DEFAULTS if k not in best)
-        for value in best.values():
-            _literal(value)
-        file = site["file"] if os.path.isabs(site["file"]) else os.path.join(base, site["file"])
-        end = site.get("end_line")
-        out.append(MeasuredSite(
-            os.path.normpath(file), site["line"], end if isinstance(end, int) else None, tuple(best.items()), remove,
-        ))
-    return out, skipped
-
-
-def _calls_at(positions: Positions, line: int) -> list[cst.Call]:
-    positions._ensure()
-    return [
-        node for node, code_range in positions._ranges.items()  # type: ignore[union-attr]
-        if isinstance(node, cst.Call) and code_range.start.line == line
-    ]
-
-
 def arg_index(call: cst.Call, name: str) -> int | None:
     """Index of the argument that binds DataLoader parameter ``name``
     (a keyword, or its positional slot), or None."""
-    from loadlint.signature import POSITIONAL
-
     position = 0
     for i, arg in enumerate(call.args):
         if arg.star:
@@ -648,61 +564,3 @@ def arg_index(call: cst.Call, name: str) -> int | None:
                 return i
             position += 1
     return None
-
-
-def _arg_value(call: cst.Call, name: str) -> cst.Arg | None:
-    index = arg_index(call, name)
-    return None if index is None else call.args[index]
-
-
-def _holds(call: cst.Call, name: str, value: object) -> bool:
-    """The call already passes ``name=value`` (literally)."""
-    import ast
-
-    arg = _arg_value(call, name)
-    if arg is None:
-        return name in TUNABLE_DEFAULTS and TUNABLE_DEFAULTS[name] == value and type(value) is type(TUNABLE_DEFAULTS[name])
-    try:
-        current = ast.literal_eval(cst.Module([]).code_for_node(arg.value))
-    except (ValueError, SyntaxError, TypeError):
-        return False
-    return current == value and type(current) is type(value)
-
-
-def _site_rank(call: cst.Call, positions: Positions, site: MeasuredSite) -> tuple:
-    """Prefer the call that ends where the report says, looks like a loader,
-    and is outermost (inner calls starting on the line are its arguments)."""
-    func = call.func
-    name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
-    end = positions.range(call)[1]
-    return (site.end_line is None or end.row == site.end_line, "Loader" in name, end)
-
-
-def measured_specs(sites: list[MeasuredSite], text: str, positions: Positions) -> list[tuple[str, FixSpec]]:
-    """FixSpecs writing each site's measured configuration into the call that
-    starts at its line; a site already applied gives none.  Raises FixError
-    when the call is not where the report says (the file changed since)."""
-    specs = []
-    for site in sites:
-        candidates = _calls_at(positions, site.line)
-        if not candidates:
-            raise FixError(f"no call starts at line {site.line}; the file changed since it was verified")
-        call = max(candidates, key=lambda c: _site_rank(c, positions, site))
-        settled = all(_holds(call, k, v) for k, v in site.set) and all(
-            _holds(call, k, TUNABLE_DEFAULTS[k]) for k in site.remove
-        )
-        if settled:
-            continue
-        if site.end_line is not None and positions.range(call)[1].row != site.end_line:
-            raise FixError(
-                f"the call at line {site.line} no longer ends at line {site.end_line}; "
-                "the file changed since it was verified"
-            )
-        change = CallChange(
-            call,
-            {k: _literal(v) for k, v in site.set if not _holds(call, k, v)},
-            tuple(k for k in site.remove if _arg_value(call, k) is not None and not _holds(call, k, TUNABLE_DEFAULTS[k])),
-        )
-        shown = ", ".join(f"{k}={_literal(v)}" for k, v in site.set) or "DataLoader defaults"
-        specs.append(("verify", FixSpec("safe", f"Apply the measured configuration ({shown})", calls=[change])))
-    return specs

@@ -34,17 +34,18 @@ class Plugin:
     @classmethod
     def _shared(cls):
         if cls._resolver is None:
-            from loadlint.api import ProfileCache
             from loadlint.config import Overrides, Resolver
+
+            from loadlint.pipeline import ProfileCache
 
             cls._resolver = Resolver(Overrides())
             cls._profiles = ProfileCache()
         return cls._resolver, cls._profiles
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
-        from loadlint.api import options_for
         from loadlint.config import ConfigError
-        from loadlint.engine import analyse, may_construct_loader
+        from loadlint.engine import may_construct_loader
+        from loadlint.pipeline import check_text, options_for
 
         text = "".join(self.lines)
         if not may_construct_loader(text):
@@ -59,6 +60,5 @@ class Plugin:
             return
         # flake8 applies ``# noqa`` itself (and honours --disable-noqa).
         options = dataclasses.replace(options_for(settings, path, profiles), noqa=False)
-        findings, _ = analyse(text, path, options)
-        for finding in findings:
+        for finding in check_text(text, path, options):
             yield finding.location.row, finding.location.column - 1, f"{finding.code} {finding.message}", type(self)

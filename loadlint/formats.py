@@ -1,8 +1,8 @@
 """Output formats for CI systems: SARIF, GitHub annotations, GitLab Code
 Quality, JUnit XML and pylint-style lines.
 
-Kept out of ``report.py`` because only CI runs need them; importing this
-module registers the formatters in ``report.FORMATTERS``.  Positions are
+Kept out of ``report.py`` because only CI runs need them;
+``report.FORMATTERS`` names them, and they are imported on first use.  Positions are
 1-based everywhere (end columns exclusive), as in the text and JSON output.
 Paths are made relative to the repository root (the closest folder above
 the working directory holding ``.git``, else the working directory), since
@@ -18,12 +18,10 @@ from pathlib import Path
 from xml.etree import ElementTree as ET
 
 from loadlint import __version__
-from loadlint.api import Run
-from loadlint.engine import FileResult
-from loadlint.report import FORMATTERS, Style, Summary, severity
+from loadlint.report import Sources, Style, Summary, severity
 from loadlint.rules import CODES, rule_class
 from loadlint.source import lines as split_lines
-from loadlint.types import Finding
+from loadlint.types import FileResult, Finding, Run
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://github.com/loadlint/loadlint"
@@ -412,16 +410,6 @@ def format_pylint(run: Run, summary: Summary, style: Style, sources) -> str:
             out.append(f"{result.path}:1: [error] {result.error}")
     return "".join(line + "\n" for line in out)
 
-
-FORMATTERS.update(
-    {
-        "sarif": format_sarif,
-        "github": format_github,
-        "gitlab": format_gitlab,
-        "junit": format_junit,
-        "pylint": format_pylint,
-    }
-)
 
 __all__ = [
     "escape_data",

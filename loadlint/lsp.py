@@ -54,8 +54,8 @@ class State:
         self.resolver = None
 
     def settings_for(self, path: str):
-        from loadlint.api import ProfileCache
         from loadlint.config import Overrides, Resolver
+        from loadlint.pipeline import ProfileCache
 
         if self.resolver is None:
             self.resolver = Resolver(Overrides())
@@ -76,16 +76,14 @@ def _path_of(uri: str) -> str:
 
 def lint_document(state: State, uri: str, text: str):
     """(findings, settings) for a document; a config problem raises ConfigError."""
-    from loadlint.api import options_for
     from loadlint.discover import is_excluded
-    from loadlint.engine import analyse
+    from loadlint.pipeline import check_text, options_for
 
     path = _path_of(uri)
     settings = state.settings_for(path)
     if uri.startswith("file:") and is_excluded(Path(path), settings):
         return [], settings
-    findings, _ = analyse(text, path, options_for(settings, path, state.profiles))
-    return findings, settings
+    return check_text(text, path, options_for(settings, path, state.profiles)), settings
 
 
 def _range(doc, start, end):
@@ -209,14 +207,14 @@ def whole_text_edit(doc, new_text: str):
 def fix_all_action(ls, state: State, uri: str):
     from lsprotocol import types
 
-    from loadlint.api import options_for
-    from loadlint.engine import FixFailed, fix_text
+    from loadlint.engine import FixFailed
+    from loadlint.pipeline import fix_source_text, options_for
 
     doc = ls.workspace.get_text_document(uri)
     path = _path_of(uri)
     settings = state.settings_for(path)
     try:
-        fixed, _, applied = fix_text(doc.source, path, options_for(settings, path, state.profiles), unsafe=settings.unsafe_fixes)
+        fixed, _, applied = fix_source_text(doc.source, path, options_for(settings, path, state.profiles), unsafe=settings.unsafe_fixes)
     except FixFailed:
         return None
     if not applied or fixed == doc.source:

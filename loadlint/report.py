@@ -1,22 +1,24 @@
 """Step 6b: findings to text.
 
 Formatters take the whole run and return one string.  Machine-readable
-formats never carry colour, progress or summaries.
+formats never carry colour, progress or summaries.  ``render`` is the one
+place a report is put together from the run's structured results: the
+findings, ``--show-fixes``, and the summary lines (``--quiet`` drops them).
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, TextIO
 
-from loadlint.api import Run
-from loadlint.engine import FileResult
-from loadlint.rules import CODES
+from loadlint.files import unified_diff
+from loadlint.rules import CODES, name_of
 from loadlint.source import lines as split_lines
-from loadlint.types import Finding
+from loadlint.types import HUMAN_FORMATS, FileResult, Finding, Run
 
 
 @dataclass
@@ -42,7 +44,7 @@ class Style:
         return self._wrap("1;34", text)
 
 
-def use_color(choice: str, stream=None) -> bool:
+def use_color(choice: str, stream: TextIO | None = None) -> bool:
     """``--color``: never/always, or auto (a TTY, unless NO_COLOR; FORCE_COLOR forces)."""
     if choice == "never":
         return False
@@ -62,6 +64,7 @@ def severity(code: str) -> str:
 
 
 def rule_url(code: str) -> str | None:
+    """The documentation page of a rule; None for an unknown code."""
     if code not in CODES:
         return None
     from loadlint import DOCS_URL
@@ -71,6 +74,8 @@ def rule_url(code: str) -> str | None:
 
 @dataclass
 class Summary:
+    """The counts the summary lines and some formats report."""
+
     fixable: int
     unsafe_fixable: int
     fixed: int
@@ -81,6 +86,7 @@ class Summary:
 
 
 def summarize(run: Run, unsafe_enabled: bool, fixing: bool) -> Summary:
+    """Fixable, unsafe-fixable and fixed counts of a run."""
     safe = sum(1 for f in run.findings if f.fix and f.fix.applicability == "safe")
     unsafe = sum(1 for f in run.findings if f.fix and f.fix.applicability == "unsafe")
     fixed = sum(sum(r.applied.values()) for r in run.results)
@@ -108,6 +114,7 @@ def _plural(n: int, word: str, plural: str | None = None) -> str:
 
 
 def summary_lines(run: Run, summary: Summary, style: Style) -> list[str]:
+    """ruff's closing lines: what was found, fixed and is fixable."""
     out = []
     remaining = len(run.findings)
     errors = len(run.errors)
@@ -131,7 +138,11 @@ def summary_lines(run: Run, summary: Summary, style: Style) -> list[str]:
     return out
 
 
-def format_full(run: Run, summary: Summary, style: Style, sources: dict[str, list[str]]) -> str:
+Sources = dict[str, list[str]]
+
+
+def full_lines(run: Run, summary: Summary, style: Style, sources: Sources) -> list[str]:
+    """``full``'s lines before the summary: each finding with its source line."""
     out: list[str] = []
     for result in run.results:
         lines = sources.get(result.path)
@@ -157,19 +168,28 @@ def format_full(run: Run, summary: Summary, style: Style, sources: dict[str, lis
             out.append("")
         if result.error:
             out.append(f"{style.bold(result.path)}: {style.red('error')}: {result.error}")
-    out.extend(summary_lines(run, summary, style))
-    return "\n".join(out) + "\n"
+    return out
 
 
-def format_concise(run: Run, summary: Summary, style: Style, sources) -> str:
+def concise_lines(run: Run, summary: Summary, style: Style, sources: Sources) -> list[str]:
+    """``concise``'s lines before the summary: one per finding."""
     out = []
     for result in run.results:
         for finding in result.findings:
             out.append(f"{style.bold(_position(finding))}: {style.red(finding.code)} {_fix_mark(finding, summary)}{finding.message}")
         if result.error:
             out.append(f"{style.bold(result.path)}: {style.red('error')}: {result.error}")
-    out.extend(summary_lines(run, summary, style))
-    return "\n".join(out) + "\n"
+    return out
+
+
+def format_full(run: Run, summary: Summary, style: Style, sources: Sources) -> str:
+    """The default format: findings quoted in their source, then the summary."""
+    return "\n".join(full_lines(run, summary, style, sources) + summary_lines(run, summary, style)) + "\n"
+
+
+def format_concise(run: Run, summary: Summary, style: Style, sources: Sources) -> str:
+    """One line per finding, then the summary."""
+    return "\n".join(concise_lines(run, summary, style, sources) + summary_lines(run, summary, style)) + "\n"
 
 
 def finding_to_dict(finding: Finding) -> dict:
@@ -203,43 +223,51 @@ def finding_to_dict(finding: Finding) -> dict:
     }
 
 
-def format_json(run: Run, summary: Summary, style: Style, sources) -> str:
+def format_json(run: Run, summary: Summary, style: Style, sources: Sources) -> str:
+    """A JSON array of findings, ruff's shape."""
     return json.dumps([finding_to_dict(f) for f in run.findings], indent=2) + "\n"
 
 
-def format_json_lines(run: Run, summary: Summary, style: Style, sources) -> str:
+def format_json_lines(run: Run, summary: Summary, style: Style, sources: Sources) -> str:
+    """One JSON object per finding and line."""
     return "".join(json.dumps(finding_to_dict(f)) + "\n" for f in run.findings)
 
 
-Formatter = Callable[[Run, Summary, Style, dict], str]
+Formatter = Callable[[Run, Summary, Style, Sources], str]
 
-FORMATTERS: dict[str, Formatter] = {
-    "full": format_full,
-    "concise": format_concise,
-    "json": format_json,
-    "json-lines": format_json_lines,
+#: Format name -> (module, function), imported on first use: only CI runs
+#: pay for the CI formats.
+FORMATTERS: dict[str, tuple[str, str]] = {
+    "full": ("loadlint.report", "format_full"),
+    "concise": ("loadlint.report", "format_concise"),
+    "json": ("loadlint.report", "format_json"),
+    "json-lines": ("loadlint.report", "format_json_lines"),
+    "sarif": ("loadlint.formats", "format_sarif"),
+    "github": ("loadlint.formats", "format_github"),
+    "gitlab": ("loadlint.formats", "format_gitlab"),
+    "junit": ("loadlint.formats", "format_junit"),
+    "pylint": ("loadlint.formats", "format_pylint"),
 }
 
-#: Formats meant for people: they get colour and the summary lines.
-HUMAN_FORMATS = frozenset({"full", "concise"})
+#: The human formats' lines before the summary.
+_HUMAN_LINES = {"full": full_lines, "concise": concise_lines}
 
 
 def formatter(name: str) -> Formatter:
-    if name not in FORMATTERS:
-        try:
-            from loadlint import formats  # noqa: F401  (registers the CI formats)
-        except ImportError:
-            pass
-    return FORMATTERS[name]
+    """The formatter registered as ``name``."""
+    module, function = FORMATTERS[name]
+    found: Formatter = getattr(importlib.import_module(module), function)
+    return found
 
 
-def source_lines(results: list[FileResult]) -> dict[str, list[str]]:
+def source_lines(results: list[FileResult]) -> Sources:
+    """Each result's source lines by path (a notebook's by ``path:cell N``)."""
     out = {}
     for result in results:
         if result.source is not None:
             out[result.path] = split_lines(result.source.text)
         # Notebook findings are positioned inside their cell.
-        for cell, text in getattr(result, "cell_sources", {}).items():
+        for cell, text in result.cell_sources.items():
             out[f"{result.path}:cell {cell}"] = split_lines(text)
     return out
 
@@ -257,3 +285,88 @@ def statistics(run: Run, summary: Summary) -> str:
         mark = "[*]" if fixable else "[ ]"
         out.append(f"{len(findings):>{width}}  {code}  {mark} {findings[0].name}")
     return "\n".join(out) + ("\n" if out else "")
+
+
+def render(
+    run: Run,
+    summary: Summary,
+    fmt: str,
+    style: Style,
+    *,
+    quiet: bool = False,
+    show_fixes: bool = False,
+    as_statistics: bool = False,
+) -> str:
+    """The whole report of a run: ``fmt``'s text, or ``--statistics``; the
+    human formats with ``--show-fixes`` before the summary (ruff's place
+    for it), and ``--quiet`` without the summary."""
+    if as_statistics:
+        return statistics(run, summary)
+    if fmt not in HUMAN_FORMATS:
+        return formatter(fmt)(run, summary, style, {})
+    body = _HUMAN_LINES[fmt](run, summary, style, source_lines(run.results))
+    text = "".join(line + "\n" for line in body)
+    if show_fixes and summary.fixed:
+        text += "\n" + fixed_listing(run) + "\n"
+    if not quiet:
+        text += "".join(line + "\n" for line in summary_lines(run, summary, style))
+    return text
+
+
+def fixed_listing(run: Run) -> str:
+    """``--show-fixes``, ruff's layout: a total, then per file the count per rule."""
+    tables = [(r.path, r.applied) for r in run.results if r.applied]
+    if not tables:
+        return ""
+    total = sum(sum(applied.values()) for _, applied in tables)
+    width = max(len(str(n)) for _, applied in tables for n in applied.values())
+    lines = [f"Fixed {total} error{'s' if total != 1 else ''}:"]
+    for path, applied in sorted(tables):
+        lines.append(f"- {path}:")
+        for code, count in sorted(applied.items()):
+            name = name_of(code) if code in CODES else "measured-configuration"
+            lines.append(f"    {count:>{width}} × {code} ({name})")
+    return "\n".join(lines) + "\n"
+
+
+def diff(run: Run) -> tuple[str, int]:
+    """``--diff``: (the fixes as one unified diff, how many fixes it holds);
+    a notebook gives one diff per changed cell, as ruff prints them."""
+    chunks = []
+    fixed = 0
+    for result in run.results:
+        if result.fixed is None:
+            continue
+        if result.cell_changes:
+            chunks.extend(unified_diff(f"{result.path}:cell {cell}", before, after) for cell, before, after in result.cell_changes)
+        elif result.source is not None:
+            chunks.append(unified_diff(result.path, result.source.text, result.fixed))
+        else:
+            continue
+        fixed += sum(result.applied.values())
+    return "".join(chunks), fixed
+
+
+# File names that are not UTF-8 reach reports as lone surrogates
+# (os.fsdecode), and so can source lines of a notebook (JSON escapes).  A
+# stream that cannot encode them must not fail the report at its last step.
+
+
+def writable(text: str, stream: TextIO) -> str:
+    """``text`` as ``stream`` can encode it, unencodable characters escaped."""
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    try:
+        text.encode(encoding, getattr(stream, "errors", None) or "strict")
+    except UnicodeEncodeError:
+        return text.encode(encoding, "backslashreplace").decode(encoding)
+    except LookupError:
+        pass
+    return text
+
+
+def encoded(text: str) -> bytes:
+    """UTF-8 for a report file: a non-UTF-8 file name as its own bytes."""
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace")

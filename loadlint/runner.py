@@ -1,6 +1,6 @@
-"""Runs a check or fix over paths for the command line: discovery, the
-per-file work, and the report.  Kept apart from cli.py so the CLI stays a
-thin layer of option parsing.
+"""Runs a check or fix over many files: discovery, the cache, the pool,
+and the per-file work of :mod:`loadlint.pipeline`.  The library API and the
+command line both come through here; rendering the run is theirs.
 
 Where the time goes, and what this module does about it:
 
@@ -22,18 +22,18 @@ report is the same whatever the pool or the cache did.
 from __future__ import annotations
 
 import dataclasses
-import os
 import sys
 import time
 from pathlib import Path
 from typing import Callable, Iterable
 
-from loadlint import cpus
-from loadlint.api import FixRequest, ProfileCache, Run, check_file, options_for, read_source
+from loadlint import cpus, pipeline
 from loadlint.config import Resolver
 from loadlint.discover import Candidate, discover
-from loadlint.engine import FileResult, lint_bytes, passes_prefilter
-from loadlint.types import HardwareProfile
+from loadlint.engine import passes_prefilter
+from loadlint.files import read_source
+from loadlint.pipeline import ProfileCache, options_for
+from loadlint.types import HUMAN_FORMATS, CheckOptions, FileResult, FixRequest, HardwareProfile, Run
 
 #: Bytes of source the engine gets through in about 0.1 s on one core:
 #: below this saving, starting a pool costs more than it saves.
@@ -50,29 +50,17 @@ IN_FLIGHT_BYTES = 256 * 1024
 #: as the largest file it ever parsed.
 TRIM_BYTES = 32 * 1024
 
-HUMAN_FORMATS = ("full", "concise")
-
-
-def execute(paths: list[Path], resolver: Resolver, kw: dict) -> int:
-    from loadlint.cli import _print_diff, _report
-
-    fixing = bool(kw["fix"] or kw["diff"])
-    first = resolver.for_path(paths[0])
-    unsafe = kw["unsafe_fixes"] if kw["unsafe_fixes"] is not None else first.unsafe_fixes
-    request = FixRequest(unsafe=unsafe, dry_run=bool(kw["diff"])) if fixing else None
-    fmt = kw["output_format"] or first.output_format or "full"
-    show_progress = fmt in HUMAN_FORMATS and not kw.get("quiet") and _is_tty(sys.stderr)
-    cache = None if kw.get("no_cache") else lazy_cache(kw.get("cache_dir"))
-    run = lint_candidates(
-        discover(paths, resolver.for_path, force_exclude=kw["force_exclude"]),
+def lint_paths(paths: list[Path], resolver: Resolver, options: CheckOptions, request: FixRequest | None, fmt: str) -> Run:
+    """The command line's run over ``paths``: cache and pool as ``options``
+    ask, progress on a terminal's stderr for the human formats."""
+    show_progress = fmt in HUMAN_FORMATS and not options.quiet and _is_tty(sys.stderr)
+    return lint_candidates(
+        discover(paths, resolver.for_path, force_exclude=options.force_exclude),
         request,
-        cache=cache,
-        jobs=kw.get("jobs"),
+        cache=None if options.no_cache else lazy_cache(options.cache_dir),
+        jobs=options.jobs,
         progress=Progress(sys.stderr) if show_progress else None,
     )
-    if kw["diff"]:
-        return _print_diff(run)
-    return _report(run, first, kw, fixing=fixing, unsafe=unsafe)
 
 
 def _is_tty(stream) -> bool:
@@ -160,21 +148,17 @@ class _Recorder:
         return self.factory()
 
 
-def lint_one(candidate: Candidate, data: bytes | None, profiles: ProfileCache, request: FixRequest | None):
-    """(result, whether the profile was consulted) for one file's bytes."""
+def lint_one(
+    candidate: Candidate, data: bytes | None, profiles: ProfileCache, request: FixRequest | None
+) -> tuple[FileResult, bool]:
+    """(result, whether the profile was consulted) for one file; ``data``
+    None means the pipeline reads the file itself (a notebook)."""
+    base = options_for(candidate.settings, str(candidate.path), profiles)
     if data is None:
-        return check_file(candidate, profiles, request), True
-    path = str(candidate.path)
-    base = options_for(candidate.settings, path, profiles)
+        return pipeline.check_path(candidate.path, base, request), True
     recorder = _Recorder(base.profile_factory)
     options = dataclasses.replace(base, profile_factory=recorder)
-    if request is None:
-        result = lint_bytes(data, path, options)
-    else:
-        from loadlint.api import _fix_file
-
-        result = _fix_file(candidate.path, data, options, request)
-    return result, recorder.used
+    return pipeline.check_bytes(data, candidate.path, options, request), recorder.used
 
 
 def lint_candidates(
@@ -210,8 +194,8 @@ def lint_candidates(
             continue
         try:
             data = read_source(candidate.path)
-        except OSError:
-            results[index] = check_file(candidate, profiles, request)  # reports LL901
+        except OSError as exc:
+            results[index] = pipeline.unreadable(path, exc, options_for(candidate.settings, path, profiles))
             continue
         if not passes_prefilter(data):
             continue  # cannot construct a DataLoader: nothing to parse
@@ -245,7 +229,7 @@ def lint_candidates(
     run = Run()
     run.files = len(candidates)
     run.parsed = len(work)
-    run.results = [r for r in results if r is not None and (r.findings or r.error or r.fixed is not None)]
+    run.results = [r for r in results if r is not None and r.worth_reporting]
     run.results.sort(key=lambda r: r.path)
     return run
 

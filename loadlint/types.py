@@ -1,12 +1,17 @@
-"""Plain data shared by every layer: findings, fixes, hardware profiles.
+"""Plain data shared by every layer: findings, fixes, hardware profiles,
+per-file results, runs, and the options that travel between them.
 
-A leaf module: it imports nothing from loadlint, so any layer may import it.
+A leaf module: at run time it imports nothing from loadlint, so any layer
+may import it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Callable, Literal
+
+if TYPE_CHECKING:
+    from loadlint.source import Source
 
 Applicability = Literal["safe", "unsafe"]
 
@@ -32,6 +37,8 @@ class Edit:
 
 @dataclass(frozen=True)
 class Fix:
+    """An automatic fix: its edits apply together or not at all."""
+
     applicability: Applicability
     message: str
     edits: tuple[Edit, ...]
@@ -39,6 +46,8 @@ class Fix:
 
 @dataclass
 class Finding:
+    """One rule's report at one place of one file."""
+
     code: str
     name: str
     message: str
@@ -51,11 +60,14 @@ class Finding:
 
     @property
     def fixable(self) -> bool:
+        """Whether the finding carries a fix (safe or unsafe)."""
         return self.fix is not None
 
 
 @dataclass(frozen=True)
 class GPU:
+    """One accelerator of a hardware profile."""
+
     name: str
     memory_bytes: int | None = None
 
@@ -96,3 +108,114 @@ class HardwareProfile:
 
 def _count(n: int, unit: str) -> str:
     return f"{n} {unit}" if n == 1 else f"{n} {unit}s"
+
+
+@dataclass(frozen=True)
+class Options:
+    """What to check: the selected codes and the hardware profile."""
+
+    select: frozenset[str]
+    profile_factory: Callable[[], HardwareProfile]
+    #: Honour ``# noqa`` comments; off for flake8, which applies its own.
+    noqa: bool = True
+
+    def profile(self) -> HardwareProfile:
+        """The hardware profile, resolved on demand."""
+        return self.profile_factory()
+
+
+@dataclass
+class FixRequest:
+    """Fix as well as check: which fixes, and whether to write them."""
+
+    unsafe: bool = False
+    #: Compute fixes but write nothing (--diff).
+    dry_run: bool = False
+
+
+@dataclass
+class FileResult:
+    """What checking (or fixing) one file produced."""
+
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    #: Text after fixes, when fixing changed it.
+    fixed: str | None = None
+    source: Source | None = None
+    #: Fixes applied (code -> count), for --show-fixes.
+    applied: dict[str, int] = field(default_factory=dict)
+    #: An internal failure for this file (never a traceback to the user).
+    error: str | None = None
+    #: A notebook's checked cells (index -> source), for quoting lines.
+    cell_sources: dict[int, str] = field(default_factory=dict)
+    #: (cell, before, after) for each notebook cell a fix changed.
+    cell_changes: list[tuple[int, str, str]] = field(default_factory=list)
+
+    @property
+    def worth_reporting(self) -> bool:
+        """Whether the result says anything: a finding, an error or a fix."""
+        return bool(self.findings or self.error or self.fixed is not None)
+
+
+@dataclass
+class Run:
+    """The results of one check or fix over many files."""
+
+    results: list[FileResult] = field(default_factory=list)
+    #: Files that were considered (after discovery), for statistics.
+    files: int = 0
+    parsed: int = 0
+
+    @property
+    def findings(self) -> list[Finding]:
+        """Every finding of every file, in result order."""
+        return [f for r in self.results for f in r.findings]
+
+    @property
+    def errors(self) -> list[FileResult]:
+        """The results of the files that failed."""
+        return [r for r in self.results if r.error]
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    """``loadlint check`` / ``loadlint fix`` as the command line parsed them."""
+
+    paths: tuple[str, ...] = ()
+    fix: bool | None = None
+    unsafe_fixes: bool | None = None
+    diff: bool = False
+    show_fixes: bool = False
+    exit_zero: bool = False
+    exit_non_zero_on_fix: bool = False
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
+    per_file_ignores: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    extend_exclude: tuple[str, ...] = ()
+    force_exclude: bool = False
+    respect_gitignore: bool | None = None
+    targets: tuple[str, ...] = ()
+    output_format: str | None = None
+    output_file: str | None = None
+    statistics: bool = False
+    no_cache: bool = False
+    cache_dir: str | None = None
+    config_path: str | None = None
+    isolated: bool = False
+    stdin_filename: str | None = None
+    show_settings: bool = False
+    color: str = "auto"
+    quiet: bool = False
+    jobs: int | None = None
+    from_verify: str | None = None
+
+    @property
+    def fixing(self) -> bool:
+        """Fixes are computed (written, or shown with --diff)."""
+        return bool(self.fix or self.diff)
+
+
+#: Formats meant for people: they get colour, source lines and the summary.
+HUMAN_FORMATS = frozenset({"full", "concise"})

@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 import loadlint.cache as cache_mod
 import loadlint.runner as runner
+import loadlint.pipeline as pipeline
 from loadlint.api import ProfileCache
 from loadlint.cache import CACHEDIR_TAG, Cache
 from loadlint.cli import cli
@@ -57,13 +58,13 @@ class Counter:
 
     def __init__(self, monkeypatch) -> None:
         self.paths: list[str] = []
-        real = runner.lint_bytes
+        real = pipeline.lint_bytes
 
         def counting(data, path, options):
             self.paths.append(Path(path).name)
             return real(data, path, options)
 
-        monkeypatch.setattr(runner, "lint_bytes", counting)
+        monkeypatch.setattr(pipeline, "lint_bytes", counting)
 
 
 def lint(tree: Path, cache_dir: Path, *, settings: Settings | None = None, profiles: ProfileCache | None = None,

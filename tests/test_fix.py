@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from loadlint import engine
-from loadlint.api import FileChanged, write_atomic
+from loadlint.files import FileChanged, write_atomic
 from loadlint.cli import cli
 from loadlint.engine import FixFailed, Options, fix_text
 from loadlint.types import Finding, HardwareProfile, Location
@@ -271,7 +271,7 @@ def test_file_changed_during_fix_is_reported(tmp_path: Path, monkeypatch) -> Non
         path.write_text(SIMPLE + "# edited meanwhile\n")
         return out
 
-    monkeypatch.setattr("loadlint.api.fix_text", racing)
+    monkeypatch.setattr("loadlint.pipeline.fix_text", racing)
     result = run(["fix", str(path)])
     assert result.exit_code == 1
     assert "file changed on disk while it was being fixed; not written" in result.output

@@ -15,7 +15,8 @@ import pytest
 
 from loadlint.api import FixRequest
 from loadlint.engine import Options
-from loadlint.notebook import _Masker, check, source_spans
+from loadlint.nbjson import source_spans
+from loadlint.notebook import _Masker, check
 from loadlint.rules import CODES
 from loadlint.types import HardwareProfile
 

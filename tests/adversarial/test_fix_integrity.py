@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from loadlint.api import FileChanged, _fix_file, write_atomic
+from loadlint.files import FileChanged, write_atomic
+from loadlint.pipeline import fix_bytes
 from loadlint.engine import Options
 from loadlint.rules import CODES
 
@@ -219,7 +220,7 @@ def test_kill_between_temp_file_and_rename_leaves_nothing_after_next_run(tmp_pat
 
 
 def test_temp_file_of_a_live_writer_is_kept(tmp_path):
-    from loadlint.api import remove_stale_temps
+    from loadlint.files import remove_stale_temps
 
     target = tmp_path / "m.py"
     target.write_bytes(b"x = 1\n")
@@ -280,7 +281,7 @@ def test_file_changed_between_read_and_write(tmp_path):
     # Someone saves the file after loadlint read it.
     edited = old.replace(b"batch_size=32", b"batch_size=64")
     path.write_bytes(edited)
-    result = _fix_file(path, old, options(), FixRequest())
+    result = fix_bytes(path, old, options(), FixRequest())
     assert result.error and "changed on disk" in result.error
     assert result.fixed is None
     assert path.read_bytes() == edited
@@ -313,7 +314,7 @@ def test_read_only_file_is_left_alone(tmp_path):
     data = (FIXTURES / "basic.py").read_bytes()
     path.write_bytes(data)
     path.chmod(0o444)
-    result = _fix_file(path, data, options(), FixRequest())
+    result = fix_bytes(path, data, options(), FixRequest())
     assert result.error and result.fixed is None
     assert path.read_bytes() == data and sorted(tmp_path.iterdir()) == [path]
 

@@ -15,7 +15,8 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from loadlint.api import FixRequest, _fix_file
+from loadlint.api import FixRequest
+from loadlint.pipeline import fix_bytes
 from loadlint.engine import lint_bytes
 from loadlint.source import LINE_BREAK
 
@@ -98,7 +99,7 @@ def test_mutants_fix_to_parsable_code_or_not_at_all(tmp_path, options):
         if b"DataLoader" not in mutant or i % 3:
             continue
         path.write_bytes(mutant)
-        result = _fix_file(path, mutant, options, FixRequest(unsafe=True))
+        result = fix_bytes(path, mutant, options, FixRequest(unsafe=True))
         written = path.read_bytes()
         if written != mutant:
             assert result.fixed is not None and result.error is None, name
@@ -134,7 +135,7 @@ def test_mutants_long(options, tmp_path):
         assert_sane(lint_bytes(mutant, "m.py", options), mutant, name)
         if b"DataLoader" in mutant and tried % 4 == 0:
             path.write_bytes(mutant)
-            result = _fix_file(path, mutant, options, FixRequest(unsafe=True))
+            result = fix_bytes(path, mutant, options, FixRequest(unsafe=True))
             if path.read_bytes() != mutant:
                 assert result.error is None, name
                 cst.parse_module(path.read_bytes())
