@@ -108,7 +108,8 @@ def suggest_for_call(path: str, line: int, profile: HardwareProfile) -> dict[str
     _, after = analyse(fixed, path, options)
     if after is None:
         return None
-    call = after.info.calls[index]  # fixes never add or remove DataLoader calls
+    info: Any = after.info  # the engine keeps the collector's facts untyped
+    call = info.calls[index]  # fixes never add or remove DataLoader calls
     out: dict[str, Any] = {}
     for name, arg in call.args.items():
         out[name] = evaluate(arg.value, call.scope)
@@ -120,8 +121,8 @@ def suggest_for_call(path: str, line: int, profile: HardwareProfile) -> dict[str
 def _call_rows(analysis: Analysis) -> list[tuple[int, int]]:
     positions = analysis.positions
     assert isinstance(positions, Positions)
-    calls = analysis.info.calls  # type: ignore[attr-defined]
-    return [(i, positions.range(call.node)[0].row) for i, call in enumerate(calls)]
+    info: Any = analysis.info
+    return [(i, positions.range(call.node)[0].row) for i, call in enumerate(info.calls)]
 
 
 def fix_from_verify(

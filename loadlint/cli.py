@@ -11,7 +11,7 @@ import importlib
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, TextIO, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, NoReturn, TextIO, TypeVar
 
 import click
 
@@ -40,7 +40,8 @@ class LazyGroup(click.Group):
         if name in self.lazy:
             module, attr = self.lazy[name].split(":")
             try:
-                return getattr(importlib.import_module(module), attr)
+                command: click.Command = getattr(importlib.import_module(module), attr)
+                return command
             except ImportError as exc:
                 hint = "lsp" if name == "lsp" else "verify"
                 message = f"'loadlint {name}' needs the '{hint}' extra: pip install 'loadlint[{hint}]' ({exc})"
@@ -61,7 +62,8 @@ def _target_error() -> type[Exception]:
     return TargetError
 
 
-def fail(message: str, code: int = EXIT_ERROR) -> None:
+def fail(message: str, code: int = EXIT_ERROR) -> NoReturn:
+    """Print one error line and exit."""
     click.echo(f"loadlint: error: {message}", err=True)
     sys.exit(code)
 
@@ -72,21 +74,21 @@ def _split(values: tuple[str, ...]) -> tuple[str, ...] | None:
     return tuple(part.strip() for value in values for part in value.split(",") if part.strip())
 
 
-def _parse_targets(values: tuple[str, ...]) -> dict:
+def _parse_targets(values: tuple[str, ...]) -> dict[str, Any]:
     if not values:
         return {}
     from loadlint.hardware import parse_target
 
-    target: dict = {}
+    target: dict[str, Any] = {}
     for value in values:
         target.update(parse_target(value))
     return target
 
 
-def _per_file_ignores(values: tuple[str, ...]):
+def _per_file_ignores(values: tuple[str, ...]) -> tuple[tuple[str, tuple[str, ...]], ...] | None:
     if not values:
         return None
-    entries = []
+    entries: list[tuple[str, tuple[str, ...]]] = []
     for value in values:
         pattern, sep, codes = value.rpartition(":")
         if not sep or not pattern:
@@ -101,7 +103,11 @@ def cli() -> None:
     """loadlint: a static advisor for PyTorch DataLoader configuration."""
 
 
-def check_options(func):
+_Command = TypeVar("_Command", bound=Callable[..., None])
+
+
+def check_options(func: _Command) -> _Command:
+    """The options ``check`` and ``fix`` share (the fields of CheckOptions)."""
     options = [
         click.argument("paths", nargs=-1, type=click.Path(path_type=str)),
         click.option("--fix/--no-fix", "fix", default=None, help="Apply safe fixes."),

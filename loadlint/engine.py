@@ -13,13 +13,16 @@ import codecs
 import ast
 import re
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from loadlint.rules import CODES, ENGINE_CODES, name_of, rule_class
 from loadlint.source import DecodeError, decode, position_of_offset
 from loadlint.types import FileResult as FileResult  # re-exported: callers of lint_bytes name it
 from loadlint.types import Finding, Fix, HardwareProfile, Location
 from loadlint.types import Options as Options  # re-exported: the engine's entry points take it
+
+if TYPE_CHECKING:
+    from loadlint.rules.base import FixSpec
 
 #: A file that never contains one of these cannot construct a DataLoader and
 #: is not parsed at all.
@@ -285,9 +288,10 @@ def analyse(text: str, path: str, options: Options, *, notebook: bool = False) -
 
 def _unrepr(text: str) -> str:
     try:
-        return ast.literal_eval(f"'{text}'")
+        value = ast.literal_eval(f"'{text}'")
     except (ValueError, SyntaxError):
         return text
+    return value if isinstance(value, str) else text
 
 
 def _too_deep(path: str, options: Options) -> list[Finding]:
@@ -303,7 +307,7 @@ class _LazyProfile:
         self._options = options
         self._profile: HardwareProfile | None = None
 
-    def __getattr__(self, name: str):
+    def __getattr__(self, name: str) -> Any:
         if self._profile is None:
             self._profile = self._options.profile()
         return getattr(self._profile, name)
@@ -357,7 +361,7 @@ class FixFailed(Exception):
 
 #: A source of fixes for one round: given the text and its analysis (None
 #: when nothing was parsed), the (label, FixSpec) pairs to apply.
-SpecSource = Callable[[str, "Analysis | None"], list]
+SpecSource = Callable[[str, "Analysis | None"], "Chosen"]
 
 
 def fix_text(
@@ -421,7 +425,10 @@ def fix_text(
     return text, [f for f in all_findings if f.code in options.select], applied
 
 
-def _apply_round(text: str, analysis: Analysis | None, chosen: list) -> tuple[str, list]:
+Chosen = list[tuple[str, "FixSpec"]]
+
+
+def _apply_round(text: str, analysis: Analysis | None, chosen: Chosen) -> tuple[str, Chosen]:
     """The text with as many of ``chosen`` applied as render together.
 
     A fix that cannot be rendered alongside the others (overlapping edits, a
@@ -432,18 +439,17 @@ def _apply_round(text: str, analysis: Analysis | None, chosen: list) -> tuple[st
 
     from loadlint.fixes import Builder, Positions, apply_edits
 
-    if analysis is not None:
-        module, positions = analysis.module, analysis.positions
+    if analysis is not None and isinstance(analysis.positions, Positions):
+        positions = analysis.positions
     else:
-        module = cst.parse_module(text)
-        positions = Positions(module, text)
-    builder = Builder(module, positions)  # type: ignore[arg-type]
+        positions = Positions(cst.parse_module(text), text)
+    builder = Builder(positions.module, positions)
     specs = [spec for _, spec in chosen]
     try:
         return apply_edits(text, builder.edits(specs)), chosen
     except Exception:
         pass
-    kept: list = []
+    kept: Chosen = []
     for item in chosen:
         try:
             builder.edits([s for _, s in kept] + [item[1]])

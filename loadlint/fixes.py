@@ -9,10 +9,14 @@ everything outside the edited calls and added imports stays byte-identical.
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
+from functools import cached_property
+from typing import Mapping, TypeVar, cast
 
 import libcst as cst
+from libcst.metadata import CodeRange
 
 from loadlint.rules.base import CallChange, FixSpec
 from loadlint.signature import DEFAULTS, POSITIONAL
@@ -30,51 +34,47 @@ class Positions:
 
     module: cst.Module
     text: str
-    _ranges: dict | None = None
-    _starts: list[int] | None = None
 
-    def _ensure(self) -> None:
-        if self._ranges is None:
-            from libcst.metadata import MetadataWrapper, PositionProvider
+    @cached_property
+    def _ranges(self) -> Mapping[cst.CSTNode, CodeRange]:
+        from libcst.metadata import MetadataWrapper, PositionProvider
 
-            wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
-            self._ranges = wrapper.resolve(PositionProvider)
-            self._starts = line_starts(self.text)
+        return MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
+
+    @cached_property
+    def _starts(self) -> list[int]:
+        return line_starts(self.text)
 
     def range(self, node: cst.CSTNode) -> tuple[Location, Location]:
         """1-based rows and 1-based columns, end exclusive."""
-        self._ensure()
-        code_range = self._ranges[node]  # type: ignore[index]
+        code_range = self._ranges[node]
         start, end = code_range.start, code_range.end
         return Location(start.line, start.column + 1), Location(end.line, end.column + 1)
 
     def offset(self, location: Location) -> int:
-        self._ensure()
-        return self._starts[location.row - 1] + location.column - 1  # type: ignore[index]
+        """The character offset of ``location`` in the text."""
+        return self._starts[location.row - 1] + location.column - 1
 
     def span(self, node: cst.CSTNode) -> tuple[int, int, Location, Location]:
+        """(start offset, end offset, start, end) of ``node``."""
         start, end = self.range(node)
         return self.offset(start), self.offset(end), start, end
 
     def line_text(self, row: int) -> str:
-        self._ensure()
+        """Line ``row`` without its line break."""
         starts = self._starts
-        begin = starts[row - 1]  # type: ignore[index]
-        stop = starts[row] if row < len(starts) else len(self.text)  # type: ignore[arg-type]
+        begin = starts[row - 1]
+        stop = starts[row] if row < len(starts) else len(self.text)
         return LINE_BREAK.sub("", self.text[begin:stop])
 
     def starting_at(self, row: int) -> list[cst.CSTNode]:
         """The nodes whose code starts on line ``row``."""
-        self._ensure()
-        assert self._ranges is not None
         return [node for node, code_range in self._ranges.items() if code_range.start.line == row]
 
     def location_of_offset(self, offset: int) -> Location:
-        import bisect
-
-        self._ensure()
-        row = bisect.bisect_right(self._starts, offset)  # type: ignore[arg-type]
-        return Location(row, offset - self._starts[row - 1] + 1)  # type: ignore[index]
+        """The 1-based location of a character offset."""
+        row = bisect.bisect_right(self._starts, offset)
+        return Location(row, offset - self._starts[row - 1] + 1)
 
 
 # -- rendering nodes in context ---------------------------------------------
@@ -91,7 +91,7 @@ def render(node: cst.BaseExpression, module: cst.Module, indent: str) -> str:
     return code[len("if _:" + newline + indent) : len(code) - len(newline)]
 
 
-def render_in_place(original: cst.CSTNode, new: cst.CSTNode, positions: Positions) -> tuple[int, int, str]:
+def render_in_place(original: cst.Call, new: cst.Call, positions: Positions) -> tuple[int, int, str]:
     """Render ``new`` where ``original`` stands, with the block indentation
     that reproduces ``original`` exactly (multi-line calls depend on it)."""
     start, end, loc, _ = positions.span(original)
@@ -231,16 +231,15 @@ def _remove_arg(call: cst.Call, index: int) -> cst.Call:
     else:
         # Comments on the removed argument's line stay where it was.
         holder = args[index - 1].comma if index > 0 else call.whitespace_before_args
-        ws = holder.whitespace_after if isinstance(holder, cst.Comma) else holder
-        if isinstance(ws, cst.ParenthesizedWhitespace):
-            carried = _carried_lines(removed.comma, ws.last_line)
+        after = holder.whitespace_after if isinstance(holder, cst.Comma) else holder
+        if isinstance(after, cst.ParenthesizedWhitespace):
+            carried = _carried_lines(removed.comma, after.last_line)
             if carried:
-                ws = ws.with_changes(empty_lines=[*ws.empty_lines, *carried])
-                if index > 0:
-                    prev = args[index - 1]
-                    args[index - 1] = prev.with_changes(comma=prev.comma.with_changes(whitespace_after=ws))
+                after = after.with_changes(empty_lines=[*after.empty_lines, *carried])
+                if isinstance(holder, cst.Comma):
+                    args[index - 1] = args[index - 1].with_changes(comma=holder.with_changes(whitespace_after=after))
                 else:
-                    call = call.with_changes(whitespace_before_args=ws)
+                    call = call.with_changes(whitespace_before_args=after)
     return call.with_changes(args=args)
 
 
@@ -451,6 +450,7 @@ class Builder:
         if not isinstance(body, cst.IndentedBlock) or not body.body:
             raise FixError("cannot insert into a one-line block")
         first = body.body[0]
+        assert isinstance(first, (cst.SimpleStatementLine, cst.BaseCompoundStatement))
         start, _, loc, _ = self.positions.span(first)
         line = self.positions.line_text(loc.row)
         indent = line[: loc.column - 1]
@@ -513,14 +513,18 @@ class Builder:
         )
 
 
+_Node = TypeVar("_Node", bound=cst.CSTNode)
+
+
 class _Replacer(cst.CSTTransformer):
     def __init__(self, replaced: dict[int, str], originals: dict[int, cst.CSTNode]) -> None:
         self.replaced = replaced
 
-    def on_leave(self, original_node, updated_node):  # type: ignore[override]
+    def on_leave(self, original_node: _Node, updated_node: _Node) -> _Node | cst.RemovalSentinel | cst.FlattenSentinel[_Node]:
         code = self.replaced.get(id(original_node))
         if code is not None and isinstance(original_node, cst.BaseExpression):
-            return cst.parse_expression(code)
+            # Any expression may stand where an expression stood.
+            return cast(_Node, cst.parse_expression(code))
         return updated_node
 
 

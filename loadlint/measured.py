@@ -18,6 +18,7 @@ import libcst as cst
 from loadlint.fixes import FixError, Positions, arg_index
 from loadlint.rules.base import CallChange, FixSpec
 from loadlint.signature import TUNABLE_DEFAULTS
+from loadlint.types import Location
 
 
 class ReportError(Exception):
@@ -115,7 +116,7 @@ def _holds(call: cst.Call, name: str, value: object) -> bool:
     return current == value and type(current) is type(value)
 
 
-def _site_rank(call: cst.Call, positions: Positions, site: MeasuredSite) -> tuple:
+def _site_rank(call: cst.Call, positions: Positions, site: MeasuredSite) -> tuple[bool, bool, Location]:
     """Prefer the call that ends where the report says, looks like a loader,
     and is outermost (inner calls starting on the line are its arguments)."""
     func = call.func

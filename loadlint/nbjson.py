@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from typing import Any
 
 
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
@@ -20,14 +21,20 @@ _SCALAR = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true
 
 
 def _ws(text: str, i: int) -> int:
-    return _WS.match(text, i).end()  # type: ignore[union-attr]
+    return _end(_WS.match(text, i), i)
+
+
+def _end(match: re.Match[str] | None, i: int) -> int:
+    if match is None:
+        raise ValueError(f"unexpected JSON at offset {i}")
+    return match.end()
 
 
 def _skip(text: str, i: int) -> int:
     """The end of the JSON value starting at ``i`` (the text is valid JSON)."""
     ch = text[i]
     if ch == '"':
-        return _STRING.match(text, i).end()  # type: ignore[union-attr]
+        return _end(_STRING.match(text, i), i)
     if ch in "[{":
         depth = 0
         for match in _TOKEN.finditer(text, i):
@@ -39,15 +46,12 @@ def _skip(text: str, i: int) -> int:
                 if depth == 0:
                     return match.end()
         raise ValueError("unbalanced JSON")
-    match = _SCALAR.match(text, i)
-    if match is None:
-        raise ValueError(f"unexpected JSON at offset {i}")
-    return match.end()
+    return _end(_SCALAR.match(text, i), i)
 
 
 def _members(text: str, i: int) -> list[tuple[str, int, int, int]]:
     """(key, key start, value start, value end) of the object at ``i``."""
-    out = []
+    out: list[tuple[str, int, int, int]] = []
     i = _ws(text, i + 1)
     if text[i] == "}":
         return out
@@ -68,7 +72,7 @@ def _members(text: str, i: int) -> list[tuple[str, int, int, int]]:
 
 def _items(text: str, i: int) -> list[tuple[int, int]]:
     """(start, end) of each element of the array at ``i``."""
-    out = []
+    out: list[tuple[int, int]] = []
     i = _ws(text, i + 1)
     if text[i] == "]":
         return out
@@ -146,7 +150,7 @@ def render_source(text: str, span: _SourceSpan, new: str, ensure_ascii: bool) ->
     if span.items is None:
         return json.dumps(new, ensure_ascii=ensure_ascii)
     # Lines that did not change keep their original bytes (their escapes).
-    raw = {}
+    raw: dict[str, str] = {}
     for start, end in span.items:
         token = text[start:end]
         raw.setdefault(json.loads(token), token)
@@ -157,7 +161,7 @@ def render_source(text: str, span: _SourceSpan, new: str, ensure_ascii: bool) ->
     return "[" + before + between.join(tokens) + after + "]"
 
 
-def splice(text: str, doc: dict, changes: dict[int, str]) -> str:
+def splice(text: str, doc: dict[str, Any], changes: dict[int, str]) -> str:
     """``text`` with the ``source`` of each changed cell replaced, all else
     untouched; verified by parsing the result back."""
     spans = source_spans(text)

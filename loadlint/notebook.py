@@ -27,6 +27,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 
 from loadlint.engine import PREFILTER, FixFailed, analyse, fix_text
@@ -76,7 +77,7 @@ class Cell:
     as_list: bool
 
 
-def load(data: bytes) -> tuple[str, bool, dict, list[Cell], list[NotebookError]]:
+def load(data: bytes) -> tuple[str, bool, dict[str, Any], list[Cell], list[NotebookError]]:
     """(text, had BOM, document, code cells, per-cell problems); raises
     NotebookError when the file as a whole is unusable."""
     bom = data.startswith(codecs.BOM_UTF8)
@@ -420,9 +421,9 @@ def _check(path: Path, name: str, data: bytes, options: Options, fix: FixRequest
         broken = [f for f in findings if f.code == "LL900" and f.message.startswith("SyntaxError")]
         if not broken:
             break
-        cell, row = _locate(cell_rows(joined), broken[0].location.row)
-        module.parts = [p for p in module.parts if p.cell.index != cell]
-        engine_findings.append(_finding("LL900", broken[0].message, name, row, broken[0].location.column, cell))
+        index, row = _locate(cell_rows(joined), broken[0].location.row)
+        module.parts = [p for p in module.parts if p.cell.index != index]
+        engine_findings.append(_finding("LL900", broken[0].message, name, row, broken[0].location.column, index))
     rows = cell_rows(fixed_joined)
     mapped = [_map(f, rows) for f in findings]
     all_findings = result.findings + engine_findings + mapped

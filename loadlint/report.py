@@ -13,7 +13,7 @@ import json
 import os
 import sys
 from dataclasses import dataclass
-from typing import Callable, TextIO
+from typing import Any, Callable, TextIO
 
 from loadlint.files import unified_diff
 from loadlint.rules import CODES, name_of
@@ -192,7 +192,7 @@ def format_concise(run: Run, summary: Summary, style: Style, sources: Sources) -
     return "\n".join(concise_lines(run, summary, style, sources) + summary_lines(run, summary, style)) + "\n"
 
 
-def finding_to_dict(finding: Finding) -> dict:
+def finding_to_dict(finding: Finding) -> dict[str, Any]:
     """ruff's JSON shape (1-based columns, end exclusive), plus ``name``."""
     fix = None
     if finding.fix is not None:
@@ -332,7 +332,7 @@ def fixed_listing(run: Run) -> str:
 def diff(run: Run) -> tuple[str, int]:
     """``--diff``: (the fixes as one unified diff, how many fixes it holds);
     a notebook gives one diff per changed cell, as ruff prints them."""
-    chunks = []
+    chunks: list[str] = []
     fixed = 0
     for result in run.results:
         if result.fixed is None:
