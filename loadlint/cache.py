@@ -57,8 +57,8 @@ def profile_key(profile: HardwareProfile) -> str:
     """
     # ``declared`` is a frozenset: its repr's order changes with each
     # process's string hashing, so it is written sorted.
-    stable = replace(profile, memory_available=None, declared=tuple(sorted(profile.declared)))
-    return content_hash(repr(stable).encode())
+    stable = replace(profile, memory_available=None, declared=frozenset())
+    return content_hash(repr((stable, sorted(profile.declared))).encode())
 
 
 def code_stamp() -> str:

@@ -355,7 +355,7 @@ def rule_command(code: str | None, all_rules: bool, output_format: str) -> None:
 
     if all_rules == bool(code):
         fail("give a rule code (loadlint rule LL201) or --all")
-    codes = sorted(CODES) if all_rules else [code.upper()]  # type: ignore[union-attr]
+    codes = sorted(CODES) if all_rules or code is None else [code.upper()]
     for c in codes:
         if c not in CODES:
             fail(f"unknown rule code '{code}'")

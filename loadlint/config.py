@@ -14,19 +14,21 @@ import os
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Iterable
 
 from loadlint.rules import CODES, DEFAULT_OFF
 
 
-def _tomllib():
+def _tomllib() -> ModuleType:
     # Imported on the first configuration file that needs parsing: most
     # runs find none, or a pyproject.toml without [tool.loadlint].
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover
         import tomli as tomllib
-    return tomllib
+    module: ModuleType = tomllib
+    return module
 
 
 CONFIG_FILES = (".loadlint.toml", "loadlint.toml", "pyproject.toml")
@@ -354,10 +356,10 @@ class Resolver:
         if config is None:
             settings = self.overrides.apply(Settings(root=os.getcwd()))
         else:
-            settings = self._by_file.get(config)
-            if settings is None:
-                settings = self.overrides.apply(load_settings(config))
-                self._by_file[config] = settings
+            loaded = self._by_file.get(config)
+            if loaded is None:
+                loaded = self._by_file[config] = self.overrides.apply(load_settings(config))
+            settings = loaded
         self._by_dir[directory] = settings
         return settings
 

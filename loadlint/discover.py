@@ -14,7 +14,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 from loadlint.config import CONFIG_FILES, Settings
 
@@ -95,9 +95,9 @@ class _GitIgnore:
     """The .gitignore files that apply to a folder (its own and its parents')."""
 
     def __init__(self) -> None:
-        self._specs: dict[Path, list[tuple[Path, object]]] = {}
+        self._specs: dict[Path, list[tuple[Path, Any]]] = {}
 
-    def specs_for(self, directory: Path, parent: list[tuple[Path, object]] | None) -> list[tuple[Path, object]]:
+    def specs_for(self, directory: Path, parent: list[tuple[Path, Any]] | None) -> list[tuple[Path, Any]]:
         cached = self._specs.get(directory)
         if cached is not None:
             return cached
@@ -115,19 +115,19 @@ class _GitIgnore:
         return specs
 
     @staticmethod
-    def ignored(path: Path, is_dir: bool, specs: list[tuple[Path, object]]) -> bool:
+    def ignored(path: Path, is_dir: bool, specs: list[tuple[Path, Any]]) -> bool:
         result = False
         for base, spec in specs:
             rel = path.relative_to(base).as_posix()
             if is_dir:
                 rel += "/"
-            check = spec.check_file(rel)  # type: ignore[attr-defined]
+            check = spec.check_file(rel)
             if check.include is not None:
                 result = bool(check.include)
         return result
 
 
-def _parent_gitignores(directory: Path, cache: _GitIgnore) -> list[tuple[Path, object]]:
+def _parent_gitignores(directory: Path, cache: _GitIgnore) -> list[tuple[Path, Any]]:
     """.gitignore files from the repository root down to ``directory``."""
     chain: list[Path] = []
     for folder in (directory, *directory.parents):
@@ -136,7 +136,7 @@ def _parent_gitignores(directory: Path, cache: _GitIgnore) -> list[tuple[Path, o
             break
     else:
         chain = [directory]
-    specs: list[tuple[Path, object]] = []
+    specs: list[tuple[Path, Any]] = []
     for folder in reversed(chain):
         specs = cache.specs_for(folder, specs)
     return specs
@@ -166,11 +166,13 @@ def discover(
                 yield Candidate(root, settings, explicit=True)
 
 
-def _walk(root: Path, settings_for, gitignore: _GitIgnore, seen: set[str]) -> Iterator[Candidate]:
+def _walk(
+    root: Path, settings_for: Callable[[Path], Settings], gitignore: _GitIgnore, seen: set[str]
+) -> Iterator[Candidate]:
     absolute_root = os.path.abspath(root)
     settings = settings_for(root)
     specs = _parent_gitignores(Path(absolute_root), gitignore) if settings.respect_gitignore else []
-    stack: list[tuple[Path, str, list, Settings | None]] = [(root, absolute_root, specs, None)]
+    stack: list[tuple[Path, str, list[tuple[Path, Any]], Settings | None]] = [(root, absolute_root, specs, None)]
     roots: dict[str, str] = {}
     while stack:
         directory, absolute, specs, inherited = stack.pop()

@@ -13,9 +13,13 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from loadlint import __version__
+
+if TYPE_CHECKING:
+    from loadlint.config import Resolver
+    from loadlint.pipeline import ProfileCache
 
 
 class Plugin:
@@ -24,18 +28,17 @@ class Plugin:
 
     #: One resolver and hardware profile cache per flake8 process: flake8
     #: instantiates the plugin once per file.
-    _resolver: Any = None
-    _profiles: Any = None
+    _resolver: Resolver | None = None
+    _profiles: ProfileCache | None = None
 
     def __init__(self, tree: Any, lines: list[str], filename: str = "stdin") -> None:
         self.lines = lines
         self.filename = filename
 
     @classmethod
-    def _shared(cls):
-        if cls._resolver is None:
+    def _shared(cls) -> tuple[Resolver, ProfileCache]:
+        if cls._resolver is None or cls._profiles is None:
             from loadlint.config import Overrides, Resolver
-
             from loadlint.pipeline import ProfileCache
 
             cls._resolver = Resolver(Overrides())

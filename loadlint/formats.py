@@ -15,13 +15,14 @@ import hashlib
 import json
 import os
 from pathlib import Path
+from typing import Any
 from xml.etree import ElementTree as ET
 
 from loadlint import __version__
 from loadlint.report import Sources, Style, Summary, severity
 from loadlint.rules import CODES, rule_class
 from loadlint.source import lines as split_lines
-from loadlint.types import FileResult, Finding, Run
+from loadlint.types import FileResult, Finding, Location, Run
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://github.com/loadlint/loadlint"
@@ -129,7 +130,7 @@ def _enabled_codes(run: Run, summary: Summary) -> list[str]:
 # -- SARIF -----------------------------------------------------------------
 
 
-def _region(start, end) -> dict:
+def _region(start: Location, end: Location) -> dict[str, Any]:
     return {
         "startLine": start.row,
         "startColumn": start.column,
@@ -153,7 +154,7 @@ def _section(doc: str, heading: str) -> str:
     return " ".join(" ".join(out).split())
 
 
-def _sarif_rule(code: str) -> dict:
+def _sarif_rule(code: str) -> dict[str, Any]:
     rule = rule_class(code)
     doc = rule.documentation()
     return {
@@ -168,19 +169,19 @@ def _sarif_rule(code: str) -> dict:
     }
 
 
-def _artifact(path: str, root: Path) -> dict:
+def _artifact(path: str, root: Path) -> dict[str, Any]:
     uri = relative_uri(path, root)
     if uri is None:
         return {"uri": Path(os.path.abspath(path)).as_uri()}
     return {"uri": uri, "uriBaseId": "%SRCROOT%"}
 
 
-def _sarif_result(finding: Finding, rule_index: dict[str, int], root: Path, fingerprint: tuple[str, int]) -> dict:
-    physical: dict = {"artifactLocation": _artifact(finding.path, root)}
+def _sarif_result(finding: Finding, rule_index: dict[str, int], root: Path, fingerprint: tuple[str, int]) -> dict[str, Any]:
+    physical: dict[str, Any] = {"artifactLocation": _artifact(finding.path, root)}
     if finding.cell is None:
         physical["region"] = _region(finding.location, finding.end_location)
     location = {"physicalLocation": physical}
-    result: dict = {
+    result: dict[str, Any] = {
         "ruleId": finding.code,
         "level": severity(finding.code),
         "message": {"text": _message(finding)},
@@ -218,7 +219,7 @@ def _sarif_result(finding: Finding, rule_index: dict[str, int], root: Path, fing
     return result
 
 
-def sarif_log(run: Run, summary: Summary, root: Path | None = None) -> dict:
+def sarif_log(run: Run, summary: Summary, root: Path | None = None) -> dict[str, Any]:
     """The SARIF 2.1.0 log as a dict (the formatter serialises it)."""
     root = root or repository_root()
     codes = _enabled_codes(run, summary)
@@ -259,7 +260,7 @@ def sarif_log(run: Run, summary: Summary, root: Path | None = None) -> dict:
     }
 
 
-def format_sarif(run: Run, summary: Summary, style: Style, sources) -> str:
+def format_sarif(run: Run, summary: Summary, style: Style, sources: Sources) -> str:
     return json.dumps(sarif_log(run, summary), indent=2) + "\n"
 
 
@@ -277,7 +278,7 @@ def escape_property(text: str) -> str:
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def format_github(run: Run, summary: Summary, style: Style, sources) -> str:
+def format_github(run: Run, summary: Summary, style: Style, sources: Sources) -> str:
     root = repository_root()
     out = []
     for result in run.results:
@@ -298,8 +299,8 @@ def format_github(run: Run, summary: Summary, style: Style, sources) -> str:
             prop_text = ",".join(f"{key}={escape_property(value)}" for key, value in props)
             out.append(f"::{level} {prop_text}::{escape_data(_message(finding))}")
         if result.error:
-            props = f"file={escape_property(path)},title={escape_property('loadlint (error)')}"
-            out.append(f"::error {props}::{escape_data(result.error)}")
+            error_props = f"file={escape_property(path)},title={escape_property('loadlint (error)')}"
+            out.append(f"::error {error_props}::{escape_data(result.error)}")
     return "".join(line + "\n" for line in out)
 
 
@@ -315,7 +316,7 @@ def gitlab_severity(code: str) -> str:
     return _GITLAB_SEVERITY[severity(code)]
 
 
-def format_gitlab(run: Run, summary: Summary, style: Style, sources) -> str:
+def format_gitlab(run: Run, summary: Summary, style: Style, sources: Sources) -> str:
     root = repository_root()
     fingerprints = _fingerprints(run, root)
     issues = []
@@ -358,7 +359,7 @@ def format_gitlab(run: Run, summary: Summary, style: Style, sources) -> str:
 # -- JUnit XML ------------------------------------------------------------
 
 
-def format_junit(run: Run, summary: Summary, style: Style, sources) -> str:
+def format_junit(run: Run, summary: Summary, style: Style, sources: Sources) -> str:
     suites = ET.Element("testsuites", name="loadlint")
     total = failures = errors = 0
     if not run.results:
@@ -401,7 +402,7 @@ def format_junit(run: Run, summary: Summary, style: Style, sources) -> str:
 # -- pylint -----------------------------------------------------------------
 
 
-def format_pylint(run: Run, summary: Summary, style: Style, sources) -> str:
+def format_pylint(run: Run, summary: Summary, style: Style, sources: Sources) -> str:
     out = []
     for result in run.results:
         for finding in result.findings:

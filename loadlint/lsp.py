@@ -23,11 +23,16 @@ import asyncio
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from loadlint import __version__
+
+if TYPE_CHECKING:
+    from loadlint.config import Resolver, Settings
+    from loadlint.pipeline import ProfileCache
+    from loadlint.types import Edit, Finding, Location, Options
 
 SOURCE = "loadlint"
 FIX_ALL_KIND = "source.fixAll.loadlint"
@@ -46,14 +51,15 @@ class State:
     debounce: float = DEBOUNCE
     #: Push diagnostics (False when the client pulls them itself).
     push: bool = True
-    resolver: Any = None
-    profiles: Any = None
-    pending: dict[str, asyncio.Task] = field(default_factory=dict)
+    resolver: Resolver | None = None
+    profiles: ProfileCache | None = None
+    pending: dict[str, asyncio.Task[None]] = field(default_factory=dict)
 
     def reset_config(self) -> None:
         self.resolver = None
 
-    def settings_for(self, path: str):
+    def settings_for(self, path: str) -> Settings:
+        """The settings of the file at ``path`` (configuration read once)."""
         from loadlint.config import Overrides, Resolver
         from loadlint.pipeline import ProfileCache
 
@@ -62,6 +68,14 @@ class State:
         if self.profiles is None:
             self.profiles = ProfileCache()
         return self.resolver.for_path(Path(path))
+
+    def options_for(self, settings: Settings, path: str) -> Options:
+        """The options ``settings`` give the document at ``path``."""
+        from loadlint.pipeline import ProfileCache, options_for
+
+        if self.profiles is None:
+            self.profiles = ProfileCache()
+        return options_for(settings, path, self.profiles)
 
 
 # -- findings ----------------------------------------------------------------
@@ -74,19 +88,19 @@ def _path_of(uri: str) -> str:
     return path or "untitled.py"
 
 
-def lint_document(state: State, uri: str, text: str):
+def lint_document(state: State, uri: str, text: str) -> tuple[list[Finding], Settings]:
     """(findings, settings) for a document; a config problem raises ConfigError."""
     from loadlint.discover import is_excluded
-    from loadlint.pipeline import check_text, options_for
+    from loadlint.pipeline import check_text
 
     path = _path_of(uri)
     settings = state.settings_for(path)
     if uri.startswith("file:") and is_excluded(Path(path), settings):
         return [], settings
-    return check_text(text, path, options_for(settings, path, state.profiles)), settings
+    return check_text(text, path, state.options_for(settings, path)), settings
 
 
-def _range(doc, start, end):
+def _range(doc: Any, start: Location, end: Location) -> Any:
     from lsprotocol import types
 
     raw = types.Range(
@@ -97,7 +111,8 @@ def _range(doc, start, end):
     return doc.position_codec.range_to_client_units(doc.lines, raw)
 
 
-def to_diagnostic(doc, finding):
+def to_diagnostic(doc: Any, finding: Finding) -> Any:
+    """The LSP diagnostic of a finding."""
     from lsprotocol import types
 
     from loadlint.report import rule_url, severity
@@ -114,7 +129,7 @@ def to_diagnostic(doc, finding):
     )
 
 
-def _diagnostics(ls, state: State, uri: str) -> list:
+def _diagnostics(ls: Any, state: State, uri: str) -> list[Any]:
     from lsprotocol import types
 
     from loadlint.config import ConfigError
@@ -128,7 +143,8 @@ def _diagnostics(ls, state: State, uri: str) -> list:
     return [to_diagnostic(doc, f) for f in findings]
 
 
-def publish(ls, state: State, uri: str) -> None:
+def publish(ls: Any, state: State, uri: str) -> None:
+    """Push a document's diagnostics to the client."""
     from lsprotocol import types
 
     doc = ls.workspace.get_text_document(uri)
@@ -140,13 +156,13 @@ def publish(ls, state: State, uri: str) -> None:
 # -- code actions --------------------------------------------------------------
 
 
-def _edit_for(doc, edit):
+def _edit_for(doc: Any, edit: Edit) -> Any:
     from lsprotocol import types
 
     return types.TextEdit(range=_range(doc, edit.location, edit.end_location), new_text=edit.content)
 
 
-def noqa_edit(doc, finding):
+def noqa_edit(doc: Any, finding: Finding) -> Any:
     """The edit that adds ``finding.code`` to the ``# noqa`` of its line, or
     None where a comment cannot go (a line continued with a backslash)."""
     from lsprotocol import types
@@ -172,14 +188,14 @@ def noqa_edit(doc, finding):
     return types.TextEdit(range=doc.position_codec.range_to_client_units(doc.lines, raw), new_text=text)
 
 
-def _overlaps(a, b) -> bool:
+def _overlaps(a: Any, b: Any) -> bool:
     return (a.start.line, a.start.character) <= (b.end.line, b.end.character) and (
         b.start.line,
         b.start.character,
     ) <= (a.end.line, a.end.character)
 
 
-def whole_text_edit(doc, new_text: str):
+def whole_text_edit(doc: Any, new_text: str) -> Any:
     """One edit turning the document into ``new_text``: the changed lines only,
     so the cursor and folds elsewhere stay put."""
     from lsprotocol import types
@@ -204,17 +220,18 @@ def whole_text_edit(doc, new_text: str):
     return types.TextEdit(range=rng, new_text="".join(new[start:end_new]))
 
 
-def fix_all_action(ls, state: State, uri: str):
+def fix_all_action(ls: Any, state: State, uri: str) -> Any:
+    """The fix-all code action of a document; None when nothing applies."""
     from lsprotocol import types
 
     from loadlint.engine import FixFailed
-    from loadlint.pipeline import fix_source_text, options_for
+    from loadlint.pipeline import fix_source_text
 
     doc = ls.workspace.get_text_document(uri)
     path = _path_of(uri)
     settings = state.settings_for(path)
     try:
-        fixed, _, applied = fix_source_text(doc.source, path, options_for(settings, path, state.profiles), unsafe=settings.unsafe_fixes)
+        fixed, _, applied = fix_source_text(doc.source, path, state.options_for(settings, path), unsafe=settings.unsafe_fixes)
     except FixFailed:
         return None
     if not applied or fixed == doc.source:
@@ -226,7 +243,8 @@ def fix_all_action(ls, state: State, uri: str):
     )
 
 
-def code_actions(ls, state: State, params) -> list:
+def code_actions(ls: Any, state: State, params: Any) -> list[Any]:
+    """Quick fixes and noqa actions for the diagnostics a request covers."""
     from lsprotocol import types
 
     from loadlint.config import ConfigError
@@ -236,7 +254,7 @@ def code_actions(ls, state: State, params) -> list:
     only = params.context.only
     want_quick = not only or any(types.CodeActionKind.QuickFix.value.startswith(k) or k == "quickfix" for k in only)
     want_fix_all = not only or any(FIX_ALL_KIND.startswith(k) for k in only)
-    actions: list = []
+    actions: list[Any] = []
     try:
         findings, settings = lint_document(state, uri, doc.source)
     except ConfigError:
@@ -280,7 +298,8 @@ def code_actions(ls, state: State, params) -> list:
 # -- the server ----------------------------------------------------------------
 
 
-def create_server(debounce: float = DEBOUNCE):
+def create_server(debounce: float = DEBOUNCE) -> Any:
+    """The pygls server with loadlint's handlers."""
     from lsprotocol import types
     from pygls.lsp.server import LanguageServer
 
@@ -294,19 +313,19 @@ def create_server(debounce: float = DEBOUNCE):
         return uri.endswith((".py", ".pyi"))
 
     @server.feature(types.INITIALIZE)
-    def initialize(ls, params: types.InitializeParams) -> None:
+    def initialize(ls: Any, params: types.InitializeParams) -> None:
         text = params.capabilities.text_document
         # A client that pulls would otherwise show every finding twice.
         state.push = not (text is not None and text.diagnostic is not None)
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
-    async def did_open(ls, params: types.DidOpenTextDocumentParams) -> None:
+    async def did_open(ls: Any, params: types.DidOpenTextDocumentParams) -> None:
         doc = params.text_document
         if state.push and is_python(doc.uri, doc.language_id):
             publish(ls, state, doc.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
-    async def did_change(ls, params: types.DidChangeTextDocumentParams) -> None:
+    async def did_change(ls: Any, params: types.DidChangeTextDocumentParams) -> None:
         uri = params.text_document.uri
         if not state.push or not is_python(uri, ls.workspace.get_text_document(uri).language_id):
             return
@@ -322,7 +341,7 @@ def create_server(debounce: float = DEBOUNCE):
         state.pending[uri] = asyncio.ensure_future(later())
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
-    async def did_save(ls, params: types.DidSaveTextDocumentParams) -> None:
+    async def did_save(ls: Any, params: types.DidSaveTextDocumentParams) -> None:
         uri = params.text_document.uri
         if uri.rsplit("/", 1)[-1] in CONFIG_NAMES:
             config_changed(ls)
@@ -334,7 +353,7 @@ def create_server(debounce: float = DEBOUNCE):
             publish(ls, state, uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
-    async def did_close(ls, params: types.DidCloseTextDocumentParams) -> None:
+    async def did_close(ls: Any, params: types.DidCloseTextDocumentParams) -> None:
         uri = params.text_document.uri
         pending = state.pending.pop(uri, None)
         if pending is not None:
@@ -343,11 +362,11 @@ def create_server(debounce: float = DEBOUNCE):
             ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
-    def watched_files(ls, params: types.DidChangeWatchedFilesParams) -> None:
+    def watched_files(ls: Any, params: types.DidChangeWatchedFilesParams) -> None:
         if any(change.uri.rsplit("/", 1)[-1] in CONFIG_NAMES for change in params.changes):
             config_changed(ls)
 
-    def config_changed(ls) -> None:
+    def config_changed(ls: Any) -> None:
         state.reset_config()
         if state.push:
             for uri, doc in list(ls.workspace.text_documents.items()):
@@ -363,7 +382,7 @@ def create_server(debounce: float = DEBOUNCE):
         types.TEXT_DOCUMENT_DIAGNOSTIC,
         types.DiagnosticOptions(identifier=SOURCE, inter_file_dependencies=False, workspace_diagnostics=False),
     )
-    def pull(ls, params: types.DocumentDiagnosticParams):
+    def pull(ls: Any, params: types.DocumentDiagnosticParams) -> Any:
         uri = params.text_document.uri
         items = _diagnostics(ls, state, uri) if is_python(uri, ls.workspace.get_text_document(uri).language_id) else []
         return types.RelatedFullDocumentDiagnosticReport(items=items)
@@ -372,7 +391,7 @@ def create_server(debounce: float = DEBOUNCE):
         types.TEXT_DOCUMENT_CODE_ACTION,
         types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL_KIND], resolve_provider=False),
     )
-    def code_action(ls, params: types.CodeActionParams):
+    def code_action(ls: Any, params: types.CodeActionParams) -> Any:
         return code_actions(ls, state, params)
 
     return server

@@ -25,15 +25,20 @@ import dataclasses
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, TextIO
 
 from loadlint import cpus, pipeline
 from loadlint.config import Resolver
 from loadlint.discover import Candidate, discover
 from loadlint.engine import passes_prefilter
 from loadlint.files import read_source
-from loadlint.pipeline import ProfileCache, options_for
-from loadlint.types import HUMAN_FORMATS, CheckOptions, FileResult, FixRequest, HardwareProfile, Run
+from loadlint.pipeline import ProfileCache, Target, options_for
+from loadlint.types import HUMAN_FORMATS, CheckOptions, FileResult, Finding, FixRequest, HardwareProfile, Run
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+
+    from loadlint.cache import Cache
 
 #: Bytes of source the engine gets through in about 0.1 s on one core:
 #: below this saving, starting a pool costs more than it saves.
@@ -63,19 +68,19 @@ def lint_paths(paths: list[Path], resolver: Resolver, options: CheckOptions, req
     )
 
 
-def _is_tty(stream) -> bool:
+def _is_tty(stream: TextIO) -> bool:
     try:
         return bool(stream.isatty())
     except (AttributeError, ValueError):
         return False
 
 
-def lazy_cache(directory: str | Path | None) -> Callable[[], object | None]:
+def lazy_cache(directory: str | Path | None) -> Callable[[], Cache]:
     """The cache, opened on first use: a run where no file passes the
     pre-filter never touches it (nor hashes loadlint's own modules)."""
-    opened: list = []
+    opened: list[Cache] = []
 
-    def get():
+    def get() -> Cache:
         if not opened:
             from loadlint.cache import DEFAULT_DIR, Cache
 
@@ -86,6 +91,7 @@ def lazy_cache(directory: str | Path | None) -> Callable[[], object | None]:
 
 
 def default_jobs() -> int:
+    """Worker processes when --jobs is not given: the usable CPUs."""
     return cpus.usable_here()
 
 
@@ -96,7 +102,7 @@ class Progress:
 
     DELAY = 0.3
 
-    def __init__(self, stream) -> None:
+    def __init__(self, stream: TextIO) -> None:
         self.stream = stream
         self.total = 0
         self.done = 0
@@ -148,9 +154,11 @@ class _Recorder:
         return self.factory()
 
 
-def lint_one(
-    candidate: Candidate, data: bytes | None, profiles: ProfileCache, request: FixRequest | None
-) -> tuple[FileResult, bool]:
+#: A file's result, and whether its findings depended on the hardware profile.
+Done = tuple[FileResult, bool]
+
+
+def lint_one(candidate: Candidate, data: bytes | None, profiles: ProfileCache, request: FixRequest | None) -> Done:
     """(result, whether the profile was consulted) for one file; ``data``
     None means the pipeline reads the file itself (a notebook)."""
     base = options_for(candidate.settings, str(candidate.path), profiles)
@@ -165,7 +173,7 @@ def lint_candidates(
     candidates: Iterable[Candidate],
     request: FixRequest | None = None,
     *,
-    cache: Callable[[], object | None] | None = None,
+    cache: Callable[[], Cache] | None = None,
     jobs: int | None = None,
     progress: Progress | None = None,
     profiles: ProfileCache | None = None,
@@ -176,10 +184,10 @@ def lint_candidates(
     candidates = list(candidates)
     results: list[FileResult | None] = [None] * len(candidates)
     work: list[_Work] = []
-    open_cache = None
-    profile_keys: dict[tuple, str] = {}
+    open_cache: Cache | None = None
+    profile_keys: dict[Target, str] = {}
 
-    def profile_key_for(target: tuple) -> str:
+    def profile_key_for(target: Target) -> str:
         key = profile_keys.get(target)
         if key is None:
             from loadlint.cache import profile_key
@@ -220,7 +228,9 @@ def lint_candidates(
     done = _run_pool(work, profiles, request, jobs, progress, pool_min_saving)
     for item, (result, consulted) in done:
         results[item.index] = result
-        if open_cache is not None and item.digest is not None and result.error is None and result.fixed is None:
+        if open_cache is None or item.digest is None or item.fingerprint is None:
+            continue
+        if result.error is None and result.fixed is None:
             profile = profile_key_for(item.candidate.settings.target) if consulted else None
             open_cache.store(str(item.candidate.path), item.fingerprint, item.digest, profile, result.findings)
     if progress is not None:
@@ -234,11 +244,11 @@ def lint_candidates(
     return run
 
 
-def _has_applicable_fix(findings, request: FixRequest) -> bool:
+def _has_applicable_fix(findings: list[Finding], request: FixRequest) -> bool:
     return any(f.fix is not None and (request.unsafe or f.fix.applicability == "safe") for f in findings)
 
 
-def _from_cache(path: str, data: bytes, findings, *, fixing: bool) -> FileResult:
+def _from_cache(path: str, data: bytes, findings: list[Finding], *, fixing: bool) -> FileResult:
     result = FileResult(path, findings=findings)
     if findings or fixing:
         # The report quotes the offending lines; the text is the one hashed.
@@ -266,7 +276,7 @@ def _init_worker(profiles: ProfileCache, request: FixRequest | None) -> None:
     _worker_state = (profiles, request)
 
 
-def _work_in_worker(candidate: Candidate, data: bytes | None):
+def _work_in_worker(candidate: Candidate, data: bytes | None) -> Done:
     assert _worker_state is not None
     profiles, request = _worker_state
     result, consulted = lint_one(candidate, data, profiles, request)
@@ -293,8 +303,8 @@ def _trim() -> None:
                 _malloc_trim = ctypes.CDLL("libc.so.6").malloc_trim
             except (OSError, AttributeError):
                 pass  # not glibc (musl): nothing to hand back this way
-    if _malloc_trim:
-        _malloc_trim(0)  # type: ignore[operator]
+    if callable(_malloc_trim):
+        _malloc_trim(0)
 
 
 def _pays_for_pool(work: list[_Work], jobs: int, min_saving: int) -> bool:
@@ -308,7 +318,14 @@ def _pays_for_pool(work: list[_Work], jobs: int, min_saving: int) -> bool:
     return total - parallel >= min_saving
 
 
-def _run_pool(work: list[_Work], profiles: ProfileCache, request, jobs, progress, min_saving):
+def _run_pool(
+    work: list[_Work],
+    profiles: ProfileCache,
+    request: FixRequest | None,
+    jobs: int | None,
+    progress: Progress | None,
+    min_saving: int,
+) -> list[tuple[_Work, Done]]:
     jobs = jobs if jobs and jobs > 0 else default_jobs()
     jobs = min(jobs, len(work))
     if not _pays_for_pool(work, jobs, min_saving):
@@ -324,9 +341,9 @@ def _run_pool(work: list[_Work], profiles: ProfileCache, request, jobs, progress
     method = "fork" if sys.platform.startswith("linux") else "spawn"
     context = multiprocessing.get_context(method)
     pending = sorted(work, key=lambda item: -item.size)
-    done: dict[int, tuple] = {}
+    done: dict[int, Done] = {}
     executor = ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_worker, initargs=(profiles, request))
-    running: dict = {}
+    running: dict[Future[Done], _Work] = {}
     try:
         while pending or running:
             # Largest first, as long as the bytes being parsed stay within
@@ -363,7 +380,9 @@ def _run_pool(work: list[_Work], profiles: ProfileCache, request, jobs, progress
     return out
 
 
-def _run_here(work: list[_Work], profiles: ProfileCache, request, progress):
+def _run_here(
+    work: list[_Work], profiles: ProfileCache, request: FixRequest | None, progress: Progress | None
+) -> Iterator[tuple[_Work, Done]]:
     for item in work:
         result = lint_one(item.candidate, item.data, profiles, request)
         if progress is not None:
@@ -371,7 +390,7 @@ def _run_here(work: list[_Work], profiles: ProfileCache, request, progress):
         yield item, result
 
 
-def _preload(profiles: ProfileCache, targets: set[tuple]) -> None:
+def _preload(profiles: ProfileCache, targets: set[Target]) -> None:
     """Import what every worker needs and resolve the profiles, once."""
     try:
         import libcst  # noqa: F401
