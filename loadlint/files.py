@@ -14,6 +14,8 @@ import re
 import stat
 from pathlib import Path
 
+from loadlint.source import lines_with_breaks
+
 
 def read_source(path: Path) -> bytes:
     """A file's bytes.  A FIFO, device or socket is refused, not read: it
@@ -72,6 +74,18 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def write_fixes(path: Path, original: bytes, new: bytes) -> str | None:
+    """Write fixed bytes over ``path`` (see ``write_atomic``); the error to
+    report when they could not be written, None when they were."""
+    try:
+        write_atomic(path, original, new)
+    except FileChanged:
+        return "file changed on disk while it was being fixed; not written"
+    except OSError as exc:
+        return f"cannot write fixes: {exc.strerror or exc}"
+    return None
+
+
 def write_atomic(path: Path, original: bytes, new: bytes) -> None:
     """Replace ``path`` with ``new`` all at once: a temporary file in the same
     folder, flushed to disk, then renamed over the original (keeping its
@@ -121,15 +135,13 @@ def write_atomic(path: Path, original: bytes, new: bytes) -> None:
         os.close(dir_fd)
 
 
-def _diff_lines(text: str) -> list[str]:
-    # Python's own line breaks only: str.splitlines() also breaks on form
-    # feeds and Unicode separators, which would garble the hunks.
-    return re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$", text)
-
-
 def unified_diff(label: str, before: str, after: str) -> str:
     """``before`` -> ``after`` as a unified diff between ``a/label`` and ``b/label``."""
     if before == after:
         return ""
-    lines = difflib.unified_diff(_diff_lines(before), _diff_lines(after), fromfile=f"a/{label}", tofile=f"b/{label}")
+    # Split as Python counts lines: str.splitlines() would also break on
+    # form feeds and Unicode separators, which garbles the hunks.
+    lines = difflib.unified_diff(
+        lines_with_breaks(before), lines_with_breaks(after), fromfile=f"a/{label}", tofile=f"b/{label}"
+    )
     return "".join(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n" for line in lines)

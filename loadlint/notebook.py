@@ -31,9 +31,10 @@ from typing import Any
 
 
 from loadlint.engine import PREFILTER, FixFailed, analyse, fix_text
-from loadlint.files import FileChanged, write_atomic
 from loadlint.nbjson import splice
+from loadlint.files import write_fixes
 from loadlint.rules import name_of
+from loadlint.source import lines_with_breaks
 from loadlint.types import Edit, FileResult, Finding, Fix, FixRequest, Location, Options
 
 #: Cell magics whose body is Python: the cell is checked without its first
@@ -50,7 +51,6 @@ _PLACEHOLDER_LINE = re.compile(r"^[ \t]*__loadlint_ipython_(\d+)__[ \t]*$", re.M
 #: cells even when a fix inserts lines.
 _MARKER = "# __loadlint_cell_{}__\n"
 _MARKER_LINE = re.compile(r"^# __loadlint_cell_(\d+)__\r?\n", re.MULTILINE)
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 _MAGIC_ASSIGN = re.compile(r"[ \t]*[A-Za-z_][\w.]*(?:[ \t]*,[ \t]*[A-Za-z_][\w.]*)*[ \t]*=[ \t]*[%!]")
 _CONVERT = "convert it with `jupyter nbconvert --to notebook --nbformat 4`"
 
@@ -124,11 +124,6 @@ def load(data: bytes) -> tuple[str, bool, dict[str, Any], list[Cell], list[Noteb
 # -- masking IPython syntax ---------------------------------------------------
 
 
-def _split_lines(text: str) -> list[str]:
-    """Lines with their own line breaks; "".join() gives the text back."""
-    return _LINE.findall(text)
-
-
 @dataclass
 class _LineState:
     quote: str | None = None  # the open string's quote (' " ''' or """)
@@ -199,7 +194,7 @@ class _Masker:
     def mask(self, source: str) -> str | None:
         """The cell's source as parsable Python, line for line; None for a
         cell that is not Python (a ``%%bash`` cell)."""
-        lines = _split_lines(source)
+        lines = lines_with_breaks(source)
         out: list[str] = []
         first = next((i for i, line in enumerate(lines) if line.strip()), None)
         if first is not None and lines[first].lstrip().startswith("%%"):
@@ -356,6 +351,11 @@ def _finding(code: str, message: str, path: str, row: int = 1, column: int = 1, 
     return Finding(code, name_of(code), message, path, Location(row, column), Location(row, column + 1), cell=cell)
 
 
+def encode(original: bytes, text: str) -> bytes:
+    """A notebook's new text as bytes, with the BOM ``original`` had."""
+    return (codecs.BOM_UTF8 if original.startswith(codecs.BOM_UTF8) else b"") + text.encode("utf-8")
+
+
 def check(path: Path | str, data: bytes, options: Options, fix: FixRequest | None = None) -> FileResult:
     """Check (and with ``fix``, fix) one notebook.  Never raises for a bad notebook."""
     name = str(path)
@@ -363,13 +363,17 @@ def check(path: Path | str, data: bytes, options: Options, fix: FixRequest | Non
     if not any(word.encode() in data for word in PREFILTER):
         return result
     try:
-        _check(Path(path), name, data, options, fix, result)
+        _check(name, data, options, fix, result)
+        if fix is not None and not fix.dry_run and result.fixed is not None:
+            result.error = write_fixes(Path(path), data, encode(data, result.fixed))
+            if result.error is not None:
+                result.fixed = None
     except Exception as exc:  # one bad notebook must not stop the run
         result.error = f"internal error while checking notebook: {type(exc).__name__}: {exc}"
     return result
 
 
-def _check(path: Path, name: str, data: bytes, options: Options, fix: FixRequest | None, result: FileResult) -> None:
+def _check(name: str, data: bytes, options: Options, fix: FixRequest | None, result: FileResult) -> None:
     try:
         text, bom, doc, cells, problems = load(data)
     except NotebookError as exc:
@@ -445,15 +449,4 @@ def _check(path: Path, name: str, data: bytes, options: Options, fix: FixRequest
             result.cell_changes.append((part.cell.index, part.cell.source, new))
     if not changes:
         return
-    new_text = splice(text, doc, changes)
-    result.fixed = new_text
-    if fix.dry_run:
-        return
-    try:
-        write_atomic(path, data, (codecs.BOM_UTF8 if bom else b"") + new_text.encode("utf-8"))
-    except OSError as exc:
-        result.error = f"cannot write fixes: {exc.strerror or exc}"
-        result.fixed = None
-    except FileChanged:
-        result.error = "file changed on disk while it was being fixed; not written"
-        result.fixed = None
+    result.fixed = splice(text, doc, changes)

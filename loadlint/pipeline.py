@@ -9,14 +9,13 @@ file is LL901, a failed fix an ``error`` on the result.
 
 from __future__ import annotations
 
-import codecs
 from pathlib import Path
 from typing import Any, Callable
 
 from loadlint import notebook
 from loadlint.config import Settings
 from loadlint.engine import FixFailed, SpecSource, analyse, fix_text, lint_bytes, passes_prefilter
-from loadlint.files import FileChanged, read_source, write_atomic
+from loadlint.files import read_source, write_fixes
 from loadlint.source import DecodeError, decode
 from loadlint.types import FileResult, Finding, FixRequest, HardwareProfile, Location, Options
 
@@ -129,17 +128,13 @@ def fix_bytes(
     result.fixed = fixed
     if request.dry_run:
         return result
-    try:
-        write_atomic(path, data, new_bytes)
-    except FileChanged:
-        result.error = "file changed on disk while it was being fixed; not written"
-    except OSError as exc:
-        result.error = f"cannot write fixes: {exc.strerror or exc}"
-    else:
+    result.error = write_fixes(path, data, new_bytes)
+    if result.error is None:
         return result
     # Nothing was written: report the file as it is.
     result.fixed = None
     return _unfixed(result, options)
+
 
 
 def _unfixed(result: FileResult, options: Options) -> FileResult:
@@ -166,8 +161,7 @@ def fix_stdin(data: bytes, name: str, options: Options, request: FixRequest) -> 
         return result, data
     if result.source is not None:
         return result, result.source.encode(result.fixed)
-    bom = codecs.BOM_UTF8 if data.startswith(codecs.BOM_UTF8) else b""
-    return result, bom + result.fixed.encode("utf-8")
+    return result, notebook.encode(data, result.fixed)
 
 
 def check_text(text: str, path: str, options: Options) -> list[Finding]:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 #: Line breaks as libcst (and Python's tokenizer) count them.
 LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 
 
 class DecodeError(Exception):
@@ -85,6 +86,13 @@ def position_of_offset(text: str, offset: int) -> tuple[int, int]:
 
     row = bisect.bisect_right(starts, offset)
     return row, offset - starts[row - 1] + 1
+
+
+def lines_with_breaks(text: str) -> list[str]:
+    """Lines with their own line breaks; "".join() gives the text back.
+    Python's line breaks only: str.splitlines() also breaks on form feeds
+    and Unicode separators."""
+    return _LINE.findall(text)
 
 
 def lines(text: str) -> list[str]:
