@@ -397,6 +397,7 @@ def clean_command(paths: tuple[str, ...], cache_dir: str | None) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The console script: run the command line, return its exit code."""
     try:
         cli.main(args=argv, prog_name="loadlint", standalone_mode=False)
     except click.exceptions.Exit as exc:

@@ -66,6 +66,7 @@ def suppressed_codes(line: str) -> set[str] | None:
 
 
 def file_suppressions(text: str) -> set[str]:
+    """Codes a ``# loadlint: noqa`` line suppresses for the whole file; {"*"} for all."""
     out: set[str] = set()
     if "loadlint" not in text:
         return out
@@ -107,6 +108,7 @@ _NESTING_KEYWORDS = frozenset({"not", "lambda", "await", "if", "else", "and", "o
 
 
 def nesting_depth(text: str) -> int:
+    """An upper estimate of the syntax tree's depth (see ``_nesting``)."""
     return _nesting(text)[0]
 
 
@@ -329,6 +331,7 @@ def passes_prefilter(data: bytes) -> bool:
 
 
 def lint_bytes(data: bytes, path: str, options: Options) -> FileResult:
+    """Check a file's bytes: pre-filter, decode (LL901 when that fails), analyse."""
     result = FileResult(path)
     if not passes_prefilter(data):
         return result
@@ -362,6 +365,8 @@ class FixFailed(Exception):
 #: A source of fixes for one round: given the text and its analysis (None
 #: when nothing was parsed), the (label, FixSpec) pairs to apply.
 SpecSource = Callable[[str, "Analysis | None"], "Chosen"]
+#: Fixes picked for a round: (label for --show-fixes, FixSpec) pairs.
+Chosen = list[tuple[str, "FixSpec"]]
 
 
 def fix_text(
@@ -423,9 +428,6 @@ def fix_text(
             applied[label] = applied.get(label, 0) + 1
         text, all_findings, analysis = new_text, new_all, new_analysis
     return text, [f for f in all_findings if f.code in options.select], applied
-
-
-Chosen = list[tuple[str, "FixSpec"]]
 
 
 def _apply_round(text: str, analysis: Analysis | None, chosen: Chosen) -> tuple[str, Chosen]:

@@ -320,6 +320,7 @@ class ImportPlan:
 
 
 def plan_imports(module: cst.Module, positions: Positions) -> ImportPlan:
+    """Where added imports go: after the module's docstring and imports."""
     last_import = None
     first_stmt_after_docstring = None
     for i, stmt in enumerate(module.body):
@@ -347,6 +348,7 @@ def plan_imports(module: cst.Module, positions: Positions) -> ImportPlan:
 
 
 def existing_imports(module: cst.Module) -> set[str]:
+    """The import statements the module already has, as code."""
     out = set()
     for stmt in module.body:
         if isinstance(stmt, cst.SimpleStatementLine):
@@ -539,6 +541,7 @@ def _replace_inside(call: cst.Call, replaced: dict[int, str]) -> cst.Call:
 
 
 def apply_edits(text: str, edits: list[Edit]) -> str:
+    """``text`` with ``edits`` applied; raises FixError when they overlap."""
     out = []
     cursor = 0
     for edit in sorted(edits, key=lambda e: (e.start, e.end)):

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 
 
 class Plugin:
+    """The flake8 plugin: loadlint's findings with the project's configuration."""
+
     name = "loadlint"
     version = __version__
 
@@ -46,6 +48,7 @@ class Plugin:
         return cls._resolver, cls._profiles
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
+        """Yield flake8's (row, column, message, type) for each finding."""
         from loadlint.config import ConfigError
         from loadlint.engine import may_construct_loader
         from loadlint.pipeline import check_text, options_for

@@ -261,6 +261,7 @@ def sarif_log(run: Run, summary: Summary, root: Path | None = None) -> dict[str,
 
 
 def format_sarif(run: Run, summary: Summary, style: Style, sources: Sources) -> str:
+    """A SARIF 2.1.0 log (GitHub code scanning)."""
     return json.dumps(sarif_log(run, summary), indent=2) + "\n"
 
 
@@ -279,6 +280,7 @@ def escape_property(text: str) -> str:
 
 
 def format_github(run: Run, summary: Summary, style: Style, sources: Sources) -> str:
+    """GitHub Actions workflow commands (annotations)."""
     root = repository_root()
     out = []
     for result in run.results:
@@ -310,6 +312,7 @@ _GITLAB_SEVERITY = {"error": "major", "warning": "minor"}
 
 
 def gitlab_severity(code: str) -> str:
+    """GitLab Code Quality's severity for a code."""
     # A file that cannot be parsed or read hides every other finding in it.
     if code in ("LL900", "LL901"):
         return "blocker"
@@ -317,6 +320,7 @@ def gitlab_severity(code: str) -> str:
 
 
 def format_gitlab(run: Run, summary: Summary, style: Style, sources: Sources) -> str:
+    """A GitLab Code Quality report."""
     root = repository_root()
     fingerprints = _fingerprints(run, root)
     issues = []
@@ -360,6 +364,7 @@ def format_gitlab(run: Run, summary: Summary, style: Style, sources: Sources) ->
 
 
 def format_junit(run: Run, summary: Summary, style: Style, sources: Sources) -> str:
+    """JUnit XML: one test suite per file, one failure per finding."""
     suites = ET.Element("testsuites", name="loadlint")
     total = failures = errors = 0
     if not run.results:
@@ -403,6 +408,7 @@ def format_junit(run: Run, summary: Summary, style: Style, sources: Sources) -> 
 
 
 def format_pylint(run: Run, summary: Summary, style: Style, sources: Sources) -> str:
+    """pylint's parseable ``path:line: [code] message`` lines."""
     out = []
     for result in run.results:
         for finding in result.findings:

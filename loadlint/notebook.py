@@ -70,6 +70,8 @@ class NotebookError(Exception):
 
 @dataclass
 class Cell:
+    """One code cell of a notebook."""
+
     #: 1-based index over all cells (markdown and raw ones included).
     index: int
     source: str
@@ -243,6 +245,8 @@ class _Part:
 
 @dataclass
 class Module:
+    """The notebook's Python cells joined into one module, each after a marker line."""
+
     parts: list[_Part] = field(default_factory=list)
 
     def text(self) -> str:

@@ -23,6 +23,8 @@ from loadlint.types import HUMAN_FORMATS, FileResult, Finding, Run
 
 @dataclass
 class Style:
+    """ANSI styling, or none when colour is off."""
+
     color: bool = False
 
     def _wrap(self, code: str, text: str) -> str:

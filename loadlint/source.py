@@ -29,6 +29,8 @@ class DecodeError(Exception):
 
 @dataclass(frozen=True)
 class Source:
+    """Decoded source text and how to encode it back."""
+
     text: str
     encoding: str
     bom: bool
@@ -39,6 +41,7 @@ class Source:
 
 
 def decode(data: bytes) -> Source:
+    """Decode a file's bytes as Python would; raises DecodeError with a position."""
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE, codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
         raise DecodeError("UTF-16/UTF-32 source is not Python source (Python reads UTF-8 or a PEP 263 encoding)")
     try:
@@ -67,6 +70,7 @@ def decode(data: bytes) -> Source:
 
 
 def position_of_byte(data: bytes, index: int) -> tuple[int, int]:
+    """1-based (row, column) of a byte offset."""
     prefix = data[:index]
     row = len(LINE_BREAK.findall(prefix.decode("latin-1"))) + 1
     last = max(prefix.rfind(b"\n"), prefix.rfind(b"\r"))
@@ -81,6 +85,7 @@ def line_starts(text: str) -> list[int]:
 
 
 def position_of_offset(text: str, offset: int) -> tuple[int, int]:
+    """1-based (row, column) of a character offset."""
     starts = line_starts(text)
     import bisect
 
