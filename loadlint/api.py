@@ -14,7 +14,7 @@ from typing import Any, Iterable
 
 from loadlint.config import Overrides, Resolver, Settings
 from loadlint.discover import discover
-from loadlint.engine import Analysis, SpecSource, analyse, fix_text
+from loadlint.engine import Analysis, Chosen, SpecSource, analyse, fix_text
 from loadlint.measured import MeasuredSite, load_verify_report, measured_specs
 from loadlint.pipeline import ProfileCache, check_text, fix_bytes, fix_source_text, options_for, options_with_profile
 from loadlint.runner import lint_candidates
@@ -146,26 +146,23 @@ def fix_from_verify(
         by_file.setdefault(site.path if shown.startswith("..") else shown, []).append(site)
     profiles = ProfileCache()
     request = FixRequest(unsafe=False, dry_run=dry_run)
-    run = Run()
+    results: list[FileResult] = []
     first: Settings | None = None
     for file, file_sites in sorted(by_file.items()):
         settings = resolver.for_path(Path(file))
         first = first or settings
-        run.files += 1
         options = options_for(settings, file, profiles)
         try:
             data = read_source(Path(file))
         except OSError as exc:
-            run.results.append(FileResult(file, error=f"cannot read file: {exc.strerror or exc}"))
+            results.append(FileResult(file, error=f"cannot read file: {exc.strerror or exc}"))
             continue
-        result = fix_bytes(Path(file), data, options, request, external=_measured(file_sites))
-        if result.worth_reporting:
-            run.results.append(result)
-    return run, skipped, first
+        results.append(fix_bytes(Path(file), data, options, request, external=_measured(file_sites)))
+    return Run.of(results), skipped, first
 
 
 def _measured(sites: list[MeasuredSite]) -> SpecSource:
-    def source(text: str, analysis: Analysis | None) -> list[Any]:
+    def source(text: str, analysis: Analysis | None) -> Chosen:
         positions = analysis.positions if analysis is not None else None
         if not isinstance(positions, Positions):
             import libcst as cst

@@ -227,19 +227,18 @@ def _check_stdin(resolver: Resolver, options: CheckOptions) -> int:
 
     name = options.stdin_filename or "-"
     settings = resolver.for_path(Path(name))
-    data = sys.stdin.buffer.read()
     if options.force_exclude and options.stdin_filename and is_excluded(Path(name), settings):
         # An excluded file is passed through untouched, with no findings.
         if options.fix and not options.diff:
-            _write_bytes(data)
+            _write_bytes(sys.stdin.buffer.read())
         return EXIT_CLEAN
+    data = sys.stdin.buffer.read()
     file_options = options_for(settings, name, ProfileCache())
     unsafe = options.unsafe_fixes if options.unsafe_fixes is not None else settings.unsafe_fixes
     if not options.fixing:
-        result = check_bytes(data, name, file_options)
-        return _report(Run([result] if result.worth_reporting else [], 1), settings, options, unsafe=unsafe)
+        return _report(Run.of([check_bytes(data, name, file_options)]), settings, options, unsafe=unsafe)
     result, out = fix_stdin(data, name, file_options, FixRequest(unsafe=unsafe))
-    run = Run([result] if result.worth_reporting else [], 1)
+    run = Run.of([result])
     if out is None:  # not text: echoed back as it came, the report on stderr
         if not options.diff:
             _write_bytes(data)

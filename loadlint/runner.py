@@ -236,11 +236,9 @@ def lint_candidates(
     if progress is not None:
         progress.close()
 
-    run = Run()
+    run = Run.of([r for r in results if r is not None])
     run.files = len(candidates)
     run.parsed = len(work)
-    run.results = [r for r in results if r is not None and r.worth_reporting]
-    run.results.sort(key=lambda r: r.path)
     return run
 
 

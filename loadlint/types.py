@@ -166,6 +166,12 @@ class Run:
     files: int = 0
     parsed: int = 0
 
+    @classmethod
+    def of(cls, results: list[FileResult]) -> Run:
+        """The run over these files: the results worth reporting, by path."""
+        kept = sorted((r for r in results if r.worth_reporting), key=lambda r: r.path)
+        return cls(kept, files=len(results))
+
     @property
     def findings(self) -> list[Finding]:
         """Every finding of every file, in result order."""
