@@ -305,7 +305,6 @@ def create_server(debounce: float = DEBOUNCE) -> Any:
 
     server = LanguageServer("loadlint", __version__)
     state = State(debounce=debounce)
-    server.loadlint_state = state  # type: ignore[attr-defined]
 
     def is_python(uri: str, language_id: str | None = None) -> bool:
         if language_id is not None:
