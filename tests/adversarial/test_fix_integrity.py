@@ -176,6 +176,7 @@ def kill_test(tmp_path: Path, reference, runs: int, seed: int) -> dict[str, int]
     return stats
 
 
+@pytest.mark.slow
 def test_kill_during_fix(tmp_path, reference):
     stats = kill_test(tmp_path, reference, KILL_RUNS, seed=KILL_RUNS)
     print(f"kill test: {stats}")

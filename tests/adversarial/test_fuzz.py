@@ -121,6 +121,7 @@ CI_GRAMMAR = 100
 CI_NODE = 40
 
 
+@pytest.mark.slow
 def test_grammar_programs(options):
     COUNTS.clear()
 
@@ -133,6 +134,7 @@ def test_grammar_programs(options):
     print(f"fuzz (grammar): {dict(COUNTS)}")
 
 
+@pytest.mark.slow
 def test_node_programs(options):
     COUNTS.clear()
 
