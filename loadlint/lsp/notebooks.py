@@ -39,8 +39,11 @@ def sync_options() -> Any:
     """What the server asks to be synced: the Python cells of any notebook."""
     from lsprotocol import types
 
+    # "*": any notebook type (Jupyter's and others' alike).
     return types.NotebookDocumentSyncOptions(
-        notebook_selector=[types.NotebookDocumentFilterWithCells(cells=[types.NotebookCellLanguage(language="python")])],
+        notebook_selector=[
+            types.NotebookDocumentFilterWithCells(notebook="*", cells=[types.NotebookCellLanguage(language="python")])
+        ],
         save=True,
     )
 
