@@ -392,7 +392,7 @@ def _preload(profiles: ProfileCache, targets: set[tuple]) -> None:
     try:
         import libcst  # noqa: F401
 
-        import loadlint.callsites  # noqa: F401
+        import loadlint.facts.collect  # noqa: F401
         import loadlint.fixes  # noqa: F401
         from loadlint.rules import all_rules
 

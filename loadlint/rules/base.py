@@ -3,8 +3,8 @@
 A rule is one class in one module: its code, name, one-line summary, fix
 availability, user documentation (the class docstring, in ruff's sections)
 and the VALID/INVALID examples that the parametrised test runs.  ``check``
-reads the call sites collected by ``loadlint.callsites`` and yields reports;
-it never walks the tree itself.
+reads the facts collected by ``loadlint.facts`` through a ``Context`` and
+yields reports; it never walks the tree itself.
 """
 
 from __future__ import annotations
@@ -12,14 +12,19 @@ from __future__ import annotations
 import abc
 import textwrap
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, Iterator, Literal
+from typing import Callable, ClassVar, Iterator, Literal
 
 import libcst as cst
 
+from loadlint.facts.accelerator import AcceleratorFacts
+from loadlint.facts.collect import ModuleFacts
+from loadlint.facts.datasets import DatasetFacts, dataset_class, is_iterable_dataset
+from loadlint.facts.distributed import DistributedFacts, lightning_hook
+from loadlint.facts.iteration import Iteration, IterationFacts
+from loadlint.facts.loaders import LoaderCall, LoaderFacts
+from loadlint.facts.loops import LoopFacts, epoch_uses
+from loadlint.facts.names import ClassFacts, Key, LoopFrame, NameFacts
 from loadlint.types import HardwareProfile
-
-if TYPE_CHECKING:
-    from loadlint.callsites import LoaderCall, ModuleInfo
 
 FixAvailability = Literal["always", "sometimes", "none"]
 
@@ -62,31 +67,111 @@ class Report:
     fix: FixSpec | None = None
 
 
-@dataclass(frozen=True)
 class Settings:
-    """Per-run options a rule may read (today: the target profile)."""
+    """Per-run options a rule may read (today: the target profile, given or
+    detected on first read: most files never need it)."""
 
-    profile: HardwareProfile
-
-
-@dataclass
-class Context:
-    info: ModuleInfo
-    settings: Settings
-    path: str = "<stdin>"
-    is_notebook: bool = False
+    def __init__(self, profile: HardwareProfile | Callable[[], HardwareProfile]) -> None:
+        self._profile = profile if isinstance(profile, HardwareProfile) else None
+        self._factory = profile
 
     @property
     def profile(self) -> HardwareProfile:
-        return self.settings.profile
+        if self._profile is None:
+            factory = self._factory
+            self._profile = factory if isinstance(factory, HardwareProfile) else factory()
+        return self._profile
+
+
+class ProfileNotDeclared(RuntimeError):
+    """A rule read the hardware profile without declaring ``needs_hardware``."""
+
+
+class Context:
+    """What a rule may read about one module: its facts, by provider, and
+    the run's settings.  The hardware profile is readable only by a rule
+    that declares ``needs_hardware`` (see ``for_rule``)."""
+
+    def __init__(
+        self, facts: ModuleFacts, settings: Settings, path: str = "<stdin>", is_notebook: bool = False,
+        *, hardware: bool = True,
+    ) -> None:
+        self._facts = facts
+        self.settings = settings
+        self.path = path
+        self.is_notebook = is_notebook
+        #: Whether reading ``profile`` is allowed.
+        self.hardware = hardware
+
+    def for_rule(self, rule: type[Rule]) -> Context:
+        """The same context, with the profile allowed only if the rule declares it."""
+        return Context(self._facts, self.settings, self.path, self.is_notebook, hardware=rule.needs_hardware)
 
     @property
-    def distributed(self) -> bool:
-        return bool(self.info.distributed)
+    def profile(self) -> HardwareProfile:
+        if not self.hardware:
+            raise ProfileNotDeclared("a rule without `needs_hardware = True` read the hardware profile")
+        return self.settings.profile
+
+    # -- facts, by provider ------------------------------------------------
 
     @property
     def calls(self) -> list[LoaderCall]:
-        return self.info.calls
+        return self._facts.loaders.calls
+
+    @property
+    def names(self) -> NameFacts:
+        return self._facts.names
+
+    @property
+    def loaders(self) -> LoaderFacts:
+        return self._facts.loaders
+
+    @property
+    def iteration(self) -> IterationFacts:
+        return self._facts.iteration
+
+    @property
+    def loops(self) -> LoopFacts:
+        return self._facts.loops
+
+    @property
+    def launch(self) -> DistributedFacts:
+        """Distributed evidence, samplers and frameworks."""
+        return self._facts.distributed
+
+    @property
+    def accelerator(self) -> AcceleratorFacts:
+        return self._facts.accelerator
+
+    @property
+    def datasets(self) -> DatasetFacts:
+        return self._facts.datasets
+
+    # -- facts joined across providers ---------------------------------------
+
+    @property
+    def distributed(self) -> bool:
+        return bool(self._facts.distributed.evidence)
+
+    def keys_of(self, call: LoaderCall) -> set[Key]:
+        return self._facts.loaders.keys_of(call)
+
+    def epoch_uses(self, call: LoaderCall) -> list[tuple[LoopFrame, Iteration | None]]:
+        facts = self._facts
+        return epoch_uses(call, facts.loaders, facts.loops, facts.iteration, facts.names)
+
+    def dataset_class(self, call: LoaderCall) -> tuple[str | None, ClassFacts | None]:
+        return dataset_class(self._facts.names, call)
+
+    def is_iterable_dataset(self, call: LoaderCall) -> bool | None:
+        return is_iterable_dataset(self._facts.names, call)
+
+    def is_tensor_dataset(self, call: LoaderCall) -> bool:
+        return self.dataset_class(call)[0] == "torch.utils.data.TensorDataset"
+
+    def lightning_hook(self, call: LoaderCall) -> bool:
+        return lightning_hook(self._facts.names, call)
 
 
 @dataclass(frozen=True)
@@ -117,14 +202,24 @@ class Rule(abc.ABC):
     #: One line for the README's rule table and SARIF shortDescription.
     summary: ClassVar[str]
     fix_availability: ClassVar[FixAvailability] = "none"
-    #: Whether the rule reads the hardware profile (detection is lazy).
+    #: Whether the rule reads the hardware profile (``Context.profile``
+    #: raises otherwise; the profile is detected only when a rule reads it).
     needs_hardware: ClassVar[bool] = False
+    #: Where this rule's reasons go among the worker hazards of LL201's fix
+    #: note: crashes first, then wrong data.
+    hazard_order: ClassVar[int] = 0
     VALID: ClassVar[list[Valid]] = []
     INVALID: ClassVar[list[Invalid]] = []
 
     @abc.abstractmethod
     def check(self, ctx: Context) -> Iterator[Report]:
         """Yield a report for each violation in the module."""
+
+    def worker_hazards(self, ctx: Context, call: LoaderCall) -> list[str]:
+        """Why starting workers at ``call`` would make this rule fire (its
+        condition without the worker gate).  A rule that overrides this is a
+        worker hazard: LL201's fix is unsafe where one applies."""
+        return []
 
     @classmethod
     def documentation(cls) -> str:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from loadlint.rules._common import (
+from loadlint.rules.shared import (
     is_truthy,
     value_text,
     workers_off,

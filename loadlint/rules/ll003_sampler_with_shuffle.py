@@ -4,7 +4,7 @@ from typing import Iterator
 
 import libcst as cst
 
-from loadlint.rules._common import is_truthy, sampler_presence, value_text, written_in_call
+from loadlint.rules.shared import is_truthy, sampler_presence, value_text, written_in_call
 from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
 
 
@@ -65,7 +65,7 @@ class SamplerWithShuffle(Rule):
         for call in ctx.calls:
             if is_truthy(call.value("shuffle")) is not True:
                 continue
-            if ctx.info.is_iterable_dataset(call):
+            if ctx.is_iterable_dataset(call):
                 continue  # LL008 reports it: the IterableDataset check comes first
             sampler = call.expr("sampler")
             presence = sampler_presence(sampler, call.scope)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from loadlint.rules._common import (
+from loadlint.rules.shared import (
     value_text,
     workers_off,
     workers_text,

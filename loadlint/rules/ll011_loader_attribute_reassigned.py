@@ -68,7 +68,6 @@ class LoaderAttributeReassigned(Rule):
     summary = "assigning `batch_size`/`sampler`/... on a constructed DataLoader (ValueError)"
 
     def check(self, ctx: Context) -> Iterator[Report]:
-        info = ctx.info
         owners = {}
         for call in ctx.calls:
             if call.key is None:
@@ -77,13 +76,13 @@ class LoaderAttributeReassigned(Rule):
                 owner = call.scope.lookup(call.key[1])
                 if owner is None or len(owner[1]) != 1:
                     continue  # rebound: the name may hold something else by then
-            for key in info.keys_of(call):
+            for key in ctx.keys_of(call):
                 owners[key] = call
-        for target, key, attr in info.attr_assignments:
-            call = owners.get(key)
+        for assignment in ctx.loaders.attr_assignments:
+            call = owners.get(assignment.key)
             if call is None:
                 continue
-            node = info.attr_assign_nodes.get(id(target), target)
+            node, attr = assignment.statement, assignment.attr
             if attr in _LOCKED:
                 yield Report(node, (
                     f"assigning `{attr}` on a constructed DataLoader raises ValueError: the loader built its sampler "

@@ -5,7 +5,7 @@ from typing import Iterator
 import libcst as cst
 
 from loadlint.resolve import evaluate, follow_name
-from loadlint.rules._common import sampler_presence
+from loadlint.rules.shared import sampler_presence
 from loadlint.rules.base import Context, FixSpec, Invalid, Report, Rule, Valid
 
 
@@ -81,10 +81,9 @@ class MissingSetEpoch(Rule):
     fix_availability = "sometimes"
 
     def check(self, ctx: Context) -> Iterator[Report]:
-        info = ctx.info
-        if info.set_epoch_called or info.frameworks:
+        if ctx.loops.set_epoch_called or ctx.launch.frameworks:
             return
-        for sampler in info.samplers:
+        for sampler in ctx.launch.samplers:
             shuffle = _shuffle_arg(sampler.node)
             if shuffle is not None and evaluate(shuffle, sampler.scope) is not True:
                 continue  # False, or unknown: silent
@@ -92,7 +91,7 @@ class MissingSetEpoch(Rule):
                 conditional = self._uses(call, sampler.node)
                 if conditional is None:
                     continue
-                uses = info.epoch_uses(call)
+                uses = ctx.epoch_uses(call)
                 if not uses:
                     continue
                 message = (

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from loadlint.rules._common import workers_on
+from loadlint.rules.shared import workers_on
 from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
 from loadlint.types import HardwareProfile
 

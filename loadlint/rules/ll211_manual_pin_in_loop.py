@@ -3,7 +3,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from loadlint.resolve import UNKNOWN
-from loadlint.rules._common import code_of
+from loadlint.rules.shared import code_of
 from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
 
 
@@ -53,10 +53,9 @@ class ManualPinInLoop(Rule):
     fix_availability = "always"
 
     def check(self, ctx: Context) -> Iterator[Report]:
-        info = ctx.info
         for call in ctx.calls:
-            keys = info.keys_of(call)
-            pins = [t.node for t in info.transfers if t.key in keys and t.method == "pin_memory"]
+            keys = ctx.keys_of(call)
+            pins = [t.node for t in ctx.iteration.transfers if t.key in keys and t.method == "pin_memory"]
             if not pins:
                 continue
             message = (
