@@ -457,7 +457,7 @@ def _apply_round(text: str, analysis: Analysis | None, chosen: list) -> tuple[st
     else:
         module = cst.parse_module(text)
         positions = Positions(module, text)
-    builder = Builder(module, positions)  # type: ignore[arg-type]
+    builder = Builder(module, positions)
     specs = [spec for _, spec in chosen]
     try:
         return apply_edits(text, builder.edits(specs)), chosen

@@ -12,7 +12,7 @@ Values are either a plain Python value or ``UNKNOWN``.  Rules stay silent on
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import libcst as cst
 
@@ -85,7 +85,7 @@ class Scope:
     dict_mutations: dict[str, list[DictMutation]] = field(default_factory=dict)
     globals_: set[str] = field(default_factory=set)
 
-    def bind(self, name: str, value: cst.BaseExpression | None, path=(), order=0) -> None:
+    def bind(self, name: str, value: cst.BaseExpression | None, path: tuple[int, ...] = (), order: int = 0) -> None:
         self.bindings.setdefault(name, []).append(Binding(value, path, order))
 
     def lookup(self, name: str) -> tuple[Scope, list[Binding]] | None:
@@ -194,7 +194,7 @@ def canonical(qualified: str | None) -> str | None:
     return _ALIASES.get(qualified, qualified)
 
 
-_BINOPS = {
+_BINOPS: dict[type, Callable[[Any, Any], Any]] = {
     cst.Add: lambda a, b: a + b,
     cst.Subtract: lambda a, b: a - b,
     cst.Multiply: lambda a, b: a * b,

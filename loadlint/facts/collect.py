@@ -10,7 +10,7 @@ a provider's ``finish`` from its records, without a second pass.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import Any, Callable
 
 import libcst as cst
 
@@ -40,10 +40,6 @@ class ModuleFacts:
     @property
     def calls(self) -> list[LoaderCall]:
         return self.loaders.calls
-
-
-class _Provider(Protocol):
-    def __init__(self, cursor: Cursor) -> None: ...
 
 
 #: In hook order.  A provider reads only the cursor and its own records.
@@ -93,11 +89,13 @@ _COLLECTOR = _compose()
 def collect(module: cst.Module) -> ModuleFacts:
     """The facts of one parsed module, from one traversal."""
     collector = _COLLECTOR()
-    providers = tuple(provider(collector) for provider in PROVIDERS)
-    collector.providers = providers
+    loaders, iteration, loops = LoaderProvider(collector), IterationProvider(collector), LoopProvider(collector)
+    distributed, accelerator = DistributedProvider(collector), AcceleratorProvider(collector)
+    datasets = DatasetProvider(collector)
+    # In the order of PROVIDERS, which the chained hooks index.
+    collector.providers = (loaders, iteration, loops, distributed, accelerator, datasets)
     # Our walker, not module.visit(): libcst's rebuilds every node it passes.
     walk(module, collector)
-    loaders, iteration, loops, distributed, accelerator, datasets = providers
     accelerator.finish()
     return ModuleFacts(
         collector.names,

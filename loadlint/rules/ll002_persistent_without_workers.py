@@ -2,13 +2,6 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from loadlint.rules.shared import (
-    is_truthy,
-    value_text,
-    workers_off,
-    workers_text,
-    written_in_call,
-)
 from loadlint.rules.base import (
     CallChange,
     Context,
@@ -17,6 +10,13 @@ from loadlint.rules.base import (
     Report,
     Rule,
     Valid,
+)
+from loadlint.rules.shared import (
+    is_truthy,
+    value_text,
+    workers_off,
+    workers_text,
+    written_in_call,
 )
 
 

@@ -2,12 +2,6 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from loadlint.rules.shared import (
-    value_text,
-    workers_off,
-    workers_text,
-    written_in_call,
-)
 from loadlint.rules.base import (
     CallChange,
     Context,
@@ -16,6 +10,12 @@ from loadlint.rules.base import (
     Report,
     Rule,
     Valid,
+)
+from loadlint.rules.shared import (
+    value_text,
+    workers_off,
+    workers_text,
+    written_in_call,
 )
 
 

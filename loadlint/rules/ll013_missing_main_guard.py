@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from loadlint.rules.shared import module_spawn_reason, workers_on
 from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
+from loadlint.rules.shared import module_spawn_reason, workers_on
 from loadlint.types import HardwareProfile
 
 _WINDOWS = HardwareProfile(usable_cpus=8, gpu_count=0, platform="windows", declared=frozenset({"cpus", "gpus", "platform"}))

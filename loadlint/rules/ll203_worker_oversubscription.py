@@ -5,8 +5,8 @@ from typing import Iterator
 import libcst as cst
 
 from loadlint.resolve import follow_name
-from loadlint.rules.shared import profile_note, ranks, suggested_workers
 from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
+from loadlint.rules.shared import profile_note, ranks, suggested_workers
 from loadlint.types import HardwareProfile
 
 #: Divides the CPUs this process may use among the ranks torchrun starts on

@@ -3,8 +3,8 @@ from __future__ import annotations
 from typing import Iterator
 
 from loadlint.resolve import MISSING
-from loadlint.rules.shared import workers_on
 from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
+from loadlint.rules.shared import workers_on
 
 
 class NonPersistentWorkers(Rule):

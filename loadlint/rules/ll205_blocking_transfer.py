@@ -3,8 +3,8 @@ from __future__ import annotations
 from typing import Iterator
 
 from loadlint.facts.accelerator import device_kind
-from loadlint.rules.shared import is_truthy
 from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
+from loadlint.rules.shared import is_truthy
 
 
 class BlockingTransfer(Rule):

@@ -2,11 +2,12 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from loadlint.rules.shared import workers_on
+from loadlint.facts.loaders import LoaderCall
 from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
+from loadlint.rules.shared import workers_on
 
 
-def _depends_on_loop(call, names: set[str]) -> bool:
+def _depends_on_loop(call: LoaderCall, names: set[str]) -> bool:
     for frame in call.loops:
         if frame.targets & names:
             return True

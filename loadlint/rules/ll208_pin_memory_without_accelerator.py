@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from loadlint.rules.shared import is_truthy, value_text, written_in_call
 from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
+from loadlint.rules.shared import is_truthy, value_text, written_in_call
 from loadlint.types import HardwareProfile
 
 _GPU = HardwareProfile(usable_cpus=8, gpu_count=1, declared=frozenset({"cpus", "gpus", "platform", "python"}))

@@ -2,9 +2,11 @@ from __future__ import annotations
 
 from typing import Iterator
 
+import libcst as cst
+
 from loadlint.resolve import UNKNOWN
-from loadlint.rules.shared import code_of
 from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
+from loadlint.rules.shared import code_of
 
 
 class ManualPinInLoop(Rule):
@@ -63,8 +65,8 @@ class ManualPinInLoop(Rule):
                 "let the DataLoader pin in its background thread with `pin_memory=True`"
             )
             value = call.value("pin_memory")
-            replace = [
-                (node, code_of(node.func.value)) for node in pins if not node.args
+            replace: list[tuple[cst.CSTNode, str]] = [
+                (node, code_of(node.func.value)) for node in pins if not node.args and isinstance(node.func, cst.Attribute)
             ]
             changes = [] if value is True else [CallChange(call.node, {"pin_memory": "True"})]
             fix = FixSpec(
