@@ -138,4 +138,15 @@ class PersistentWithoutWorkers(Rule):
             loader = torch.utils.data.DataLoader(ds)
             """,
         ),
+        # Carried by a dict: the finding stands, with no fix to edit it.
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            def build(ds):
+                options = {"persistent_workers": True}
+                return DataLoader(ds, **options)
+            """,
+            message="`persistent_workers=True` without `num_workers` raises ValueError at construction: there are no "
+            "workers to keep alive; remove `persistent_workers` or start workers",
+        ),
     ]

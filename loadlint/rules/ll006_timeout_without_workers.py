@@ -121,4 +121,15 @@ class TimeoutWithoutWorkers(Rule):
             loader = DataLoader(ds, 4, False, None, None, 0, None, False, False)
             """,
         ),
+        # Carried by a dict: the finding stands, with no fix to edit it.
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            def build(ds):
+                options = {"timeout": 60}
+                return DataLoader(ds, **options)
+            """,
+            message="`timeout=60` without `num_workers` raises AssertionError at the first batch: the timeout applies "
+            "to workers only; remove `timeout` or start workers",
+        ),
     ]

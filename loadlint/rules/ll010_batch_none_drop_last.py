@@ -108,4 +108,15 @@ class BatchNoneDropLast(Rule):
             loader = DataLoader(ds, BATCH, False, None, None, 0, None, False)
             """,
         ),
+        # Carried by a dict: the finding stands, with no fix to edit it.
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            def build(ds):
+                options = {"batch_size": None, "drop_last": True}
+                return DataLoader(ds, **options)
+            """,
+            message="`batch_size=None` with `drop_last=True` raises ValueError at construction: without batching "
+            "there is no last batch to drop; remove `drop_last`",
+        ),
     ]

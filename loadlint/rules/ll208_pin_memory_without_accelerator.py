@@ -147,4 +147,15 @@ class PinMemoryWithoutAccelerator(Rule):
             loader = DataLoader(ds, num_workers=2, pin_memory=torch.cuda.is_available())
             """,
         ),
+        # Carried by a dict: the finding stands, with no fix to edit it.
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            def build(ds):
+                options = {"num_workers": 2, "pin_memory": True}
+                return DataLoader(ds, **options)
+            """,
+            message="`pin_memory=True` but the target has no GPU (target: 2 CPUs, 0 GPUs): torch warns and pins "
+            "nothing; use `pin_memory=torch.cuda.is_available()`",
+        ),
     ]
