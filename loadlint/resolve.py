@@ -100,16 +100,6 @@ class Scope:
             scope = scope.parent
         return None
 
-    def single_value(self, name: str) -> cst.BaseExpression | None:
-        """The expression of a name bound exactly once by a plain assignment."""
-        found = self.lookup(name)
-        if found is None:
-            return None
-        _, bindings = found
-        if len(bindings) != 1:
-            return None
-        return bindings[0].value
-
     @property
     def function(self) -> Scope:
         """The innermost function (or the module) this scope belongs to."""

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from loadlint.facts.cursor import Cursor
+from loadlint.facts.cursor import Cursor, Provider
 from loadlint.facts.iteration import TRANSFER_METHODS, transfer_device
 from loadlint.facts.names import FunctionFacts, LambdaFacts
 from loadlint.resolve import ImportTable, Scope, canonical, evaluate
@@ -26,6 +26,8 @@ Device = tuple[cst.BaseExpression, Scope]
 
 @dataclass
 class AcceleratorFacts:
+    """Which devices a module uses (settled after the traversal)."""
+
     cuda: bool = False
     cpu_device: bool = False
     xla: bool = False
@@ -41,12 +43,11 @@ def _uses_cuda(qualified: str | None) -> bool:
     return qualified is not None and qualified.startswith("torch.cuda.") and qualified not in _CUDA_QUERIES
 
 
-class AcceleratorProvider:
+class AcceleratorProvider(Provider[AcceleratorFacts]):
     """Records device use; ``finish`` decides what the devices are."""
 
-    def __init__(self, cursor: Cursor) -> None:
-        self.cursor = cursor
-        self.facts = AcceleratorFacts()
+    def __init__(self, cursor: Cursor, facts: AcceleratorFacts) -> None:
+        super().__init__(cursor, facts)
         #: Device expressions each function or lambda moves data to.
         self._code_devices: dict[Code, list[Device]] = {}
 

@@ -89,9 +89,12 @@ _COLLECTOR = _compose()
 def collect(module: cst.Module) -> ModuleFacts:
     """The facts of one parsed module, from one traversal."""
     collector = _COLLECTOR()
-    loaders, iteration, loops = LoaderProvider(collector), IterationProvider(collector), LoopProvider(collector)
-    distributed, accelerator = DistributedProvider(collector), AcceleratorProvider(collector)
-    datasets = DatasetProvider(collector)
+    loaders = LoaderProvider(collector, LoaderFacts())
+    iteration = IterationProvider(collector, IterationFacts())
+    loops = LoopProvider(collector, LoopFacts())
+    distributed = DistributedProvider(collector, DistributedFacts())
+    accelerator = AcceleratorProvider(collector, AcceleratorFacts())
+    datasets = DatasetProvider(collector, DatasetFacts())
     # In the order of PROVIDERS, which the chained hooks index.
     collector.providers = (loaders, iteration, loops, distributed, accelerator, datasets)
     # Our walker, not module.visit(): libcst's rebuilds every node it passes.

@@ -8,7 +8,7 @@ bindings (for the value resolver), imports, definitions and lambdas.
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Generic, Iterator, TypeVar
 
 import libcst as cst
 
@@ -370,3 +370,15 @@ class Cursor:
 
     def leave_Call(self, original_node: cst.Call) -> None:
         self._open_calls.pop()
+
+
+Facts = TypeVar("Facts")
+
+
+class Provider(Generic[Facts]):
+    """A fact provider: its ``visit_*``/``leave_*`` hooks run in the one
+    traversal, after (on the way up: before) the cursor's, and fill ``facts``."""
+
+    def __init__(self, cursor: Cursor, facts: Facts) -> None:
+        self.cursor = cursor
+        self.facts = facts

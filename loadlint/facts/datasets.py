@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from loadlint.facts.cursor import Cursor
+from loadlint.facts.cursor import Provider
 from loadlint.facts.loaders import LoaderCall
 from loadlint.facts.names import ClassFacts, FunctionFacts, NameFacts
 from loadlint.resolve import canonical, dotted_name, follow_name
@@ -36,6 +36,8 @@ WORKER_METHODS = ("__init__", "__getitem__", "__getitems__", "__iter__")
 
 @dataclass
 class DatasetFacts:
+    """What Dataset methods do that matters once workers copy them."""
+
     #: Module-level names bound to a random generator instance.
     module_rngs: set[str] = field(default_factory=set)
     #: ``self.<attr>`` generators each ``__init__`` creates.
@@ -46,12 +48,8 @@ class DatasetFacts:
     worker_info_callers: set[FunctionFacts] = field(default_factory=set)
 
 
-class DatasetProvider:
+class DatasetProvider(Provider[DatasetFacts]):
     """Records generators, ``self`` reads and worker-info calls."""
-
-    def __init__(self, cursor: Cursor) -> None:
-        self.cursor = cursor
-        self.facts = DatasetFacts()
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if not isinstance(node.value, cst.Call):

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from loadlint.facts.cursor import Cursor
+from loadlint.facts.cursor import Provider
 from loadlint.facts.loaders import LoaderCall
 from loadlint.facts.names import Key, NameFacts
 from loadlint.resolve import Scope
@@ -52,6 +52,8 @@ class SamplerCall:
 
 @dataclass
 class DistributedFacts:
+    """What shows a module trains distributed, and who builds its samplers."""
+
     #: What shows the script runs distributed, in source order (first is quoted).
     evidence: list[str] = field(default_factory=list)
     #: Frameworks that build distributed loaders themselves.
@@ -59,12 +61,8 @@ class DistributedFacts:
     samplers: list[SamplerCall] = field(default_factory=list)
 
 
-class DistributedProvider:
+class DistributedProvider(Provider[DistributedFacts]):
     """Records distributed setup, samplers and frameworks."""
-
-    def __init__(self, cursor: Cursor) -> None:
-        self.cursor = cursor
-        self.facts = DistributedFacts()
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         if any(base.endswith(_LIGHTNING_BASES) for base in self.cursor.classes[-1].bases):

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from loadlint.facts.cursor import Cursor, root_name
+from loadlint.facts.cursor import Provider, root_name
 from loadlint.facts.names import FunctionFacts, Key, LoopFrame
 from loadlint.resolve import Scope, dotted_name, evaluate
 
@@ -51,6 +51,8 @@ class NextIter:
 
 @dataclass
 class IterationFacts:
+    """Where a module iterates its loaders and moves their batches."""
+
     iterations: list[Iteration] = field(default_factory=list)
     transfers: list[Transfer] = field(default_factory=list)
     next_iter: list[NextIter] = field(default_factory=list)
@@ -78,12 +80,8 @@ def transfer_device(node: cst.Call, method: str, scope: Scope) -> tuple[cst.Base
     return device, non_blocking
 
 
-class IterationProvider:
+class IterationProvider(Provider[IterationFacts]):
     """Records where loaders are iterated and their batches moved."""
-
-    def __init__(self, cursor: Cursor) -> None:
-        self.cursor = cursor
-        self.facts = IterationFacts()
 
     def _iterated_keys(self, node: cst.BaseExpression) -> list[Key]:
         """Loader keys iterated by ``for _ in node`` (wrappers unwrapped)."""

@@ -9,7 +9,7 @@ from typing import Any
 
 import libcst as cst
 
-from loadlint.facts.cursor import Cursor
+from loadlint.facts.cursor import Provider
 from loadlint.facts.names import Key, LoopFrame
 from loadlint.resolve import MISSING, UNKNOWN, Scope, evaluate
 from loadlint.signature import DATALOADER, DEFAULTS, POSITIONAL
@@ -79,6 +79,8 @@ class AttrAssignment:
 
 @dataclass
 class LoaderFacts:
+    """The DataLoader calls of a module and what reaches them."""
+
     calls: list[LoaderCall] = field(default_factory=list)
     #: ``a, loader = accelerator.prepare(m, loader)``: new key -> the key it aliases.
     aliases: dict[Key, Key] = field(default_factory=dict)
@@ -103,12 +105,8 @@ class LoaderFacts:
         return keys
 
 
-class LoaderProvider:
+class LoaderProvider(Provider[LoaderFacts]):
     """Records every DataLoader call and the variables that reach it."""
-
-    def __init__(self, cursor: Cursor) -> None:
-        self.cursor = cursor
-        self.facts = LoaderFacts()
 
     def visit_Call(self, node: cst.Call) -> None:
         qualified = self.cursor.qualified

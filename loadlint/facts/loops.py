@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from loadlint.facts.cursor import Cursor
+from loadlint.facts.cursor import Provider
 from loadlint.facts.iteration import TRANSFER_METHODS, Iteration, IterationFacts
 from loadlint.facts.loaders import LoaderCall, LoaderFacts
 from loadlint.facts.names import Key, LoopFrame, NameFacts
@@ -29,18 +29,16 @@ class LoaderPass:
 
 @dataclass
 class LoopFacts:
+    """Calls made from loops, loaders passed to functions, ``set_epoch``."""
+
     set_epoch_called: bool = False
     #: Function name -> loop frames it is called from inside of.
     called_in_loop: dict[str, list[LoopFrame]] = field(default_factory=dict)
     loader_passes: list[LoaderPass] = field(default_factory=list)
 
 
-class LoopProvider:
+class LoopProvider(Provider[LoopFacts]):
     """Records calls made from loops and loaders handed to functions."""
-
-    def __init__(self, cursor: Cursor) -> None:
-        self.cursor = cursor
-        self.facts = LoopFacts()
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func

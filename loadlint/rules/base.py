@@ -102,6 +102,16 @@ class Context:
         self.is_notebook = is_notebook
         #: Whether reading ``profile`` is allowed.
         self.hardware = hardware
+        # The facts, by provider.
+        self.calls: list[LoaderCall] = facts.loaders.calls
+        self.names: NameFacts = facts.names
+        self.loaders: LoaderFacts = facts.loaders
+        self.iteration: IterationFacts = facts.iteration
+        self.loops: LoopFacts = facts.loops
+        #: Distributed evidence, samplers and frameworks.
+        self.launch: DistributedFacts = facts.distributed
+        self.accelerator: AcceleratorFacts = facts.accelerator
+        self.datasets: DatasetFacts = facts.datasets
 
     def for_rule(self, rule: type[Rule]) -> Context:
         """The same context, with the profile allowed only if the rule declares it."""
@@ -109,69 +119,41 @@ class Context:
 
     @property
     def profile(self) -> HardwareProfile:
+        """The target's hardware profile, for a rule that declares ``needs_hardware``."""
         if not self.hardware:
             raise ProfileNotDeclared("a rule without `needs_hardware = True` read the hardware profile")
         return self.settings.profile
-
-    # -- facts, by provider ------------------------------------------------
-
-    @property
-    def calls(self) -> list[LoaderCall]:
-        return self._facts.loaders.calls
-
-    @property
-    def names(self) -> NameFacts:
-        return self._facts.names
-
-    @property
-    def loaders(self) -> LoaderFacts:
-        return self._facts.loaders
-
-    @property
-    def iteration(self) -> IterationFacts:
-        return self._facts.iteration
-
-    @property
-    def loops(self) -> LoopFacts:
-        return self._facts.loops
-
-    @property
-    def launch(self) -> DistributedFacts:
-        """Distributed evidence, samplers and frameworks."""
-        return self._facts.distributed
-
-    @property
-    def accelerator(self) -> AcceleratorFacts:
-        return self._facts.accelerator
-
-    @property
-    def datasets(self) -> DatasetFacts:
-        return self._facts.datasets
 
     # -- facts joined across providers ---------------------------------------
 
     @property
     def distributed(self) -> bool:
-        return bool(self._facts.distributed.evidence)
+        """The module shows distributed training."""
+        return bool(self.launch.evidence)
 
     def keys_of(self, call: LoaderCall) -> set[Key]:
-        return self._facts.loaders.keys_of(call)
+        """Every variable key the loader is reachable through."""
+        return self.loaders.keys_of(call)
 
     def epoch_uses(self, call: LoaderCall) -> list[tuple[LoopFrame, Iteration | None]]:
-        facts = self._facts
-        return epoch_uses(call, facts.loaders, facts.loops, facts.iteration, facts.names)
+        """The loops in which the loader is iterated once per pass (epochs)."""
+        return epoch_uses(call, self.loaders, self.loops, self.iteration, self.names)
 
     def dataset_class(self, call: LoaderCall) -> tuple[str | None, ClassFacts | None]:
-        return dataset_class(self._facts.names, call)
+        """(qualified name, local class) of the loader's dataset constructor."""
+        return dataset_class(self.names, call)
 
     def is_iterable_dataset(self, call: LoaderCall) -> bool | None:
-        return is_iterable_dataset(self._facts.names, call)
+        """Whether the dataset is iterable-style; None when unknown."""
+        return is_iterable_dataset(self.names, call)
 
     def is_tensor_dataset(self, call: LoaderCall) -> bool:
+        """The dataset is a ``TensorDataset`` (in memory)."""
         return self.dataset_class(call)[0] == "torch.utils.data.TensorDataset"
 
     def lightning_hook(self, call: LoaderCall) -> bool:
-        return lightning_hook(self._facts.names, call)
+        """The loader is returned by a Lightning ``*_dataloader`` hook."""
+        return lightning_hook(self.names, call)
 
 
 @dataclass(frozen=True)
