@@ -100,6 +100,11 @@ def dataset_class(names: NameFacts, call: LoaderCall) -> tuple[str | None, Class
     return canonical(names.imports.qualify(expr.func)), None
 
 
+def is_tensor_dataset(names: NameFacts, call: LoaderCall) -> bool:
+    """The dataset is a ``TensorDataset`` (in memory)."""
+    return dataset_class(names, call)[0] == "torch.utils.data.TensorDataset"
+
+
 def is_iterable_dataset(names: NameFacts, call: LoaderCall) -> bool | None:
     """True/False when the dataset's kind is known, None when it is not."""
     qualified, cls = dataset_class(names, call)

@@ -18,7 +18,7 @@ import libcst as cst
 
 from loadlint.facts.accelerator import AcceleratorFacts
 from loadlint.facts.collect import ModuleFacts
-from loadlint.facts.datasets import DatasetFacts, dataset_class, is_iterable_dataset
+from loadlint.facts.datasets import DatasetFacts, dataset_class, is_iterable_dataset, is_tensor_dataset
 from loadlint.facts.distributed import DistributedFacts, lightning_hook
 from loadlint.facts.iteration import Iteration, IterationFacts
 from loadlint.facts.loaders import LoaderCall, LoaderFacts
@@ -149,7 +149,7 @@ class Context:
 
     def is_tensor_dataset(self, call: LoaderCall) -> bool:
         """The dataset is a ``TensorDataset`` (in memory)."""
-        return self.dataset_class(call)[0] == "torch.utils.data.TensorDataset"
+        return is_tensor_dataset(self.names, call)
 
     def lightning_hook(self, call: LoaderCall) -> bool:
         """The loader is returned by a Lightning ``*_dataloader`` hook."""
