@@ -283,7 +283,9 @@ def analyse(text: str, path: str, options: Options, *, notebook: bool = False) -
 
     positions = Positions(module, text)
     analysis = Analysis(text, module, positions, info)
-    context = Context(info, Settings(options.profile), path, notebook)
+    settings = Settings(options.profile)
+    # A rule reads the profile only if it declares so (detection is lazy).
+    contexts = {flag: Context(info, settings, path, notebook, hardware=flag) for flag in (False, True)}
     builder = Builder(module, positions)
     file_level = file_suppressions(text)
     pairs: list[tuple[Finding, tuple[str, Report]]] = []
@@ -292,8 +294,7 @@ def analyse(text: str, path: str, options: Options, *, notebook: bool = False) -
             if code in ENGINE_CODES or code not in CODES:
                 continue
             rule = rule_class(code)()
-            # A rule reads the profile only if it declares so (detection is lazy).
-            for report in rule.check(context.for_rule(type(rule))):
+            for report in rule.check(contexts[rule.needs_hardware]):
                 start, end = positions.range(report.node)
                 fix: Fix | None = None
                 if report.fix is not None:

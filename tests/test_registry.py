@@ -82,11 +82,9 @@ def test_an_undeclared_profile_read_raises():
             return iter(())
 
     facts = collect(cst.parse_module("x = 1\n"))
-    context = Context(facts, Settings(EXAMPLE_PROFILE))
     with pytest.raises(ProfileNotDeclared):
-        list(Reader().check(context.for_rule(Reader)))
-    Reader.needs_hardware = True
-    assert list(Reader().check(context.for_rule(Reader))) == []
+        Reader().check(Context(facts, Settings(EXAMPLE_PROFILE), hardware=False))
+    assert list(Reader().check(Context(facts, Settings(EXAMPLE_PROFILE), hardware=True))) == []
 
 
 def test_worker_hazards_are_the_rules_that_declare_them():

@@ -89,14 +89,14 @@ class ProfileNotDeclared(RuntimeError):
 
 class Context:
     """What a rule may read about one module: its facts, by provider, and
-    the run's settings.  The hardware profile is readable only by a rule
-    that declares ``needs_hardware`` (see ``for_rule``)."""
+    the run's settings.  The hardware profile is readable only where
+    ``hardware`` is set: the engine gives each rule the context that matches
+    its ``needs_hardware``."""
 
     def __init__(
         self, facts: ModuleFacts, settings: Settings, path: str = "<stdin>", is_notebook: bool = False,
         *, hardware: bool = True,
     ) -> None:
-        self._facts = facts
         self.settings = settings
         self.path = path
         self.is_notebook = is_notebook
@@ -112,10 +112,6 @@ class Context:
         self.launch: DistributedFacts = facts.distributed
         self.accelerator: AcceleratorFacts = facts.accelerator
         self.datasets: DatasetFacts = facts.datasets
-
-    def for_rule(self, rule: type[Rule]) -> Context:
-        """The same context, with the profile allowed only if the rule declares it."""
-        return Context(self._facts, self.settings, self.path, self.is_notebook, hardware=rule.needs_hardware)
 
     @property
     def profile(self) -> HardwareProfile:
