@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Callable
 from loadlint.rules import CODES, ENGINE_CODES, name_of, rule_class
 from loadlint.source import DecodeError, decode, position_of_offset
 from loadlint.types import FileResult as FileResult  # re-exported: callers of lint_bytes name it
-from loadlint.types import Finding, Fix, HardwareProfile, Location
+from loadlint.types import Finding, Fix, Location
 from loadlint.types import Options as Options  # re-exported: the engine's entry points take it
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
     from loadlint.facts.collect import ModuleFacts
     from loadlint.fixes import Positions
-    from loadlint.rules.base import FixSpec, Report
+    from loadlint.rules.base import Report
 
 #: A file that never contains one of these cannot construct a DataLoader and
 #: is not parsed at all.
