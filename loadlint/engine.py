@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
     from loadlint.facts.collect import ModuleFacts
     from loadlint.fixes import Positions
-    from loadlint.rules.base import Report
+    from loadlint.rules.base import FixSpec, Report
 
 #: A file that never contains one of these cannot construct a DataLoader and
 #: is not parsed at all.
