@@ -301,7 +301,8 @@ def why_silent(path: Path, row: int) -> str:
     """Which of LL201's documented silences keeps it quiet at this call."""
     import libcst as cst
 
-    from loadlint.callsites import collect
+    from loadlint.facts.collect import collect
+    from loadlint.facts.datasets import is_tensor_dataset
     from loadlint.engine import suppressed_codes
     from loadlint.fixes import Positions
     from loadlint.resolve import MISSING, UNKNOWN
@@ -323,7 +324,7 @@ def why_silent(path: Path, row: int) -> str:
         value = call.value("num_workers")
         if value is UNKNOWN:
             return "num_workers not resolvable statically"
-        if info.is_tensor_dataset(call):
+        if is_tensor_dataset(info.names, call):
             return "TensorDataset (in memory: workers only add overhead)"
         if value is not MISSING and value != 0:
             return f"num_workers resolves to {value!r}"

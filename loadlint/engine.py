@@ -13,16 +13,20 @@ import codecs
 import ast
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 from loadlint.rules import CODES, ENGINE_CODES, name_of, rule_class
 from loadlint.source import DecodeError, decode, position_of_offset
 from loadlint.types import FileResult as FileResult  # re-exported: callers of lint_bytes name it
-from loadlint.types import Finding, Fix, HardwareProfile, Location
+from loadlint.types import Finding, Fix, Location
 from loadlint.types import Options as Options  # re-exported: the engine's entry points take it
 
 if TYPE_CHECKING:
-    from loadlint.rules.base import FixSpec
+    import libcst
+
+    from loadlint.facts.collect import ModuleFacts
+    from loadlint.fixes import Positions
+    from loadlint.rules.base import FixSpec, Report
 
 #: A file that never contains one of these cannot construct a DataLoader and
 #: is not parsed at all.
@@ -195,10 +199,12 @@ class Analysis:
     """Everything one pass produced, kept for building fixes."""
 
     text: str
-    module: object
-    positions: object
-    info: object = None
-    reports: list = field(default_factory=list)  # (code, Report)
+    module: libcst.Module
+    positions: Positions
+    #: The module's facts, as the rules read them.
+    info: ModuleFacts
+    #: (code, report) of each finding, in the order of ``findings``.
+    reports: list[tuple[str, Report]] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
 
 
@@ -216,7 +222,7 @@ def analyse(text: str, path: str, options: Options, *, notebook: bool = False) -
 
     import libcst as cst
 
-    from loadlint.callsites import collect
+    from loadlint.facts.collect import collect
     from loadlint.fixes import Builder, Positions
     from loadlint.rules.base import Context, Settings
 
@@ -250,22 +256,23 @@ def analyse(text: str, path: str, options: Options, *, notebook: bool = False) -
         info = collect(module)
     except RecursionError:
         return _too_deep(path, options), None
-    info.is_notebook = notebook
-    if not info.calls and not info.samplers:
+    if not info.calls and not info.distributed.samplers:
         return [], None
 
     positions = Positions(module, text)
     analysis = Analysis(text, module, positions, info)
-    context = Context(info, Settings(_LazyProfile(options)), path, notebook)  # type: ignore[arg-type]
+    settings = Settings(options.profile)
+    # A rule reads the profile only if it declares so (detection is lazy).
+    contexts = {flag: Context(info, settings, path, notebook, hardware=flag) for flag in (False, True)}
     builder = Builder(module, positions)
     file_level = file_suppressions(text)
-    pairs: list[tuple[Finding, tuple]] = []
+    pairs: list[tuple[Finding, tuple[str, Report]]] = []
     try:
         for code in sorted(options.select):
             if code in ENGINE_CODES or code not in CODES:
                 continue
             rule = rule_class(code)()
-            for report in rule.check(context):
+            for report in rule.check(contexts[rule.needs_hardware]):
                 start, end = positions.range(report.node)
                 fix: Fix | None = None
                 if report.fix is not None:
@@ -300,19 +307,6 @@ def _too_deep(path: str, options: Options) -> list[Finding]:
     if "LL900" not in options.select:
         return []
     return [_engine_finding("LL900", "file too complex to analyse: nesting exceeds the recursion limit", path)]
-
-
-class _LazyProfile:
-    """Resolves the hardware profile on first use only: most files never need it."""
-
-    def __init__(self, options: Options) -> None:
-        self._options = options
-        self._profile: HardwareProfile | None = None
-
-    def __getattr__(self, name: str) -> Any:
-        if self._profile is None:
-            self._profile = self._options.profile()
-        return getattr(self._profile, name)
 
 
 _WIDE_BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))

@@ -12,7 +12,7 @@ Values are either a plain Python value or ``UNKNOWN``.  Rules stay silent on
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import libcst as cst
 
@@ -85,7 +85,7 @@ class Scope:
     dict_mutations: dict[str, list[DictMutation]] = field(default_factory=dict)
     globals_: set[str] = field(default_factory=set)
 
-    def bind(self, name: str, value: cst.BaseExpression | None, path=(), order=0) -> None:
+    def bind(self, name: str, value: cst.BaseExpression | None, path: tuple[int, ...] = (), order: int = 0) -> None:
         self.bindings.setdefault(name, []).append(Binding(value, path, order))
 
     def lookup(self, name: str) -> tuple[Scope, list[Binding]] | None:
@@ -99,16 +99,6 @@ class Scope:
             first = False
             scope = scope.parent
         return None
-
-    def single_value(self, name: str) -> cst.BaseExpression | None:
-        """The expression of a name bound exactly once by a plain assignment."""
-        found = self.lookup(name)
-        if found is None:
-            return None
-        _, bindings = found
-        if len(bindings) != 1:
-            return None
-        return bindings[0].value
 
     @property
     def function(self) -> Scope:
@@ -194,7 +184,7 @@ def canonical(qualified: str | None) -> str | None:
     return _ALIASES.get(qualified, qualified)
 
 
-_BINOPS = {
+_BINOPS: dict[type, Callable[[Any, Any], Any]] = {
     cst.Add: lambda a, b: a + b,
     cst.Subtract: lambda a, b: a - b,
     cst.Multiply: lambda a, b: a * b,

@@ -393,7 +393,7 @@ def _preload(profiles: ProfileCache, targets: set[Target]) -> None:
     try:
         import libcst  # noqa: F401
 
-        import loadlint.callsites  # noqa: F401
+        import loadlint.facts.collect  # noqa: F401
         import loadlint.fixes  # noqa: F401
         from loadlint.rules import all_rules
 

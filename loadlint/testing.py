@@ -34,11 +34,12 @@ class Case:
 
 
 def iter_cases() -> Iterator[Case]:
+    """Every example of every rule."""
     for rule in all_rules():
         for i, case in enumerate(rule.VALID):
             yield Case(rule, "VALID", i, case)
-        for i, case in enumerate(rule.INVALID):
-            yield Case(rule, "INVALID", i, case)
+        for i, invalid in enumerate(rule.INVALID):
+            yield Case(rule, "INVALID", i, invalid)
 
 
 def options_for(rule: type[Rule], profile: HardwareProfile | None) -> Options:

@@ -13,21 +13,23 @@ in libcst.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, Callable
 
 import libcst as cst
+
+Hook = Callable[[Any, cst.CSTNode], Any]
+FieldHooks = tuple[tuple[str, Hook | None, Hook | None], ...]
 
 #: Fields that only ever hold whitespace, comments or punctuation.
 _SKIP_PREFIXES = ("whitespace", "lpar", "rpar", "comma", "semicolon", "leading_lines", "lines_after", "header",
                   "footer", "trailing_whitespace", "lbracket", "rbracket", "lbrace", "rbrace", "equal", "dot",
                   "colon", "asynchronous", "first_line", "empty_lines", "last_line", "newline", "indent")
 
-_PLAN: dict[type, tuple[tuple[str, Any, Any, Any, Any], ...]] = {}
-_HOOKS: dict[tuple[type, type], tuple[Any, Any, tuple]] = {}
+_HOOKS: dict[tuple[type, type], tuple[Hook | None, Hook | None, FieldHooks]] = {}
 
 
 def _fields(node_type: type) -> tuple[str, ...]:
-    names = []
+    names: list[str] = []
     for field in dataclasses.fields(node_type):
         name = field.name
         if name.startswith(_SKIP_PREFIXES) or name in ("operator", "default_indent", "default_newline", "encoding",
@@ -37,12 +39,12 @@ def _fields(node_type: type) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _hooks(visitor_type: type, node_type: type):
+def _hooks(visitor_type: type, node_type: type) -> tuple[Hook | None, Hook | None, FieldHooks]:
     key = (visitor_type, node_type)
     hooks = _HOOKS.get(key)
     if hooks is None:
         name = node_type.__name__
-        fields = []
+        fields: list[tuple[str, Hook | None, Hook | None]] = []
         for field in _fields(node_type):
             fields.append((
                 field,
@@ -54,8 +56,12 @@ def _hooks(visitor_type: type, node_type: type):
     return hooks
 
 
-def walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
-    """Visit ``node`` and its code-bearing descendants in field order."""
+def walk(node: cst.CSTNode, visitor: object) -> None:
+    """Visit ``node`` and its code-bearing descendants in field order.
+
+    ``visitor`` has ``visit_<Node>``-style methods, as a ``CSTVisitor`` does;
+    it need not be one (a plain class avoids libcst's no-op hooks).
+    """
     visit, leave, fields = _hooks(type(visitor), type(node))
     if visit is not None and visit(visitor, node) is False:
         if leave is not None:
@@ -65,13 +71,29 @@ def walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
         value = getattr(node, field)
         if before is not None:
             before(visitor, node)
-        if isinstance(value, cst.CSTNode):
+        kind = _KINDS.get(type(value))
+        if kind is None:
+            kind = _kind(type(value))
+        if kind == _NODE:
             walk(value, visitor)
-        elif type(value) is tuple or type(value) is list:
+        elif kind == _SEQUENCE:
             for child in value:
-                if isinstance(child, cst.CSTNode):
+                child_kind = _KINDS.get(type(child))
+                if child_kind == _NODE or (child_kind is None and _kind(type(child)) == _NODE):
                     walk(child, visitor)
         if after is not None:
             after(visitor, node)
     if leave is not None:
         leave(visitor, node)
+
+
+_OTHER, _NODE, _SEQUENCE = 0, 1, 2
+#: What a field value's type is, cached: ``isinstance`` against libcst's
+#: abstract node class is slow.
+_KINDS: dict[type, int] = {}
+
+
+def _kind(value_type: type) -> int:
+    kind = _NODE if issubclass(value_type, cst.CSTNode) else _SEQUENCE if value_type in (tuple, list) else _OTHER
+    _KINDS[value_type] = kind
+    return kind

@@ -7,20 +7,16 @@ import textwrap
 import libcst as cst
 import pytest
 
-from loadlint.callsites import collect
+from loadlint.facts.collect import collect
 from loadlint.fixes import Builder, Positions, apply_edits
 from loadlint.resolve import MISSING, UNKNOWN
-from loadlint.rules._common import (
-    cuda_in_worker,
-    pickle_problems,
-    sampler_presence,
-    shared_rng,
-    spawn_reason,
-    torch_before_2,
-    unsharded_iterable,
-    worker_hazards,
-)
+from loadlint.rules import worker_hazards
 from loadlint.rules.base import Context, FixSpec, Settings
+from loadlint.rules.ll007_unpicklable_worker_function import pickle_problems
+from loadlint.rules.ll103_worker_rng_duplication import shared_rng
+from loadlint.rules.ll104_unsharded_iterable_dataset import unsharded_iterable
+from loadlint.rules.ll105_cuda_in_worker import cuda_in_worker
+from loadlint.rules.shared import sampler_presence, spawn_reason, torch_before_2
 from loadlint.types import HardwareProfile
 
 LINUX_311 = HardwareProfile(usable_cpus=4, platform="linux", python="3.11", declared=frozenset({"platform", "python"}))
@@ -109,10 +105,10 @@ def test_lambdas_record_params_names_and_cuda():
             f = lambda b: torch.stack(b).cuda() * scale
             return DataLoader(ds, num_workers=2, collate_fn=f)
     """)
-    (facts,) = info.lambdas.values()
+    (facts,) = info.names.lambdas.values()
     assert facts.params == {"b"}
     assert {"torch", "scale", "b"} <= facts.names_used
-    assert facts.cuda
+    assert facts in info.accelerator.cuda_code
     assert facts.scope.kind == "function"
 
 
@@ -127,6 +123,7 @@ def test_definitions_are_keyed_by_scope():
         def top():
             pass
     """)
+    info = info.names
     outer = info.defs[(id(info.module_scope), "outer")]
     assert not outer.nested
     assert info.defs[(id(outer.scope), "inner")].nested
@@ -143,6 +140,7 @@ def test_calls_with_lambdas_and_names_inside_constructor_calls():
         ds = Images(root, transform=tf)
         print(len(ds))
     """)
+    info = info.names
     assert len(info.calls_with_lambda) == 2  # Compose(...) and Lambda(...)
     recorded = [names for names in info.call_names.values() if "tf" in names]
     assert recorded and {"root", "Images"} <= recorded[0]
@@ -156,13 +154,13 @@ def test_attribute_assignments_keep_the_statement():
         loader = DataLoader(ds)
         loader.batch_size = 4
     """)
-    (target, key, attr), = info.attr_assignments
-    assert attr == "batch_size" and key == info.calls[0].key
-    assert isinstance(info.attr_assign_nodes[id(target)], cst.Assign)
+    (assignment,) = info.loaders.attr_assignments
+    assert assignment.attr == "batch_size" and assignment.key == info.calls[0].key
+    assert isinstance(assignment.statement, cst.Assign)
 
 
 def test_one_traversal_with_the_fast_walker():
-    import loadlint.callsites as callsites
+    import loadlint.facts.collect as callsites
 
     calls = []
     original = callsites.walk
@@ -199,7 +197,7 @@ def test_one_traversal_with_the_fast_walker():
 def test_spawn_reason_is_the_one_start_method_decision(profile, context, expected):
     extra = f", multiprocessing_context={context}" if context else ""
     info, call = only_call(f"import multiprocessing as mp\nfrom torch.utils.data import DataLoader\nDataLoader(ds{extra})")
-    assert spawn_reason(profile, call, info) == expected
+    assert spawn_reason(profile, call, info.loaders.start_methods) == expected
 
 
 def test_set_start_method_in_the_module_counts():
@@ -209,7 +207,7 @@ def test_set_start_method_in_the_module_counts():
         mp.set_start_method("forkserver")
         DataLoader(ds)
     """)
-    assert spawn_reason(LINUX_311, call, info) == '`set_start_method("forkserver")`'
+    assert spawn_reason(LINUX_311, call, info.loaders.start_methods) == '`set_start_method("forkserver")`'
 
 
 def test_torch_version_switch():
@@ -241,7 +239,7 @@ def test_pickle_problems_and_captured_names():
                 return worker_id
             return DataLoader(ds, num_workers=2, collate_fn=collate, worker_init_fn=init)
     """)
-    collate, init = pickle_problems(info, call)
+    collate, init = pickle_problems(Context(info, Settings(LINUX_311)), call)
     assert collate.param == "collate_fn" and collate.captures == {"pad"}
     assert init.param == "worker_init_fn" and init.captures == frozenset()
     assert isinstance(init.movable, cst.FunctionDef)
@@ -255,7 +253,7 @@ def test_parameters_and_module_functions_are_picklable():
         def build(ds, worker_init_fn):
             return DataLoader(ds, num_workers=2, collate_fn=collate, worker_init_fn=worker_init_fn)
     """)
-    assert pickle_problems(info, call) == []
+    assert pickle_problems(Context(info, Settings(LINUX_311)), call) == []
 
 
 def test_worker_condition_helpers():
@@ -270,9 +268,10 @@ def test_worker_condition_helpers():
                 yield torch.zeros(2, device="cuda") + self.rng.random()
         DataLoader(Stream(), num_workers=2)
     """)
-    assert unsharded_iterable(info, call) == "Stream"
-    assert cuda_in_worker(info, call) == "`Stream.__iter__`"
-    assert shared_rng(info, call) == ("Stream.__iter__", "self.rng")
+    ctx = Context(info, Settings(LINUX_311))
+    assert unsharded_iterable(ctx, call) == "Stream"
+    assert cuda_in_worker(ctx, call) == "`Stream.__iter__`"
+    assert shared_rng(ctx, call) == ("Stream.__iter__", "self.rng")
 
 
 def test_worker_hazards_agree_with_the_start_method():
@@ -298,7 +297,7 @@ def test_hoist_a_lambda_before_its_top_level_statement():
     code = "import x\n\n\n@decorator\ndef main():\n    return f(lambda b: b)\n"
 
     def spec(module, info):
-        (lam,) = [facts.node for facts in info.lambdas.values()]
+        (lam,) = [facts.node for facts in info.names.lambdas.values()]
         return FixSpec("safe", "", replace=[(lam, "_f")], hoist=[(lam, "def _f(b):\n    return b\n\n\n")])
 
     assert _apply(code, spec) == "import x\n\n\ndef _f(b):\n    return b\n\n\n@decorator\ndef main():\n    return f(_f)\n"
@@ -308,7 +307,7 @@ def test_hoist_moves_a_nested_def_and_keeps_line_endings():
     code = "def main():\r\n    def inner(b):\r\n        return b\r\n    return inner\r\n"
 
     def spec(module, info):
-        inner = next(fn.node for fn in info.functions if fn.name == "inner")
+        inner = next(fn.node for fn in info.names.functions if fn.name == "inner")
         return FixSpec("safe", "", hoist=[(inner, "def inner(b):\n    return b\n\n\n")])
 
     assert _apply(code, spec) == "def inner(b):\r\n    return b\r\n\r\n\r\ndef main():\r\n    return inner\r\n"

@@ -28,7 +28,7 @@ pytest.importorskip("torch", reason="torch is not installed: the crash rules can
 
 from loadlint.engine import Options, analyse, fix_text  # noqa: E402
 from loadlint.rules import all_rules  # noqa: E402
-from loadlint.rules._common import spawn_reason, torch_before_2  # noqa: E402
+from loadlint.rules.shared import spawn_reason, torch_before_2  # noqa: E402
 from loadlint.rules.base import Invalid, dedent  # noqa: E402
 from loadlint.testing import EXAMPLE_PROFILE  # noqa: E402
 

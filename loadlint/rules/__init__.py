@@ -3,7 +3,8 @@
 ``CODES`` maps each code to its module and class without importing them:
 selection, ``noqa`` and ``--statistics`` work without loading libcst, which
 keeps start-up fast for files that never reach a rule.  A test checks the
-table against the modules.
+table against the modules.  The worker hazards are found on the rule classes
+(those that override ``Rule.worker_hazards``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from loadlint.rules.base import Rule
+    from loadlint.facts.loaders import LoaderCall
+    from loadlint.rules.base import Context, Rule
 
 #: code -> (name, module under loadlint.rules, class)
 CODES: dict[str, tuple[str, str, str]] = {
@@ -64,8 +66,26 @@ def name_of(code: str) -> str:
 @lru_cache(maxsize=None)
 def rule_class(code: str) -> type[Rule]:
     _, module, cls = CODES[code]
-    return getattr(importlib.import_module(f"loadlint.rules.{module}"), cls)
+    found: type[Rule] = getattr(importlib.import_module(f"loadlint.rules.{module}"), cls)
+    return found
 
 
 def all_rules() -> list[type[Rule]]:
+    """Every rule class, by code."""
     return [rule_class(code) for code in sorted(CODES)]
+
+
+@lru_cache(maxsize=None)
+def hazard_rules() -> tuple[Rule, ...]:
+    """The rules that are worker hazards, in the order their reasons are given."""
+    from loadlint.rules.base import Rule
+
+    hazards = [rule for rule in all_rules() if rule.worker_hazards is not Rule.worker_hazards]
+    return tuple(rule() for rule in sorted(hazards, key=lambda rule: rule.hazard_order))
+
+
+def worker_hazards(ctx: Context, call: LoaderCall) -> list[str]:
+    """Reasons why starting workers at this call may crash or corrupt data:
+    the conditions of the worker-hazard rules without their worker gate, so
+    that a fix adding workers is unsafe exactly where they would fire after it."""
+    return [reason for rule in hazard_rules() for reason in rule.worker_hazards(ctx, call)]

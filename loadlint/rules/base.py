@@ -3,8 +3,8 @@
 A rule is one class in one module: its code, name, one-line summary, fix
 availability, user documentation (the class docstring, in ruff's sections)
 and the VALID/INVALID examples that the parametrised test runs.  ``check``
-reads the call sites collected by ``loadlint.callsites`` and yields reports;
-it never walks the tree itself.
+reads the facts collected by ``loadlint.facts`` through a ``Context`` and
+yields reports; it never walks the tree itself.
 """
 
 from __future__ import annotations
@@ -12,14 +12,19 @@ from __future__ import annotations
 import abc
 import textwrap
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, Iterator, Literal
+from typing import Callable, ClassVar, Iterator, Literal
 
 import libcst as cst
 
+from loadlint.facts.accelerator import AcceleratorFacts
+from loadlint.facts.collect import ModuleFacts
+from loadlint.facts.datasets import DatasetFacts, dataset_class, is_iterable_dataset, is_tensor_dataset
+from loadlint.facts.distributed import DistributedFacts, lightning_hook
+from loadlint.facts.iteration import Iteration, IterationFacts
+from loadlint.facts.loaders import LoaderCall, LoaderFacts
+from loadlint.facts.loops import LoopFacts, epoch_uses
+from loadlint.facts.names import ClassFacts, Key, LoopFrame, NameFacts
 from loadlint.types import HardwareProfile
-
-if TYPE_CHECKING:
-    from loadlint.callsites import LoaderCall, ModuleInfo
 
 FixAvailability = Literal["always", "sometimes", "none"]
 
@@ -62,31 +67,89 @@ class Report:
     fix: FixSpec | None = None
 
 
-@dataclass(frozen=True)
 class Settings:
-    """Per-run options a rule may read (today: the target profile)."""
+    """Per-run options a rule may read (today: the target profile, given or
+    detected on first read: most files never need it)."""
 
-    profile: HardwareProfile
-
-
-@dataclass
-class Context:
-    info: ModuleInfo
-    settings: Settings
-    path: str = "<stdin>"
-    is_notebook: bool = False
+    def __init__(self, profile: HardwareProfile | Callable[[], HardwareProfile]) -> None:
+        self._profile = profile if isinstance(profile, HardwareProfile) else None
+        self._factory = profile
 
     @property
     def profile(self) -> HardwareProfile:
+        if self._profile is None:
+            factory = self._factory
+            self._profile = factory if isinstance(factory, HardwareProfile) else factory()
+        return self._profile
+
+
+class ProfileNotDeclared(RuntimeError):
+    """A rule read the hardware profile without declaring ``needs_hardware``."""
+
+
+class Context:
+    """What a rule may read about one module: its facts, by provider, and
+    the run's settings.  The hardware profile is readable only where
+    ``hardware`` is set: the engine gives each rule the context that matches
+    its ``needs_hardware``."""
+
+    def __init__(
+        self, facts: ModuleFacts, settings: Settings, path: str = "<stdin>", is_notebook: bool = False,
+        *, hardware: bool = True,
+    ) -> None:
+        self.settings = settings
+        self.path = path
+        self.is_notebook = is_notebook
+        #: Whether reading ``profile`` is allowed.
+        self.hardware = hardware
+        # The facts, by provider.
+        self.calls: list[LoaderCall] = facts.loaders.calls
+        self.names: NameFacts = facts.names
+        self.loaders: LoaderFacts = facts.loaders
+        self.iteration: IterationFacts = facts.iteration
+        self.loops: LoopFacts = facts.loops
+        #: Distributed evidence, samplers and frameworks.
+        self.launch: DistributedFacts = facts.distributed
+        self.accelerator: AcceleratorFacts = facts.accelerator
+        self.datasets: DatasetFacts = facts.datasets
+
+    @property
+    def profile(self) -> HardwareProfile:
+        """The target's hardware profile, for a rule that declares ``needs_hardware``."""
+        if not self.hardware:
+            raise ProfileNotDeclared("a rule without `needs_hardware = True` read the hardware profile")
         return self.settings.profile
+
+    # -- facts joined across providers ---------------------------------------
 
     @property
     def distributed(self) -> bool:
-        return bool(self.info.distributed)
+        """The module shows distributed training."""
+        return bool(self.launch.evidence)
 
-    @property
-    def calls(self) -> list[LoaderCall]:
-        return self.info.calls
+    def keys_of(self, call: LoaderCall) -> set[Key]:
+        """Every variable key the loader is reachable through."""
+        return self.loaders.keys_of(call)
+
+    def epoch_uses(self, call: LoaderCall) -> list[tuple[LoopFrame, Iteration | None]]:
+        """The loops in which the loader is iterated once per pass (epochs)."""
+        return epoch_uses(call, self.loaders, self.loops, self.iteration, self.names)
+
+    def dataset_class(self, call: LoaderCall) -> tuple[str | None, ClassFacts | None]:
+        """(qualified name, local class) of the loader's dataset constructor."""
+        return dataset_class(self.names, call)
+
+    def is_iterable_dataset(self, call: LoaderCall) -> bool | None:
+        """Whether the dataset is iterable-style; None when unknown."""
+        return is_iterable_dataset(self.names, call)
+
+    def is_tensor_dataset(self, call: LoaderCall) -> bool:
+        """The dataset is a ``TensorDataset`` (in memory)."""
+        return is_tensor_dataset(self.names, call)
+
+    def lightning_hook(self, call: LoaderCall) -> bool:
+        """The loader is returned by a Lightning ``*_dataloader`` hook."""
+        return lightning_hook(self.names, call)
 
 
 @dataclass(frozen=True)
@@ -117,14 +180,24 @@ class Rule(abc.ABC):
     #: One line for the README's rule table and SARIF shortDescription.
     summary: ClassVar[str]
     fix_availability: ClassVar[FixAvailability] = "none"
-    #: Whether the rule reads the hardware profile (detection is lazy).
+    #: Whether the rule reads the hardware profile (``Context.profile``
+    #: raises otherwise; the profile is detected only when a rule reads it).
     needs_hardware: ClassVar[bool] = False
+    #: Where this rule's reasons go among the worker hazards of LL201's fix
+    #: note: crashes first, then wrong data.
+    hazard_order: ClassVar[int] = 0
     VALID: ClassVar[list[Valid]] = []
     INVALID: ClassVar[list[Invalid]] = []
 
     @abc.abstractmethod
     def check(self, ctx: Context) -> Iterator[Report]:
         """Yield a report for each violation in the module."""
+
+    def worker_hazards(self, ctx: Context, call: LoaderCall) -> list[str]:
+        """Why starting workers at ``call`` would make this rule fire (its
+        condition without the worker gate).  A rule that overrides this is a
+        worker hazard: LL201's fix is unsafe where one applies."""
+        return []
 
     @classmethod
     def documentation(cls) -> str:

@@ -3,13 +3,6 @@ from __future__ import annotations
 from typing import Iterator
 
 from loadlint.resolve import MISSING, UNKNOWN
-from loadlint.rules._common import (
-    torch_before_2,
-    value_text,
-    workers_off,
-    workers_text,
-    written_in_call,
-)
 from loadlint.rules.base import (
     CallChange,
     Context,
@@ -18,6 +11,13 @@ from loadlint.rules.base import (
     Report,
     Rule,
     Valid,
+)
+from loadlint.rules.shared import (
+    torch_before_2,
+    value_text,
+    workers_off,
+    workers_text,
+    written_in_call,
 )
 from loadlint.types import HardwareProfile
 
@@ -75,6 +75,7 @@ class PrefetchWithoutWorkers(Rule):
     name = "prefetch-without-workers"
     summary = "`prefetch_factor` without worker processes (ValueError at construction)"
     fix_availability = "sometimes"
+    needs_hardware = True
 
     def check(self, ctx: Context) -> Iterator[Report]:
         old = torch_before_2(ctx.profile)

@@ -2,13 +2,6 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from loadlint.rules._common import (
-    is_truthy,
-    value_text,
-    workers_off,
-    workers_text,
-    written_in_call,
-)
 from loadlint.rules.base import (
     CallChange,
     Context,
@@ -17,6 +10,13 @@ from loadlint.rules.base import (
     Report,
     Rule,
     Valid,
+)
+from loadlint.rules.shared import (
+    is_truthy,
+    value_text,
+    workers_off,
+    workers_text,
+    written_in_call,
 )
 
 
@@ -137,5 +137,16 @@ class PersistentWithoutWorkers(Rule):
             import torch
             loader = torch.utils.data.DataLoader(ds)
             """,
+        ),
+        # Carried by a dict: the finding stands, with no fix to edit it.
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            def build(ds):
+                options = {"persistent_workers": True}
+                return DataLoader(ds, **options)
+            """,
+            message="`persistent_workers=True` without `num_workers` raises ValueError at construction: there are no "
+            "workers to keep alive; remove `persistent_workers` or start workers",
         ),
     ]

@@ -4,8 +4,9 @@ from typing import Iterator
 
 import libcst as cst
 
-from loadlint.rules._common import is_truthy, sampler_presence, value_text, written_in_call
+from loadlint.facts.loaders import LoaderCall
 from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
+from loadlint.rules.shared import is_truthy, sampler_presence, value_text, written_in_call
 
 
 class SamplerWithShuffle(Rule):
@@ -65,7 +66,7 @@ class SamplerWithShuffle(Rule):
         for call in ctx.calls:
             if is_truthy(call.value("shuffle")) is not True:
                 continue
-            if ctx.info.is_iterable_dataset(call):
+            if ctx.is_iterable_dataset(call):
                 continue  # LL008 reports it: the IterableDataset check comes first
             sampler = call.expr("sampler")
             presence = sampler_presence(sampler, call.scope)
@@ -81,7 +82,7 @@ class SamplerWithShuffle(Rule):
             yield Report(call.node, message, self._fix(call, presence, sampler))
 
     @staticmethod
-    def _fix(call, presence: str, sampler) -> FixSpec | None:
+    def _fix(call: LoaderCall, presence: str, sampler: cst.BaseExpression | None) -> FixSpec | None:
         if not written_in_call(call, "shuffle"):
             return None
         if presence == "always":

@@ -3,8 +3,8 @@ from __future__ import annotations
 from typing import Iterator
 
 from loadlint.resolve import MISSING, UNKNOWN
-from loadlint.rules._common import is_truthy, sampler_presence, value_text
 from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
+from loadlint.rules.shared import is_truthy, sampler_presence, value_text
 
 
 class BatchSamplerConflict(Rule):
@@ -56,7 +56,7 @@ class BatchSamplerConflict(Rule):
         for call in ctx.calls:
             if sampler_presence(call.expr("batch_sampler"), call.scope) is None:
                 continue
-            if ctx.info.is_iterable_dataset(call):
+            if ctx.is_iterable_dataset(call):
                 continue  # LL008
             conflicts = []
             size = call.value("batch_size")

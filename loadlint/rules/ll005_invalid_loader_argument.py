@@ -4,9 +4,10 @@ from typing import Iterator
 
 import libcst as cst
 
+from loadlint.facts.loaders import LoaderCall
 from loadlint.resolve import MISSING, UNKNOWN, follow_name
-from loadlint.rules._common import code_of, sampler_presence, value_text, written_in_call
 from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
+from loadlint.rules.shared import code_of, sampler_presence, value_text, written_in_call
 
 
 def _number(value: object) -> bool:
@@ -75,7 +76,7 @@ class InvalidLoaderArgument(Rule):
         for call in ctx.calls:
             yield from self._check_call(call)
 
-    def _check_call(self, call) -> Iterator[Report]:
+    def _check_call(self, call: LoaderCall) -> Iterator[Report]:
         workers = call.value("num_workers")
         if _number(workers) and workers < 0:
             yield Report(call.node, (
@@ -112,18 +113,18 @@ class InvalidLoaderArgument(Rule):
             yield Report(call.node, f"{value_text(call, 'drop_last')} raises ValueError at construction: "
                          "`drop_last` must be a bool; pass True or False", fix)
 
-    def _batch_size(self, call) -> Report | None:
+    def _batch_size(self, call: LoaderCall) -> Report | None:
         size = call.value("batch_size")
         expr = call.expr("batch_size")
         if expr is None:
             return None
         target, _ = follow_name(expr, call.scope)
-        division = isinstance(target, cst.BinaryOperation) and isinstance(target.operator, cst.Divide)
-        if division:
+        if isinstance(target, cst.BinaryOperation) and isinstance(target.operator, cst.Divide):
             fix = None
             if written_in_call(call, "batch_size") and target is expr:
-                new = code_of(expr.with_changes(operator=cst.FloorDivide(
-                    whitespace_before=expr.operator.whitespace_before, whitespace_after=expr.operator.whitespace_after)))
+                operator = target.operator
+                new = code_of(target.with_changes(operator=cst.FloorDivide(
+                    whitespace_before=operator.whitespace_before, whitespace_after=operator.whitespace_after)))
                 fix = FixSpec("safe", "Use floor division `//`", replace=[(expr, new)])
             return Report(call.node, f"{value_text(call, 'batch_size')} raises ValueError at construction: true "
                           "division always gives a float; use floor division `//`", fix)

@@ -2,12 +2,6 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from loadlint.rules._common import (
-    value_text,
-    workers_off,
-    workers_text,
-    written_in_call,
-)
 from loadlint.rules.base import (
     CallChange,
     Context,
@@ -16,6 +10,12 @@ from loadlint.rules.base import (
     Report,
     Rule,
     Valid,
+)
+from loadlint.rules.shared import (
+    value_text,
+    workers_off,
+    workers_text,
+    written_in_call,
 )
 
 
@@ -120,5 +120,16 @@ class TimeoutWithoutWorkers(Rule):
             from torch.utils.data import DataLoader
             loader = DataLoader(ds, 4, False, None, None, 0, None, False, False)
             """,
+        ),
+        # Carried by a dict: the finding stands, with no fix to edit it.
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            def build(ds):
+                options = {"timeout": 60}
+                return DataLoader(ds, **options)
+            """,
+            message="`timeout=60` without `num_workers` raises AssertionError at the first batch: the timeout applies "
+            "to workers only; remove `timeout` or start workers",
         ),
     ]

@@ -1,11 +1,15 @@
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Iterator
 
 import libcst as cst
 
-from loadlint.rules._common import PickleProblem, code_of, pickle_problems, spawn_reason, workers_on
+from loadlint.facts.loaders import LoaderCall
+from loadlint.facts.names import ClassFacts, FunctionFacts
+from loadlint.resolve import Scope, follow_name
 from loadlint.rules.base import Context, FixSpec, Invalid, Report, Rule, Valid
+from loadlint.rules.shared import code_of, module_spawn_reason, workers_on
 from loadlint.types import HardwareProfile
 
 _PORTABLE = HardwareProfile(usable_cpus=2, gpu_count=0, declared=frozenset({"cpus", "gpus"}))
@@ -15,6 +19,137 @@ _MACOS = HardwareProfile(
 _PY314 = HardwareProfile(
     usable_cpus=2, gpu_count=0, python="3.14", declared=frozenset({"cpus", "gpus", "platform", "python"})
 )
+
+
+
+@dataclass
+class PickleProblem:
+    """Something a worker needs that pickle cannot carry to a spawned process."""
+
+    #: The DataLoader argument it comes through ("collate_fn", "dataset"...).
+    param: str
+    why: str
+    #: The lambda or nested ``def`` that could move to module level.
+    movable: cst.Lambda | cst.FunctionDef | None = None
+    #: Local names it reads from enclosing functions (moving it would break them).
+    captures: frozenset[str] = frozenset()
+
+
+def _captures(names: set[str], own: set[str], scope: Scope | None) -> frozenset[str]:
+    out = set()
+    for name in names - own:
+        found = scope.lookup(name) if scope is not None else None
+        if found is not None and found[0].kind == "function":
+            out.add(name)
+    return frozenset(out)
+
+
+def _lambda_problem(ctx: Context, node: cst.Lambda, param: str) -> PickleProblem:
+    facts = ctx.names.lambdas.get(id(node))
+    captures = _captures(facts.names_used, facts.params, facts.scope) if facts else frozenset({"?"})
+    return PickleProblem(param, "is a lambda", node, captures)
+
+
+def _instance_problem(ctx: Context, target: cst.BaseExpression, scope: Scope | None) -> str | None:
+    """``Local()`` where ``Local`` is a class defined inside a function."""
+    if isinstance(target, cst.Call) and isinstance(target.func, cst.Name) and scope is not None:
+        definition = ctx.names.definition(target.func.value, scope)
+        if isinstance(definition, ClassFacts) and definition.nested:
+            return definition.name
+    return None
+
+
+def _nested_definition_problem(ctx: Context, name: str, scope: Scope, param: str) -> PickleProblem | None:
+    definition = ctx.names.definition(name, scope)
+    if isinstance(definition, FunctionFacts) and definition.nested:
+        outer = definition.scope.parent
+        where = f"inside `{outer.name}()`" if outer is not None and outer.kind == "function" else "inside a function"
+        movable = None
+        if definition.class_name is None and outer is not None and outer.kind == "function":
+            movable = definition.node
+        own = set(definition.scope.bindings) | {definition.name}
+        return PickleProblem(param, f"is a function defined {where}", movable, _captures(definition.names_used, own, outer))
+    if isinstance(definition, ClassFacts) and definition.nested:
+        return PickleProblem(param, f"is `{definition.name}`, a class defined inside a function")
+    return None
+
+
+def callable_problem(
+    ctx: Context, expr: cst.BaseExpression | None, scope: Scope | None, call: LoaderCall, param: str = ""
+) -> PickleProblem | None:
+    """Why a worker callable (``collate_fn``, ``worker_init_fn``) cannot be pickled."""
+    if expr is None:
+        return None
+    if isinstance(expr, cst.Lambda):
+        return _lambda_problem(ctx, expr, param)
+    target, owner = follow_name(expr, scope)
+    if isinstance(target, cst.Lambda):
+        return _lambda_problem(ctx, target, param)
+    if isinstance(expr, cst.Name) and scope is not None:
+        problem = _nested_definition_problem(ctx, expr.value, scope, param)
+        if problem is not None:
+            return problem
+    local = _instance_problem(ctx, target, owner)
+    if local:
+        return PickleProblem(param, f"is an instance of `{local}`, a class defined inside a function")
+    if isinstance(expr, cst.Attribute):
+        base = expr.value
+        if isinstance(base, cst.Name) and base.value == "self" and call.class_name is not None:
+            cls = ctx.names.classes.get(call.class_name)
+            if cls is not None and cls.nested:
+                return PickleProblem(param, f"is a method of `{cls.name}`, a class defined inside a function")
+        base_target, base_scope = follow_name(base, scope)
+        local = _instance_problem(ctx, base_target, base_scope)
+        if local:
+            return PickleProblem(param, f"is a method of `{local}`, a class defined inside a function")
+    if isinstance(target, cst.Call) and id(target) in ctx.names.calls_with_lambda:
+        return PickleProblem(param, "wraps a lambda")
+    return None
+
+
+def dataset_pickle_problem(ctx: Context, call: LoaderCall) -> PickleProblem | None:
+    """The dataset (pickled for every spawned worker) carries a lambda, a
+    nested function or an instance of a local class."""
+    expr = call.expr("dataset")
+    if expr is None:
+        return None
+    target, scope = follow_name(expr, call.scope)
+    if not isinstance(target, cst.Call) or scope is None:
+        return None
+    local = _instance_problem(ctx, target, scope)
+    if local:
+        return PickleProblem("dataset", f"is an instance of `{local}`, a class defined inside a function")
+    names = ctx.names
+    if id(target) in names.calls_with_lambda:
+        return PickleProblem("dataset", "is built with a lambda among its arguments")
+    for name in sorted(names.call_names.get(id(target), ())):
+        bound, _ = follow_name(cst.Name(name), scope)
+        if isinstance(bound, cst.Lambda):
+            return PickleProblem("dataset", f"is built with `{name}`, a lambda")
+        if isinstance(bound, cst.Call) and id(bound) in names.calls_with_lambda:
+            return PickleProblem("dataset", f"is built with `{name}`, which holds a lambda")
+        definition = names.definition(name, scope)
+        if isinstance(definition, FunctionFacts) and definition.nested and definition.class_name is None:
+            return PickleProblem("dataset", f"is built with `{name}`, a function defined inside a function")
+    return None
+
+
+def pickle_problems(ctx: Context, call: LoaderCall) -> list[PickleProblem]:
+    """LL007's condition, without the worker count and start-method gates."""
+    problems = []
+    for param in ("collate_fn", "worker_init_fn"):
+        arg = call.args.get(param)
+        scope: Scope | None = call.scope
+        expr = arg.value if arg is not None else None
+        if expr is None and param in call.dict_args:
+            expr, scope = call.dict_args[param]
+        problem = callable_problem(ctx, expr, scope, call, param)
+        if problem is not None:
+            problems.append(problem)
+    problem = dataset_pickle_problem(ctx, call)
+    if problem is not None:
+        problems.append(problem)
+    return problems
 
 
 class UnpicklableWorkerFunction(Rule):
@@ -93,17 +228,25 @@ class UnpicklableWorkerFunction(Rule):
     name = "unpicklable-worker-function"
     summary = "a lambda or local function reaches spawned workers (pickling error at the first batch)"
     fix_availability = "sometimes"
+    needs_hardware = True
+    hazard_order = 1
+
+    def worker_hazards(self, ctx: Context, call: LoaderCall) -> list[str]:
+        problems = pickle_problems(ctx, call)
+        why = module_spawn_reason(ctx, call) if problems else None
+        if why is None:
+            return []
+        return [f"`{p.param}` {p.why} (cannot be pickled for spawned workers: {why})" for p in problems]
 
     def check(self, ctx: Context) -> Iterator[Report]:
-        info = ctx.info
-        taken = self._bound_names(ctx)
+        taken = ctx.names.bound_names()
         for call in ctx.calls:
             if not workers_on(call):
                 continue
-            problems = pickle_problems(info, call)
+            problems = pickle_problems(ctx, call)
             if not problems:
                 continue
-            why = spawn_reason(ctx.profile, call, info)
+            why = module_spawn_reason(ctx, call)
             if why is None:
                 continue
             for problem in problems:
@@ -116,14 +259,6 @@ class UnpicklableWorkerFunction(Rule):
                     f"batch fails ({why}); {action}"
                 )
                 yield Report(call.node, message, self._fix(ctx, problem, taken))
-
-    @staticmethod
-    def _bound_names(ctx: Context) -> set[str]:
-        info = ctx.info
-        names = set(info.module_scope.bindings) | set(info.imports.names)
-        for fn in info.functions:
-            names |= set(fn.scope.bindings)
-        return names
 
     @staticmethod
     def _fix(ctx: Context, problem: PickleProblem, taken: set[str]) -> FixSpec | None:
@@ -142,10 +277,11 @@ class UnpicklableWorkerFunction(Rule):
                 "safe", f"Move the lambda to a module-level function `{name}`", replace=[(node, name)], hoist=[(node, code)]
             )
         name = node.name.value
-        if name in ctx.info.module_scope.bindings or name in ctx.info.imports.names:
+        names = ctx.names
+        if name in names.module_scope.bindings or name in names.imports.names:
             return None
         outer = next(
-            (fn for fn in ctx.info.functions if any(stmt is node for stmt in getattr(fn.node.body, "body", ()))), None
+            (fn for fn in names.functions if any(stmt is node for stmt in getattr(fn.node.body, "body", ()))), None
         )
         if outer is None or len(outer.node.body.body) < 2:
             return None

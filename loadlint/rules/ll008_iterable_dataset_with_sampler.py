@@ -2,8 +2,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from loadlint.rules._common import _DATAPIPE, is_truthy, sampler_presence, value_text
+from loadlint.facts.datasets import DATAPIPE_BASES
 from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
+from loadlint.rules.shared import is_truthy, sampler_presence, value_text
 
 
 class IterableDatasetWithSampler(Rule):
@@ -55,13 +56,12 @@ class IterableDatasetWithSampler(Rule):
     summary = "`shuffle`/`sampler`/`batch_sampler` on an `IterableDataset` (ValueError at construction)"
 
     def check(self, ctx: Context) -> Iterator[Report]:
-        info = ctx.info
         for call in ctx.calls:
-            if info.is_iterable_dataset(call) is not True:
+            if ctx.is_iterable_dataset(call) is not True:
                 continue
-            qualified, cls = info.dataset_class(call)
-            bases = info.class_bases(cls) if cls is not None else {qualified}
-            datapipe = any(b in _DATAPIPE for b in bases)
+            qualified, cls = ctx.dataset_class(call)
+            bases = ctx.names.class_bases(cls) if cls is not None else {qualified}
+            datapipe = any(b in DATAPIPE_BASES for b in bases)
             found = None
             if not datapipe and is_truthy(call.value("shuffle")) is True:
                 found = value_text(call, "shuffle")

@@ -5,8 +5,8 @@ from typing import Iterator
 import libcst as cst
 
 from loadlint.resolve import MISSING, UNKNOWN
-from loadlint.rules._common import _context_method, value_text, workers_text, written_in_call
 from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
+from loadlint.rules.shared import context_method, value_text, workers_text, written_in_call
 from loadlint.types import HardwareProfile
 
 _METHODS = ("fork", "spawn", "forkserver")
@@ -60,6 +60,7 @@ class InvalidMultiprocessingContext(Rule):
     name = "invalid-multiprocessing-context"
     summary = "`multiprocessing_context` without workers, or not a start method of the target (ValueError)"
     fix_availability = "sometimes"
+    needs_hardware = True
 
     def check(self, ctx: Context) -> Iterator[Report]:
         for call in ctx.calls:
@@ -67,7 +68,7 @@ class InvalidMultiprocessingContext(Rule):
             if expr is None:
                 continue
             scope = call.scope if "multiprocessing_context" in call.args else call.dict_args["multiprocessing_context"][1]
-            method = _context_method(expr, scope)
+            method = context_method(expr, scope)
             if method is None:
                 continue
             shown = value_text(call, "multiprocessing_context")

@@ -3,8 +3,8 @@ from __future__ import annotations
 from typing import Iterator
 
 from loadlint.resolve import MISSING
-from loadlint.rules._common import is_truthy, sampler_presence, value_text, written_in_call
 from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
+from loadlint.rules.shared import is_truthy, sampler_presence, value_text, written_in_call
 
 
 class BatchNoneDropLast(Rule):
@@ -107,5 +107,16 @@ class BatchNoneDropLast(Rule):
             BATCH = None
             loader = DataLoader(ds, BATCH, False, None, None, 0, None, False)
             """,
+        ),
+        # Carried by a dict: the finding stands, with no fix to edit it.
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            def build(ds):
+                options = {"batch_size": None, "drop_last": True}
+                return DataLoader(ds, **options)
+            """,
+            message="`batch_size=None` with `drop_last=True` raises ValueError at construction: without batching "
+            "there is no last batch to drop; remove `drop_last`",
         ),
     ]

@@ -4,6 +4,8 @@ from typing import Iterator
 
 import libcst as cst
 
+from loadlint.facts.loaders import LoaderCall
+from loadlint.facts.names import Key
 from loadlint.resolve import MISSING, evaluate
 from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
 
@@ -68,8 +70,7 @@ class LoaderAttributeReassigned(Rule):
     summary = "assigning `batch_size`/`sampler`/... on a constructed DataLoader (ValueError)"
 
     def check(self, ctx: Context) -> Iterator[Report]:
-        info = ctx.info
-        owners = {}
+        owners: dict[Key, LoaderCall] = {}
         for call in ctx.calls:
             if call.key is None:
                 continue
@@ -77,26 +78,26 @@ class LoaderAttributeReassigned(Rule):
                 owner = call.scope.lookup(call.key[1])
                 if owner is None or len(owner[1]) != 1:
                     continue  # rebound: the name may hold something else by then
-            for key in info.keys_of(call):
+            for key in ctx.keys_of(call):
                 owners[key] = call
-        for target, key, attr in info.attr_assignments:
-            call = owners.get(key)
-            if call is None:
+        for assignment in ctx.loaders.attr_assignments:
+            loader = owners.get(assignment.key)
+            if loader is None:
                 continue
-            node = info.attr_assign_nodes.get(id(target), target)
+            node, attr = assignment.statement, assignment.attr
             if attr in _LOCKED:
                 yield Report(node, (
                     f"assigning `{attr}` on a constructed DataLoader raises ValueError: the loader built its sampler "
                     "from it already; pass the value when constructing the DataLoader, or build a new one"
                 ))
-            elif attr == "num_workers" and self._starts_workers_late(call, node):
+            elif attr == "num_workers" and self._starts_workers_late(loader, node):
                 yield Report(node, (
                     "assigning `num_workers` on a DataLoader constructed without workers raises TypeError at the "
                     "first batch: its `prefetch_factor` stayed None; pass `num_workers` when constructing it"
                 ))
 
     @staticmethod
-    def _starts_workers_late(call, node) -> bool:
+    def _starts_workers_late(call: LoaderCall, node: cst.CSTNode) -> bool:
         """torch sets ``prefetch_factor`` to 2 only when constructed with workers."""
         if not isinstance(node, cst.Assign):
             return False

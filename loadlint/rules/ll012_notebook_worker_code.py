@@ -4,10 +4,11 @@ from typing import Iterator
 
 import libcst as cst
 
-from loadlint.callsites import ClassFacts, FunctionFacts, LoaderCall, ModuleInfo
+from loadlint.facts.loaders import LoaderCall
+from loadlint.facts.names import ClassFacts, FunctionFacts
 from loadlint.resolve import Scope, follow_name
-from loadlint.rules._common import spawn_reason, workers_on
 from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
+from loadlint.rules.shared import module_spawn_reason, workers_on
 from loadlint.types import HardwareProfile
 
 _MACOS = HardwareProfile(usable_cpus=8, gpu_count=0, platform="macos", declared=frozenset({"cpus", "gpus", "platform"}))
@@ -16,7 +17,7 @@ _MACOS = HardwareProfile(usable_cpus=8, gpu_count=0, platform="macos", declared=
 _MAX_DEPTH = 6
 
 
-def defined_here(expr: cst.BaseExpression | None, scope: Scope | None, info: ModuleInfo, depth: int = 0) -> str | None:
+def defined_here(ctx: Context, expr: cst.BaseExpression | None, scope: Scope | None, depth: int = 0) -> str | None:
     """The name of a module-level ``class`` or ``def`` of this module that the
     value is, is an instance of, or carries inside (a wrapper's argument, a
     bound method, a ``functools.partial``).  Such objects are pickled by
@@ -27,35 +28,35 @@ def defined_here(expr: cst.BaseExpression | None, scope: Scope | None, info: Mod
     if expr is None or scope is None or depth > _MAX_DEPTH:
         return None
     if isinstance(expr, cst.Name):
-        definition = info.definition(expr.value, scope)
+        definition = ctx.names.definition(expr.value, scope)
         if isinstance(definition, (FunctionFacts, ClassFacts)):
             return None if definition.nested else definition.name
         target, owner = follow_name(expr, scope)
         if target is expr:
             return None
-        return defined_here(target, owner, info, depth + 1)
+        return defined_here(ctx, target, owner, depth + 1)
     if isinstance(expr, cst.Call):
         if isinstance(expr.func, cst.Name):
-            definition = info.definition(expr.func.value, scope)
+            definition = ctx.names.definition(expr.func.value, scope)
             if isinstance(definition, ClassFacts):
                 return None if definition.nested else definition.name
         for arg in expr.args:
-            found = defined_here(arg.value, scope, info, depth + 1)
+            found = defined_here(ctx, arg.value, scope, depth + 1)
             if found:
                 return found
         return None
     if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
         for element in expr.elements:
-            found = defined_here(element.value, scope, info, depth + 1)
+            found = defined_here(ctx, element.value, scope, depth + 1)
             if found:
                 return found
         return None
     if isinstance(expr, cst.Attribute):
-        return defined_here(expr.value, scope, info, depth + 1)
+        return defined_here(ctx, expr.value, scope, depth + 1)
     return None
 
 
-def notebook_definitions(info: ModuleInfo, call: LoaderCall) -> list[tuple[str, str]]:
+def notebook_definitions(ctx: Context, call: LoaderCall) -> list[tuple[str, str]]:
     """(name, what it is to the loader) for each worker-side object that is
     defined in this module."""
     out = []
@@ -63,11 +64,11 @@ def notebook_definitions(info: ModuleInfo, call: LoaderCall) -> list[tuple[str, 
         expr, scope = call.expr(param), call.scope
         if param not in call.args and param in call.dict_args:
             scope = call.dict_args[param][1]
-        name = defined_here(expr, scope, info)
+        name = defined_here(ctx, expr, scope)
         if name is None:
             continue
         if param == "dataset":
-            _, cls = info.dataset_class(call)
+            _, cls = ctx.dataset_class(call)
             what = "the dataset's class" if cls is not None and cls.name == name else "inside the dataset"
         else:
             what = f"`{param}`"
@@ -77,20 +78,6 @@ def notebook_definitions(info: ModuleInfo, call: LoaderCall) -> list[tuple[str, 
 
 def _workers(n: int) -> str:
     return "its worker" if n == 1 else f"its {n} workers"
-
-
-def notebook_hazards(ctx: Context, call: LoaderCall) -> list[str]:
-    """LL012's condition without the worker gate, for fixes that would turn
-    workers on (LL201): such a fix is unsafe in a notebook whose code the
-    workers would have to import."""
-    found = notebook_definitions(ctx.info, call)
-    if not found:
-        return []
-    why = spawn_reason(ctx.profile, call, ctx.info)
-    if why is None:
-        return []
-    names = ", ".join(f"`{name}`" for name, _ in found)
-    return [f"{names} defined in the notebook cannot be imported by spawned workers ({why})"]
 
 
 class NotebookWorkerCode(Rule):
@@ -166,18 +153,28 @@ class NotebookWorkerCode(Rule):
     name = "notebook-worker-code"
     summary = "workers under spawn/forkserver cannot import a Dataset, `collate_fn` or `worker_init_fn` defined in the notebook"
     needs_hardware = True
+    hazard_order = 2
+
+    def worker_hazards(self, ctx: Context, call: LoaderCall) -> list[str]:
+        """A fix turning workers on is unsafe in a notebook whose code the
+        workers would have to import."""
+        found = notebook_definitions(ctx, call) if ctx.is_notebook else []
+        why = module_spawn_reason(ctx, call) if found else None
+        if why is None:
+            return []
+        names = ", ".join(f"`{name}`" for name, _ in found)
+        return [f"{names} defined in the notebook cannot be imported by spawned workers ({why})"]
 
     def check(self, ctx: Context) -> Iterator[Report]:
         if not ctx.is_notebook:
             return
-        info = ctx.info
         for call in ctx.calls:
             if not workers_on(call):
                 continue
-            found = notebook_definitions(info, call)
+            found = notebook_definitions(ctx, call)
             if not found:
                 continue
-            why = spawn_reason(ctx.profile, call, info)
+            why = module_spawn_reason(ctx, call)
             if why is None:
                 continue
             names = ", ".join(f"`{name}` ({what})" for name, what in found)

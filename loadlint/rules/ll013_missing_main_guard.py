@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from loadlint.rules._common import spawn_reason, workers_on
 from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
+from loadlint.rules.shared import module_spawn_reason, workers_on
 from loadlint.types import HardwareProfile
 
 _WINDOWS = HardwareProfile(usable_cpus=8, gpu_count=0, platform="windows", declared=frozenset({"cpus", "gpus", "platform"}))
@@ -84,15 +84,16 @@ class MissingMainGuard(Rule):
     def check(self, ctx: Context) -> Iterator[Report]:
         if ctx.is_notebook:
             return
-        info = ctx.info
         for call in ctx.calls:
             if not workers_on(call):
                 continue
-            keys = info.keys_of(call)
-            loops = [it for it in info.iterations if it.key in keys and it.at_module_level and not it.in_main_guard]
+            keys = ctx.keys_of(call)
+            loops = [
+                it for it in ctx.iteration.iterations if it.key in keys and it.at_module_level and not it.in_main_guard
+            ]
             if not loops:
                 continue
-            why = spawn_reason(ctx.profile, call, info)
+            why = module_spawn_reason(ctx, call)
             if why is None:
                 continue
             for it in loops:

@@ -4,6 +4,7 @@ from typing import Iterator
 
 import libcst as cst
 
+from loadlint.facts.loaders import LoaderCall
 from loadlint.resolve import MISSING, dotted_name
 from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
 
@@ -73,24 +74,23 @@ class MissingDistributedSampler(Rule):
     fix_availability = "sometimes"
 
     def check(self, ctx: Context) -> Iterator[Report]:
-        info = ctx.info
-        if not info.distributed or info.frameworks:
+        if not ctx.distributed or ctx.launch.frameworks:
             return
         for call in ctx.calls:
             if call.value("sampler") is not MISSING or call.value("batch_sampler") is not MISSING:
                 continue
-            if info.is_iterable_dataset(call):
+            if ctx.is_iterable_dataset(call):
                 continue
-            if info.lightning_hook(call):
+            if ctx.lightning_hook(call):
                 continue
-            evidence = info.distributed[0]
+            evidence = ctx.launch.evidence[0]
             message = (
                 f"every rank iterates the whole dataset: the module trains distributed (`{evidence}`) "
                 "but this DataLoader has no `sampler`; pass `sampler=DistributedSampler(dataset)`"
             )
             yield Report(call.node, message, self._fix(ctx, call))
 
-    def _fix(self, ctx: Context, call) -> FixSpec | None:
+    def _fix(self, ctx: Context, call: LoaderCall) -> FixSpec | None:
         dataset = call.expr("dataset")
         if dataset is None or dotted_name(dataset) is None or "dataset" not in call.args:
             return None
@@ -103,8 +103,8 @@ class MissingDistributedSampler(Rule):
             calls=[CallChange(call.node, {"sampler": sampler}, ("shuffle",))],
             imports=[] if self._has_import(ctx) else [_IMPORT],
         )
-        if not ctx.info.set_epoch_called:
-            for frame, iteration in ctx.info.epoch_uses(call):
+        if not ctx.loops.set_epoch_called:
+            for frame, iteration in ctx.epoch_uses(call):
                 if iteration is None or frame.var is None or iteration.scope.function is not call.scope.function:
                     continue
                 spec.prepend.append((frame.node, f"{iteration.key[1]}.sampler.set_epoch({frame.var})"))
@@ -113,7 +113,7 @@ class MissingDistributedSampler(Rule):
 
     @staticmethod
     def _has_import(ctx: Context) -> bool:
-        qualified = ctx.info.imports.names.get("DistributedSampler")
+        qualified = ctx.names.imports.names.get("DistributedSampler")
         return qualified in ("torch.utils.data.distributed.DistributedSampler", "torch.utils.data.DistributedSampler")
 
     VALID = [

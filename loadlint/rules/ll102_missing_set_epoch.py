@@ -4,9 +4,13 @@ from typing import Iterator
 
 import libcst as cst
 
+from loadlint.facts.distributed import SamplerCall
+from loadlint.facts.iteration import Iteration
+from loadlint.facts.loaders import LoaderCall
+from loadlint.facts.names import LoopFrame
 from loadlint.resolve import evaluate, follow_name
-from loadlint.rules._common import sampler_presence
 from loadlint.rules.base import Context, FixSpec, Invalid, Report, Rule, Valid
+from loadlint.rules.shared import sampler_presence
 
 
 def _shuffle_arg(node: cst.Call) -> cst.BaseExpression | None:
@@ -81,10 +85,9 @@ class MissingSetEpoch(Rule):
     fix_availability = "sometimes"
 
     def check(self, ctx: Context) -> Iterator[Report]:
-        info = ctx.info
-        if info.set_epoch_called or info.frameworks:
+        if ctx.loops.set_epoch_called or ctx.launch.frameworks:
             return
-        for sampler in info.samplers:
+        for sampler in ctx.launch.samplers:
             shuffle = _shuffle_arg(sampler.node)
             if shuffle is not None and evaluate(shuffle, sampler.scope) is not True:
                 continue  # False, or unknown: silent
@@ -92,7 +95,7 @@ class MissingSetEpoch(Rule):
                 conditional = self._uses(call, sampler.node)
                 if conditional is None:
                     continue
-                uses = info.epoch_uses(call)
+                uses = ctx.epoch_uses(call)
                 if not uses:
                     continue
                 message = (
@@ -103,7 +106,7 @@ class MissingSetEpoch(Rule):
                 break
 
     @staticmethod
-    def _uses(call, node: cst.Call) -> bool | None:
+    def _uses(call: LoaderCall, node: cst.Call) -> bool | None:
         """None when the loader does not use this sampler; else whether it is conditional."""
         expr = call.expr("sampler")
         if expr is None:
@@ -118,7 +121,9 @@ class MissingSetEpoch(Rule):
         return None
 
     @staticmethod
-    def _fix(sampler, call, conditional: bool, uses) -> FixSpec | None:
+    def _fix(
+        sampler: SamplerCall, call: LoaderCall, conditional: bool, uses: list[tuple[LoopFrame, Iteration | None]]
+    ) -> FixSpec | None:
         key = sampler.key
         expr = call.expr("sampler")
         if isinstance(expr, cst.Name):
@@ -127,8 +132,7 @@ class MissingSetEpoch(Rule):
         for frame, iteration in uses:
             if iteration is None or frame.var is None:
                 continue
-            same_function = key is not None and key[0] == id(iteration.scope.function)
-            if same_function and "." not in key[1]:
+            if key is not None and key[0] == id(iteration.scope.function) and "." not in key[1]:
                 name = key[1]
                 code = f"{name}.set_epoch({frame.var})"
                 if conditional:

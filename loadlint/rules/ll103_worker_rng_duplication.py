@@ -2,8 +2,39 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from loadlint.rules._common import shared_rng, workers_on
+from loadlint.facts.loaders import LoaderCall
+from loadlint.resolve import MISSING
 from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
+from loadlint.rules.shared import workers_on
+
+_DRAW_METHODS = ("__getitem__", "__getitems__", "__iter__")
+
+
+def shared_rng(ctx: Context, call: LoaderCall) -> tuple[str, str] | None:
+    """LL103's condition without the worker gate: (method, generator) when the
+    Dataset draws from one generator instance created before the workers."""
+    if call.value("worker_init_fn") is not MISSING:
+        return None
+    _, cls = ctx.dataset_class(call)
+    if cls is None:
+        return None
+    names, datasets = ctx.names, ctx.datasets
+    attrs: set[str] = set()
+    for klass in names.class_hierarchy(cls):
+        init = klass.methods.get("__init__")
+        if init is not None:
+            attrs |= datasets.rng_attrs.get(init, set())
+    for name in _DRAW_METHODS:
+        method = names.method_of(cls, name)
+        if method is None or method in datasets.worker_info_callers:
+            continue
+        used = sorted(datasets.self_attrs.get(method, set()) & attrs)
+        if used:
+            return f"{cls.name}.{name}", f"self.{used[0]}"
+        used = sorted(method.names_used & datasets.module_rngs)
+        if used:
+            return f"{cls.name}.{name}", used[0]
+    return None
 
 
 class WorkerRngDuplication(Rule):
@@ -60,12 +91,17 @@ class WorkerRngDuplication(Rule):
     code = "LL103"
     name = "worker-rng-duplication"
     summary = "a Dataset's random generator is copied into every worker: identical augmentations"
+    hazard_order = 5
+
+    def worker_hazards(self, ctx: Context, call: LoaderCall) -> list[str]:
+        rng = shared_rng(ctx, call)
+        return [f"`{rng[0]}` draws from `{rng[1]}` (every worker would repeat the same random numbers)"] if rng else []
 
     def check(self, ctx: Context) -> Iterator[Report]:
         for call in ctx.calls:
             if not workers_on(call):
                 continue
-            found = shared_rng(ctx.info, call)
+            found = shared_rng(ctx, call)
             if found is None:
                 continue
             method, generator = found

@@ -2,8 +2,30 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from loadlint.rules._common import unsharded_iterable, workers_on
+from loadlint.facts.datasets import DATAPIPE_BASES
+from loadlint.facts.loaders import LoaderCall
+from loadlint.resolve import MISSING
 from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
+from loadlint.rules.shared import workers_on
+
+
+def unsharded_iterable(ctx: Context, call: LoaderCall) -> str | None:
+    """LL104's condition without the worker gate: the name of a local
+    IterableDataset whose ``__iter__`` never asks which worker it runs in."""
+    if call.value("worker_init_fn") is not MISSING:
+        return None
+    _, cls = ctx.dataset_class(call)
+    if cls is None or ctx.is_iterable_dataset(call) is not True:
+        return None
+    names = ctx.names
+    if any(b in DATAPIPE_BASES for b in names.class_bases(cls)):
+        return None
+    if names.method_of(cls, "__iter__") is None:
+        return None
+    callers = ctx.datasets.worker_info_callers
+    if any(m in callers for klass in names.class_hierarchy(cls) for m in klass.methods.values()):
+        return None
+    return cls.name
 
 
 class UnshardedIterableDataset(Rule):
@@ -56,12 +78,19 @@ class UnshardedIterableDataset(Rule):
     code = "LL104"
     name = "unsharded-iterable-dataset"
     summary = "an `IterableDataset` that does not shard by worker: every sample arrives `num_workers` times"
+    hazard_order = 4
+
+    def worker_hazards(self, ctx: Context, call: LoaderCall) -> list[str]:
+        name = unsharded_iterable(ctx, call)
+        if name is None:
+            return []
+        return [f"the IterableDataset `{name}` does not shard by worker (every worker would yield every sample)"]
 
     def check(self, ctx: Context) -> Iterator[Report]:
         for call in ctx.calls:
             if not workers_on(call):
                 continue
-            name = unsharded_iterable(ctx.info, call)
+            name = unsharded_iterable(ctx, call)
             if name is None:
                 continue
             n = call.workers()

@@ -2,8 +2,38 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from loadlint.rules._common import cuda_in_worker, workers_on
+import libcst as cst
+
+from loadlint.facts.loaders import LoaderCall
+from loadlint.facts.names import FunctionFacts, LambdaFacts
+from loadlint.resolve import Scope, follow_name
 from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
+from loadlint.rules.shared import dataset_touches_cuda, workers_on
+
+
+def _callable_facts(ctx: Context, expr: cst.BaseExpression | None, scope: Scope | None) -> FunctionFacts | LambdaFacts | None:
+    if expr is None:
+        return None
+    target, _ = follow_name(expr, scope)
+    if isinstance(target, cst.Lambda):
+        return ctx.names.lambdas.get(id(target))
+    if isinstance(expr, cst.Name) and scope is not None:
+        definition = ctx.names.definition(expr.value, scope)
+        if isinstance(definition, FunctionFacts):
+            return definition
+    return None
+
+
+def cuda_in_worker(ctx: Context, call: LoaderCall) -> str | None:
+    """LL105's condition without the worker gate: what touches CUDA in a worker."""
+    method = dataset_touches_cuda(ctx, call)
+    if method is not None:
+        return f"`{method}`"
+    for param in ("collate_fn", "worker_init_fn"):
+        facts = _callable_facts(ctx, call.expr(param), call.scope)
+        if facts is not None and facts in ctx.accelerator.cuda_code:
+            return f"`{param}`"
+    return None
 
 
 class CudaInWorker(Rule):
@@ -61,12 +91,17 @@ class CudaInWorker(Rule):
     code = "LL105"
     name = "cuda-in-worker"
     summary = "the Dataset or `collate_fn` uses CUDA inside worker processes"
+    hazard_order = 3
+
+    def worker_hazards(self, ctx: Context, call: LoaderCall) -> list[str]:
+        where = cuda_in_worker(ctx, call)
+        return [f"{where} uses CUDA (workers cannot initialise CUDA after fork)"] if where else []
 
     def check(self, ctx: Context) -> Iterator[Report]:
         for call in ctx.calls:
             if not workers_on(call):
                 continue
-            where = cuda_in_worker(ctx.info, call)
+            where = cuda_in_worker(ctx, call)
             if where is None:
                 continue
             message = (

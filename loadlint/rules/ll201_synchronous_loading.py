@@ -3,8 +3,9 @@ from __future__ import annotations
 from typing import Iterator
 
 from loadlint.resolve import MISSING
-from loadlint.rules._common import profile_note, suggested_workers, worker_hazards
+from loadlint.rules import worker_hazards
 from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
+from loadlint.rules.shared import profile_note, suggested_workers
 from loadlint.types import HardwareProfile
 
 _CPU16 = HardwareProfile(usable_cpus=16, gpu_count=0, declared=frozenset({"cpus", "gpus"}))
@@ -68,7 +69,7 @@ class SynchronousLoading(Rule):
             value = call.value("num_workers")
             if value is not MISSING and (type(value) is not int or value != 0):
                 continue
-            if ctx.info.is_tensor_dataset(call):
+            if ctx.is_tensor_dataset(call):
                 continue
             n = suggested_workers(ctx, call)
             what = "`num_workers` is not set" if value is MISSING else "`num_workers=0`"

@@ -3,8 +3,8 @@ from __future__ import annotations
 from typing import Iterator
 
 from loadlint.resolve import MISSING
-from loadlint.rules._common import dataset_touches_cuda
 from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
+from loadlint.rules.shared import dataset_touches_cuda
 
 
 class MissingPinMemory(Rule):
@@ -55,13 +55,13 @@ class MissingPinMemory(Rule):
     fix_availability = "always"
 
     def check(self, ctx: Context) -> Iterator[Report]:
-        if not ctx.info.cuda:
+        if not ctx.accelerator.cuda:
             return
         for call in ctx.calls:
             value = call.value("pin_memory")
             if value is not MISSING and value is not False:
                 continue
-            if dataset_touches_cuda(ctx.info, call):
+            if dataset_touches_cuda(ctx, call):
                 continue
             what = "`pin_memory` is not set" if value is MISSING else "`pin_memory=False`"
             message = (

@@ -5,8 +5,8 @@ from typing import Iterator
 import libcst as cst
 
 from loadlint.resolve import follow_name
-from loadlint.rules._common import profile_note, ranks, suggested_workers
 from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
+from loadlint.rules.shared import profile_note, ranks, suggested_workers
 from loadlint.types import HardwareProfile
 
 #: Divides the CPUs this process may use among the ranks torchrun starts on
@@ -75,12 +75,11 @@ class WorkerOversubscription(Rule):
     needs_hardware = True
 
     def check(self, ctx: Context) -> Iterator[Report]:
-        info = ctx.info
         for call in ctx.calls:
             expr = call.expr("num_workers")
             if expr is not None and ctx.distributed:
                 target, _ = follow_name(expr, call.scope)
-                if isinstance(target, cst.Call) and id(target) in info.cpu_count_calls:
+                if isinstance(target, cst.Call) and id(target) in ctx.loaders.cpu_count_calls:
                     name = cst.Module([]).code_for_node(target.func)
                     message = (
                         f"`num_workers={name}()` under distributed training: every rank on the node starts "
@@ -90,7 +89,7 @@ class WorkerOversubscription(Rule):
                         "safe",
                         "Divide the usable CPUs among the node's ranks",
                         replace=[(target, PER_RANK_WORKERS)],
-                        imports=[] if info.imports.names.get("os") == "os" else ["import os"],
+                        imports=[] if ctx.names.imports.names.get("os") == "os" else ["import os"],
                     )
                     yield Report(call.node, message, fix)
                     continue

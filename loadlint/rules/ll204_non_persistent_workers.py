@@ -3,8 +3,8 @@ from __future__ import annotations
 from typing import Iterator
 
 from loadlint.resolve import MISSING
-from loadlint.rules._common import workers_on
 from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
+from loadlint.rules.shared import workers_on
 
 
 class NonPersistentWorkers(Rule):
@@ -58,14 +58,13 @@ class NonPersistentWorkers(Rule):
     fix_availability = "always"
 
     def check(self, ctx: Context) -> Iterator[Report]:
-        info = ctx.info
         for call in ctx.calls:
             if call.loops or not workers_on(call):
                 continue
             value = call.value("persistent_workers")
             if value is not MISSING and value is not False:
                 continue
-            if not info.epoch_uses(call) and not info.lightning_hook(call):
+            if not ctx.epoch_uses(call) and not ctx.lightning_hook(call):
                 continue
             n = call.workers()
             what = "`persistent_workers` is not set" if value is MISSING else "`persistent_workers=False`"

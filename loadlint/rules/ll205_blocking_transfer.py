@@ -2,9 +2,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from loadlint.callsites import device_kind
-from loadlint.rules._common import is_truthy
+from loadlint.facts.accelerator import device_kind
 from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
+from loadlint.rules.shared import is_truthy
 
 
 class BlockingTransfer(Rule):
@@ -55,19 +55,18 @@ class BlockingTransfer(Rule):
     fix_availability = "always"
 
     def check(self, ctx: Context) -> Iterator[Report]:
-        info = ctx.info
         for call in ctx.calls:
             if is_truthy(call.value("pin_memory")) is not True:
                 continue
-            keys = info.keys_of(call)
-            for transfer in info.transfers:
+            keys = ctx.keys_of(call)
+            for transfer in ctx.iteration.transfers:
                 if transfer.key not in keys or transfer.non_blocking or transfer.method == "pin_memory":
                     continue
                 node = transfer.node
                 positional = [a for a in node.args if a.keyword is None]
                 if any(a.star for a in node.args) or len(positional) > (1 if transfer.method == "cuda" else 2):
                     continue
-                if transfer.method == "to" and device_kind(transfer.device, transfer.scope, info.imports) != "cuda":
+                if transfer.method == "to" and device_kind(transfer.device, transfer.scope, ctx.names.imports) != "cuda":
                     continue
                 message = (
                     f"`.{transfer.method}()` of a pinned batch without `non_blocking=True`: the copy blocks and cannot "

@@ -2,11 +2,12 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from loadlint.rules._common import workers_on
+from loadlint.facts.loaders import LoaderCall
 from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
+from loadlint.rules.shared import workers_on
 
 
-def _depends_on_loop(call, names: set[str]) -> bool:
+def _depends_on_loop(call: LoaderCall, names: set[str]) -> bool:
     for frame in call.loops:
         if frame.targets & names:
             return True
@@ -66,13 +67,12 @@ class LoaderRebuiltPerEpoch(Rule):
     summary = "a DataLoader with workers constructed inside a loop with unchanging arguments"
 
     def check(self, ctx: Context) -> Iterator[Report]:
-        info = ctx.info
         for call in ctx.calls:
             if not call.loops or not workers_on(call):
                 continue
             if call.opaque_kwargs or call.opaque_positional:
                 continue  # *args/**kwargs may carry what varies
-            names = info.call_names.get(id(call.node), set())
+            names = ctx.names.call_names.get(id(call.node), set())
             if _depends_on_loop(call, names):
                 continue
             n = call.workers()

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from loadlint.rules._common import workers_on
 from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
+from loadlint.rules.shared import workers_on
 
 
 class IteratorRecreated(Rule):
@@ -50,12 +50,11 @@ class IteratorRecreated(Rule):
     summary = "`next(iter(loader))` in a loop restarts the workers each time"
 
     def check(self, ctx: Context) -> Iterator[Report]:
-        info = ctx.info
         for call in ctx.calls:
             if not workers_on(call):
                 continue
-            keys = info.keys_of(call)
-            uses = [key for _, key, in_loop in info.next_iter if in_loop and key in keys]
+            keys = ctx.keys_of(call)
+            uses = [step.key for step in ctx.iteration.next_iter if step.in_loop and step.key in keys]
             if not uses:
                 continue
             name = uses[0][1]

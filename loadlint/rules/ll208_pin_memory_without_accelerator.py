@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from loadlint.rules._common import is_truthy, value_text, written_in_call
 from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
+from loadlint.rules.shared import is_truthy, value_text, written_in_call
 from loadlint.types import HardwareProfile
 
 _GPU = HardwareProfile(usable_cpus=8, gpu_count=1, declared=frozenset({"cpus", "gpus", "platform", "python"}))
@@ -56,12 +56,13 @@ class PinMemoryWithoutAccelerator(Rule):
     name = "pin-memory-without-accelerator"
     summary = "`pin_memory=True` where no accelerator uses it"
     fix_availability = "sometimes"
+    needs_hardware = True
 
     def check(self, ctx: Context) -> Iterator[Report]:
-        info = ctx.info
         profile = ctx.profile
+        accelerator = ctx.accelerator
         declared_none = "gpus" in profile.declared and profile.gpu_count == 0
-        cpu_only = info.cpu_device and not info.cuda and not info.xla
+        cpu_only = accelerator.cpu_device and not accelerator.cuda and not accelerator.xla
         if not declared_none and not cpu_only:
             return
         reason = "the code only uses the CPU" if cpu_only else f"the target has no GPU ({profile.label})"
@@ -74,7 +75,7 @@ class PinMemoryWithoutAccelerator(Rule):
             )
             fix = None
             if written_in_call(call, "pin_memory"):
-                imports = [] if info.imports.names.get("torch") == "torch" else ["import torch"]
+                imports = [] if ctx.names.imports.names.get("torch") == "torch" else ["import torch"]
                 fix = FixSpec(
                     "safe",
                     "Pin only when CUDA is available",
@@ -145,5 +146,16 @@ class PinMemoryWithoutAccelerator(Rule):
             import torch
             loader = DataLoader(ds, num_workers=2, pin_memory=torch.cuda.is_available())
             """,
+        ),
+        # Carried by a dict: the finding stands, with no fix to edit it.
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            def build(ds):
+                options = {"num_workers": 2, "pin_memory": True}
+                return DataLoader(ds, **options)
+            """,
+            message="`pin_memory=True` but the target has no GPU (target: 2 CPUs, 0 GPUs): torch warns and pins "
+            "nothing; use `pin_memory=torch.cuda.is_available()`",
         ),
     ]

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from loadlint.rules._common import workers_on
 from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
+from loadlint.rules.shared import workers_on
 from loadlint.types import HardwareProfile
 
 GIB = 1024**3

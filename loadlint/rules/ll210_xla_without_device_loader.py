@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from loadlint.callsites import device_kind
+from loadlint.facts.accelerator import device_kind
 from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
 
 
@@ -48,14 +48,13 @@ class XlaWithoutDeviceLoader(Rule):
     summary = "batches moved to an XLA device one by one instead of through `MpDeviceLoader`"
 
     def check(self, ctx: Context) -> Iterator[Report]:
-        info = ctx.info
-        if info.xla_loader or not info.xla:
+        if ctx.accelerator.xla_loader or not ctx.accelerator.xla:
             return
         for call in ctx.calls:
-            keys = info.keys_of(call)
+            keys = ctx.keys_of(call)
             moved = [
-                t for t in info.transfers
-                if t.key in keys and t.method == "to" and device_kind(t.device, t.scope, info.imports) == "xla"
+                t for t in ctx.iteration.transfers
+                if t.key in keys and t.method == "to" and device_kind(t.device, t.scope, ctx.names.imports) == "xla"
             ]
             if not moved:
                 continue

@@ -2,9 +2,11 @@ from __future__ import annotations
 
 from typing import Iterator
 
+import libcst as cst
+
 from loadlint.resolve import UNKNOWN
-from loadlint.rules._common import code_of
 from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
+from loadlint.rules.shared import code_of
 
 
 class ManualPinInLoop(Rule):
@@ -53,10 +55,9 @@ class ManualPinInLoop(Rule):
     fix_availability = "always"
 
     def check(self, ctx: Context) -> Iterator[Report]:
-        info = ctx.info
         for call in ctx.calls:
-            keys = info.keys_of(call)
-            pins = [t.node for t in info.transfers if t.key in keys and t.method == "pin_memory"]
+            keys = ctx.keys_of(call)
+            pins = [t.node for t in ctx.iteration.transfers if t.key in keys and t.method == "pin_memory"]
             if not pins:
                 continue
             message = (
@@ -64,8 +65,8 @@ class ManualPinInLoop(Rule):
                 "let the DataLoader pin in its background thread with `pin_memory=True`"
             )
             value = call.value("pin_memory")
-            replace = [
-                (node, code_of(node.func.value)) for node in pins if not node.args
+            replace: list[tuple[cst.CSTNode, str]] = [
+                (node, code_of(node.func.value)) for node in pins if not node.args and isinstance(node.func, cst.Attribute)
             ]
             changes = [] if value is True else [CallChange(call.node, {"pin_memory": "True"})]
             fix = FixSpec(

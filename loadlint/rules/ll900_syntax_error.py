@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from loadlint.rules.base import Context, Invalid, Report, Rule
+from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
 
 
 class SyntaxErrorRule(Rule):
@@ -45,6 +45,12 @@ class SyntaxErrorRule(Rule):
         # Reported by the engine before any rule runs.
         return iter(())
 
+    VALID = [
+        Valid("""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=32)
+        """),
+    ]
     INVALID = [
         Invalid(
             """

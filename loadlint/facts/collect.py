@@ -1,0 +1,111 @@
+"""One traversal, every provider: ``collect`` parses nothing and walks once.
+
+The providers' hooks are chained into one visitor class: the cursor's
+``visit_*`` runs before the providers' and its ``leave_*`` after them, so each
+provider sees the scope and loops of the node it is given.  Everything that
+needs the whole file (a device variable assigned below its use) is settled in
+a provider's ``finish`` from its records, without a second pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import libcst as cst
+
+from loadlint.facts.accelerator import AcceleratorFacts, AcceleratorProvider
+from loadlint.facts.cursor import Cursor
+from loadlint.facts.datasets import DatasetFacts, DatasetProvider
+from loadlint.facts.distributed import DistributedFacts, DistributedProvider
+from loadlint.facts.iteration import IterationFacts, IterationProvider
+from loadlint.facts.loaders import LoaderCall, LoaderFacts, LoaderProvider
+from loadlint.facts.loops import LoopFacts, LoopProvider
+from loadlint.facts.names import NameFacts
+from loadlint.walk import walk
+
+
+@dataclass
+class ModuleFacts:
+    """Every provider's facts about one module."""
+
+    names: NameFacts
+    loaders: LoaderFacts
+    iteration: IterationFacts
+    loops: LoopFacts
+    distributed: DistributedFacts
+    accelerator: AcceleratorFacts
+    datasets: DatasetFacts
+
+    @property
+    def calls(self) -> list[LoaderCall]:
+        return self.loaders.calls
+
+
+#: In hook order.  A provider reads only the cursor and its own records.
+PROVIDERS = (LoaderProvider, IterationProvider, LoopProvider, DistributedProvider, AcceleratorProvider, DatasetProvider)
+
+Hook = Callable[[Any, cst.CSTNode], Any]
+
+
+def _chain(own: Hook | None, parts: tuple[tuple[int, Hook], ...], leave: bool) -> Hook:
+    if leave:
+        def leave_hook(self: _Collector, node: cst.CSTNode) -> None:
+            for index, hook in parts:
+                hook(self.providers[index], node)
+            if own is not None:
+                own(self, node)
+        return leave_hook
+
+    def visit_hook(self: _Collector, node: cst.CSTNode) -> Any:
+        result = own(self, node) if own is not None else None
+        for index, hook in parts:
+            if hook(self.providers[index], node) is False:
+                result = False
+        return result
+    return visit_hook
+
+
+class _Collector(Cursor):
+    providers: tuple[Any, ...]
+
+
+def _compose() -> type[_Collector]:
+    hooks: dict[str, list[tuple[int, Hook]]] = {}
+    for index, provider in enumerate(PROVIDERS):
+        for name, value in vars(provider).items():
+            if name.startswith(("visit_", "leave_")) and callable(value):
+                hooks.setdefault(name, []).append((index, value))
+    methods = {
+        name: _chain(getattr(Cursor, name, None), tuple(parts), name.startswith("leave_"))
+        for name, parts in hooks.items()
+    }
+    return type("Collector", (_Collector,), methods)
+
+
+_COLLECTOR = _compose()
+
+
+def collect(module: cst.Module) -> ModuleFacts:
+    """The facts of one parsed module, from one traversal."""
+    collector = _COLLECTOR()
+    loaders = LoaderProvider(collector, LoaderFacts())
+    iteration = IterationProvider(collector, IterationFacts())
+    loops = LoopProvider(collector, LoopFacts())
+    distributed = DistributedProvider(collector, DistributedFacts())
+    accelerator = AcceleratorProvider(collector, AcceleratorFacts())
+    datasets = DatasetProvider(collector, DatasetFacts())
+    # In the order of PROVIDERS, which the chained hooks index.
+    collector.providers = (loaders, iteration, loops, distributed, accelerator, datasets)
+    # Our walker, not module.visit(): libcst's rebuilds every node it passes.
+    walk(module, collector)
+    accelerator.finish()
+    return ModuleFacts(
+        collector.names,
+        loaders.facts,
+        iteration.facts,
+        loops.facts,
+        distributed.facts,
+        accelerator.facts,
+        datasets.facts,
+    )

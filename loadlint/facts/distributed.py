@@ -1,0 +1,98 @@
+"""Distributed evidence: process groups, rank environment variables,
+distributed samplers, and the training frameworks that shard loaders
+themselves."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from loadlint.facts.cursor import Provider
+from loadlint.facts.loaders import LoaderCall
+from loadlint.facts.names import Key, NameFacts
+from loadlint.resolve import Scope
+
+_DISTRIBUTED_CALLS = {
+    "torch.distributed.init_process_group",
+    "torch.nn.parallel.DistributedDataParallel",
+    "torch.multiprocessing.spawn",
+    "torch.distributed.get_rank",
+    "torch.distributed.get_world_size",
+    "torch.distributed.launcher.api.elastic_launch",
+    "torch.distributed.elastic.multiprocessing.errors.record",
+    "torch.distributed.fsdp.FullyShardedDataParallel",
+    "torch.distributed.fsdp.fully_shard",
+}
+_DIST_ENV = {"LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "RANK"}
+_FRAMEWORK_CALLS = {
+    "lightning.Trainer": "Lightning",
+    "lightning.pytorch.Trainer": "Lightning",
+    "pytorch_lightning.Trainer": "Lightning",
+    "lightning.fabric.Fabric": "Lightning Fabric",
+    "lightning.Fabric": "Lightning Fabric",
+    "accelerate.Accelerator": "accelerate",
+    "transformers.Trainer": "Hugging Face Trainer",
+    "transformers.Seq2SeqTrainer": "Hugging Face Trainer",
+    "trl.SFTTrainer": "Hugging Face Trainer",
+    "ray.train.torch.prepare_data_loader": "Ray Train",
+}
+_LIGHTNING_BASES = ("LightningModule", "LightningDataModule")
+_LIGHTNING_HOOKS = {"train_dataloader", "val_dataloader", "test_dataloader", "predict_dataloader"}
+
+
+@dataclass(eq=False)
+class SamplerCall:
+    """A ``DistributedSampler(...)`` and the variable it is assigned to."""
+
+    node: cst.Call
+    scope: Scope
+    key: Key | None
+
+
+@dataclass
+class DistributedFacts:
+    """What shows a module trains distributed, and who builds its samplers."""
+
+    #: What shows the script runs distributed, in source order (first is quoted).
+    evidence: list[str] = field(default_factory=list)
+    #: Frameworks that build distributed loaders themselves.
+    frameworks: set[str] = field(default_factory=set)
+    samplers: list[SamplerCall] = field(default_factory=list)
+
+
+class DistributedProvider(Provider[DistributedFacts]):
+    """Records distributed setup, samplers and frameworks."""
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        if any(base.endswith(_LIGHTNING_BASES) for base in self.cursor.classes[-1].bases):
+            self.facts.frameworks.add("Lightning")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        qualified = self.cursor.qualified
+        facts = self.facts
+        if qualified in _DISTRIBUTED_CALLS:
+            facts.evidence.append(qualified)
+        elif qualified in _FRAMEWORK_CALLS:
+            facts.frameworks.add(_FRAMEWORK_CALLS[qualified])
+        elif qualified in ("os.environ.get", "os.getenv"):
+            if node.args and isinstance(node.args[0].value, cst.SimpleString):
+                if node.args[0].value.evaluated_value in _DIST_ENV:
+                    facts.evidence.append(f"{qualified}({node.args[0].value.value})")
+        elif qualified == "torch.utils.data.DistributedSampler":
+            facts.samplers.append(SamplerCall(node, self.cursor.scope, self.cursor.target_key(node)))
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        if len(node.slice) == 1 and self.cursor.qualify(node.value) == "os.environ":
+            index = node.slice[0].slice
+            if isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString):
+                if index.value.evaluated_value in _DIST_ENV:
+                    self.facts.evidence.append(f"os.environ[{index.value.value}]")
+
+
+def lightning_hook(names: NameFacts, call: LoaderCall) -> bool:
+    """The loader is returned by a ``*_dataloader`` hook of a Lightning module."""
+    if call.returned_from not in _LIGHTNING_HOOKS or call.class_name is None:
+        return False
+    cls = names.classes.get(call.class_name)
+    return cls is not None and any(b.endswith(_LIGHTNING_BASES) for b in cls.bases)

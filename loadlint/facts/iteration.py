@@ -1,0 +1,147 @@
+"""Iteration sites: ``for ... in <loader>`` loops, ``next(iter(<loader>))``
+calls, and the transfers (``.to``/``.cuda``/``.pin_memory``) of a loader's
+batches inside its loop."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from loadlint.facts.cursor import Provider, root_name
+from loadlint.facts.names import FunctionFacts, Key, LoopFrame
+from loadlint.resolve import Scope, dotted_name, evaluate
+
+_ITER_WRAPPERS = {"enumerate", "tqdm", "trange", "zip", "iter", "islice", "track", "chain"}
+TRANSFER_METHODS = ("to", "cuda", "pin_memory")
+
+
+@dataclass(eq=False)
+class Iteration:
+    """``for ... in <loader>`` (possibly wrapped in enumerate/tqdm/zip)."""
+
+    key: Key
+    node: cst.For
+    scope: Scope
+    outer: tuple[LoopFrame, ...]
+    at_module_level: bool
+    in_main_guard: bool
+
+
+@dataclass(eq=False)
+class Transfer:
+    """``x.to(device)`` / ``x.cuda()`` / ``x.pin_memory()`` on a batch of a loader."""
+
+    node: cst.Call
+    method: str
+    key: Key
+    device: cst.BaseExpression | None
+    scope: Scope
+    non_blocking: bool
+
+
+@dataclass(eq=False)
+class NextIter:
+    """``next(iter(<loader>))``."""
+
+    node: cst.Call
+    key: Key
+    in_loop: bool
+
+
+@dataclass
+class IterationFacts:
+    """Where a module iterates its loaders and moves their batches."""
+
+    iterations: list[Iteration] = field(default_factory=list)
+    transfers: list[Transfer] = field(default_factory=list)
+    next_iter: list[NextIter] = field(default_factory=list)
+    #: The parameters each function iterates with ``for``.
+    iterated_params: dict[FunctionFacts, set[str]] = field(default_factory=dict)
+
+
+def transfer_device(node: cst.Call, method: str, scope: Scope) -> tuple[cst.BaseExpression | None, bool]:
+    """(device expression, non_blocking) of a ``.to``/``.cuda``/``.pin_memory`` call."""
+    device = None
+    non_blocking = False
+    if method == "to":
+        for i, arg in enumerate(node.args):
+            if arg.keyword is None and i == 0:
+                device = arg.value
+            elif arg.keyword is not None and arg.keyword.value == "device":
+                device = arg.value
+            elif arg.keyword is not None and arg.keyword.value == "non_blocking":
+                non_blocking = evaluate(arg.value, scope) is not False
+    else:
+        non_blocking = any(
+            a.keyword is not None and a.keyword.value == "non_blocking" and evaluate(a.value, scope) is not False
+            for a in node.args
+        )
+    return device, non_blocking
+
+
+class IterationProvider(Provider[IterationFacts]):
+    """Records where loaders are iterated and their batches moved."""
+
+    def _iterated_keys(self, node: cst.BaseExpression) -> list[Key]:
+        """Loader keys iterated by ``for _ in node`` (wrappers unwrapped)."""
+        if isinstance(node, cst.Call):
+            name = dotted_name(node.func) or ""
+            if name.rsplit(".", 1)[-1] in _ITER_WRAPPERS:
+                keys: list[Key] = []
+                args = node.args if name.endswith(("zip", "chain")) else node.args[:1]
+                for arg in args:
+                    if arg.keyword is None and arg.star == "":
+                        keys.extend(self._iterated_keys(arg.value))
+                return keys
+            return []
+        key = self.cursor.key_of(node)
+        return [key] if key is not None else []
+
+    def visit_For(self, node: cst.For) -> None:
+        cursor = self.cursor
+        frame = cursor.frame
+        assert frame is not None and frame.node is node
+        for key in self._iterated_keys(node.iter):
+            frame.iterates.append(key)
+            self.facts.iterations.append(
+                Iteration(
+                    key,
+                    node,
+                    cursor.scope,
+                    tuple(cursor.loops),
+                    at_module_level=not cursor.functions,
+                    in_main_guard=cursor.main_guard_depth > 0,
+                )
+            )
+            fn = cursor.function
+            if fn is not None and key[0] == id(fn.scope) and key[1] in fn.params:
+                self.facts.iterated_params.setdefault(fn, set()).add(key[1])
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute):
+            if func.attr.value in TRANSFER_METHODS:
+                self._record_transfer(node, func)
+        elif isinstance(func, cst.Name) and func.value == "next":
+            self._record_next_iter(node)
+
+    def _record_transfer(self, node: cst.Call, func: cst.Attribute) -> None:
+        root = root_name(func.value)
+        if root is None:
+            return
+        for frame in reversed(self.cursor.loops):
+            if root in frame.targets and frame.iterates:
+                method = func.attr.value
+                device, non_blocking = transfer_device(node, method, self.cursor.scope)
+                self.facts.transfers.append(Transfer(node, method, frame.iterates[0], device, self.cursor.scope, non_blocking))
+                break
+
+    def _record_next_iter(self, node: cst.Call) -> None:
+        if not node.args or not isinstance(node.args[0].value, cst.Call):
+            return
+        inner = node.args[0].value
+        if dotted_name(inner.func) == "iter" and inner.args:
+            key = self.cursor.key_of(inner.args[0].value)
+            if key is not None:
+                self.facts.next_iter.append(NextIter(node, key, bool(self.cursor.loops)))

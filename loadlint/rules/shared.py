@@ -1,0 +1,197 @@
+"""What several rules share: the worker suggestion, the start-method
+decision, value and code rendering, and small argument tests."""
+
+from __future__ import annotations
+
+from typing import AbstractSet
+
+import libcst as cst
+
+from loadlint.facts.datasets import WORKER_METHODS
+from loadlint.facts.loaders import LoaderCall
+from loadlint.hardware import ranks_per_node, suggest_num_workers
+from loadlint.resolve import MISSING, UNKNOWN, Scope, dotted_name, evaluate, follow_name
+from loadlint.rules.base import Context
+from loadlint.types import HardwareProfile
+
+
+def ranks(ctx: Context) -> int:
+    """Ranks per node of the target (1 unless the module runs distributed)."""
+    return ranks_per_node(ctx.profile, ctx.distributed)
+
+
+def suggested_workers(ctx: Context, call: LoaderCall) -> int:
+    """The ``num_workers`` to suggest for this call on the target."""
+    # Only a batch size written at the call caps the suggestion: the default
+    # of 1 says nothing about how heavy a sample is.
+    batch = call.value("batch_size")
+    batch_size = batch if type(batch) is int and batch > 0 else None
+    return suggest_num_workers(ctx.profile, ranks(ctx), batch_size)
+
+
+def profile_note(ctx: Context) -> str:
+    """The target, as messages name it."""
+    note = ctx.profile.label
+    if ctx.distributed and ranks(ctx) > 1:
+        note += f", {ranks(ctx)} ranks per node"
+    return note
+
+
+def _version(text: str) -> tuple[int, ...]:
+    parts = []
+    for piece in str(text).split("."):
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        if not digits:
+            break
+        parts.append(int(digits))
+    return tuple(parts)
+
+
+def torch_before_2(profile: HardwareProfile) -> bool:
+    """The target's torch is 1.x."""
+    version = _version(profile.torch)
+    return bool(version) and version < (2,)
+
+
+def context_method(expr: cst.BaseExpression, scope: Scope | None) -> object:
+    """The start method a ``multiprocessing_context`` argument names, or UNKNOWN."""
+    value = evaluate(expr, scope)
+    if value is not UNKNOWN:
+        return value
+    target, owner = follow_name(expr, scope)
+    if isinstance(target, cst.Call) and (dotted_name(target.func) or "").endswith("get_context") and target.args:
+        return evaluate(target.args[0].value, owner)
+    return UNKNOWN
+
+
+def spawn_reason(
+    profile: HardwareProfile, call: LoaderCall | None = None, start_methods: AbstractSet[str] = frozenset()
+) -> str | None:
+    """Why worker processes may start with spawn or forkserver (which pickle
+    everything the workers need); None when they certainly fork.
+
+    The one place that decides the start method: LL007 and the notebook rule
+    read it.  ``start_methods`` are those the module passes to
+    ``set_start_method``.  Without a declared platform and Python the answer
+    is the portable one (they may spawn): the same script runs on a laptop,
+    and Python 3.14 made forkserver Linux's default.
+    """
+    if call is not None:
+        expr = call.expr("multiprocessing_context")
+        if expr is not None:
+            scope = call.scope
+            entry = call.dict_args.get("multiprocessing_context")
+            if "multiprocessing_context" not in call.args and entry is not None:
+                scope = entry[1]
+            method = context_method(expr, scope)
+            if method == "fork":
+                return None
+            if method in ("spawn", "forkserver"):
+                return f'`multiprocessing_context="{method}"`'
+    if start_methods:
+        spawning = sorted(start_methods & {"spawn", "forkserver"})
+        if spawning:
+            return f'`set_start_method("{spawning[0]}")`'
+        if start_methods == {"fork"}:
+            return None
+    declared = profile.declared
+    if "platform" not in declared:
+        return "no target platform is declared, and macOS and Windows spawn workers"
+    if profile.platform in ("macos", "windows"):
+        return f"the target platform is {profile.platform}, where workers are spawned"
+    if profile.platform != "linux":
+        return None
+    if "python" not in declared:
+        return "no target Python is declared, and from 3.14 Linux starts workers with forkserver"
+    if _version(profile.python) >= (3, 14):
+        return f"Python {profile.python} on Linux starts workers with forkserver"
+    return None
+
+
+def module_spawn_reason(ctx: Context, call: LoaderCall) -> str | None:
+    """``spawn_reason`` for a call, with the module's ``set_start_method`` calls."""
+    return spawn_reason(ctx.profile, call, ctx.loaders.start_methods)
+
+
+def workers_on(call: LoaderCall) -> bool:
+    """``num_workers`` resolves to a positive int."""
+    value = call.workers()
+    return type(value) is int and value > 0
+
+
+def workers_off(call: LoaderCall) -> bool:
+    """``num_workers`` is missing or resolves to 0 (single-process loading)."""
+    value = call.workers()
+    return type(value) is int and value == 0
+
+
+def dataset_touches_cuda(ctx: Context, call: LoaderCall) -> str | None:
+    """``Class.method`` of the loader's local Dataset class that uses CUDA in a
+    worker-side method, or None."""
+    _, cls = ctx.dataset_class(call)
+    if cls is None:
+        return None
+    for name in WORKER_METHODS:
+        method = ctx.names.method_of(cls, name)
+        if method is not None and method in ctx.accelerator.cuda_code:
+            return f"{cls.name}.{name}"
+    return None
+
+
+def is_truthy(value: object) -> bool | None:
+    """Python truthiness of a known value; None when unknown."""
+    if value is UNKNOWN or value is MISSING:
+        return None
+    return bool(value)
+
+
+def sampler_presence(expr: cst.BaseExpression | None, scope: Scope | None, _depth: int = 0) -> str | None:
+    """"always" when a sampler is certainly passed, "conditional" when one
+    branch of a conditional passes one and the other None, else None.
+
+    A call counts only when it constructs something (a capitalised callee):
+    a helper function may return None.
+    """
+    if expr is None or _depth > 5:
+        return None
+    if evaluate(expr, scope) is None:
+        return None
+    target, owner = follow_name(expr, scope)
+    if isinstance(target, cst.IfExp):
+        branches = (target.body, target.orelse)
+        kinds = [sampler_presence(b, owner, _depth + 1) for b in branches]
+        if kinds == ["always", "always"]:
+            return "always"
+        if "always" in kinds and any(evaluate(b, owner) is None for b in branches):
+            return "conditional"
+        return None
+    if isinstance(target, (cst.List, cst.Tuple)) and target.elements:
+        return "always"
+    if isinstance(target, cst.Call):
+        func = target.func
+        callee = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        if callee[:1].isupper():
+            return "always"
+    return None
+
+
+def written_in_call(call: LoaderCall, name: str) -> bool:
+    """The argument is written in the call itself (so a fix can edit it),
+    not carried by a resolved ``**dict``."""
+    return name in call.args
+
+
+def code_of(node: cst.CSTNode) -> str:
+    """The source of a node."""
+    return cst.Module([]).code_for_node(node)
+
+
+def workers_text(call: LoaderCall) -> str:
+    """How the call's worker count reads in a message."""
+    return "without `num_workers`" if call.value("num_workers") is MISSING else f"with `num_workers={call.workers()!r}`"
+
+
+def value_text(call: LoaderCall, name: str) -> str:
+    """An argument as a message quotes it: ``name=<code>``."""
+    expr = call.expr(name)
+    return f"`{name}={code_of(expr)}`" if expr is not None else f"`{name}`"
