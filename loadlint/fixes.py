@@ -9,12 +9,10 @@ everything outside the edited calls and added imports stays byte-identical.
 
 from __future__ import annotations
 
-import ast
 import bisect
-import dataclasses
 import re
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import cached_property
 from typing import Mapping, TypeVar, cast
 
 import libcst as cst
@@ -24,31 +22,7 @@ from loadlint.rules.base import CallChange, FixSpec
 from loadlint.signature import DEFAULTS, POSITIONAL
 from loadlint.source import LINE_BREAK, line_starts
 from loadlint.types import Edit, Fix, Location
-
-
-@lru_cache(maxsize=None)
-def _node_fields(node_type: type) -> tuple[str, ...]:
-    # Fields of punctuation and whitespace are skipped: see ``_WHITESPACE``.
-    skip = ("whitespace", "lpar", "rpar", "leading_lines", "lines_after", "header", "footer", "trailing_whitespace",
-            "comma", "semicolon", "equal", "colon", "dot", "lbrace", "rbrace", "lbracket", "rbracket", "empty_lines")
-    return tuple(field.name for field in dataclasses.fields(node_type) if not field.name.startswith(skip))
-
-
-#: Nodes that hold only whitespace and comments (with punctuation, half the
-#: nodes of a module): never reported, never edited; ``Positions`` does not
-#: index them (a node it has not indexed gets whole-module positions).
-_WHITESPACE = (cst.BaseParenthesizableWhitespace, cst.EmptyLine, cst.TrailingWhitespace, cst.Newline, cst.Comment)
-
-
-_NODE_KINDS: dict[type, bool] = {}
-
-
-def _is_node(kind: type) -> bool:
-    # Cached: isinstance against libcst's abstract base class is slow.
-    known = _NODE_KINDS.get(kind)
-    if known is None:
-        known = _NODE_KINDS[kind] = issubclass(kind, cst.CSTNode) and not issubclass(kind, _WHITESPACE)
-    return known
+from loadlint.walk import statement_index, statement_lines
 
 
 class FixError(Exception):
@@ -74,52 +48,11 @@ class Positions:
 
     @cached_property
     def _statements(self) -> tuple[dict[cst.CSTNode, int], list[int]] | None:
-        """(node -> index of its top-level statement, each statement's first
-        line) with the lines from Python's own parser, which is many times
-        faster than libcst's whole-module positions; None where the two
-        parsers disagree."""
-        try:
-            flags = ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
-            tree = compile(self.text, "<module>", "exec", flags, dont_inherit=True)
-        except (SyntaxError, ValueError, MemoryError, RecursionError):
-            return None
-        body, k, lines = tree.body, 0, []
-        for stmt in self.module.body:
-            if k >= len(body):
-                return None
-            # libcst, like ast, starts a decorated definition at ``def``/``class``.
-            lines.append(body[k].lineno)
-            k += len(stmt.body) if isinstance(stmt, cst.SimpleStatementLine) else 1
-        if k != len(body):
-            return None
-        owner: dict[cst.CSTNode, int] = {}
-        for index, stmt in enumerate(self.module.body):
-            stack: list[cst.CSTNode] = [stmt]
-            while stack:
-                node = stack.pop()
-                owner[node] = index
-                for name in _node_fields(type(node)):
-                    value = getattr(node, name)
-                    kind = type(value)
-                    if kind is tuple or kind is list:
-                        stack.extend(child for child in value if _is_node(type(child)))
-                    elif _is_node(kind):
-                        stack.append(value)
-        return owner, lines
-
-    def _statement_ranges(self, index: int, first_line: int) -> tuple[Mapping[cst.CSTNode, CodeRange], int]:
-        """The positions inside top-level statement ``index`` alone, and the
-        lines to add to make them the module's."""
-        cached = self._local.get(index)
-        if cached is None:
-            from libcst.metadata import MetadataWrapper, PositionProvider
-
-            stmt = self.module.body[index]
-            # The module's defaults (indent, newline) render the statement as in the file.
-            alone = self.module.with_changes(body=[stmt], header=(), footer=())
-            ranges = MetadataWrapper(alone, unsafe_skip_copy=True).resolve(PositionProvider)
-            cached = self._local[index] = (ranges, first_line - ranges[stmt].start.line)
-        return cached
+        """(node -> its top-level statement, each statement's first line):
+        positions are then computed only for the statements holding the nodes
+        asked for, which is much faster than for the whole module."""
+        lines = statement_lines(self.module, self.text)
+        return None if lines is None else (statement_index(self.module), lines)
 
     @cached_property
     def _local(self) -> dict[int, tuple[Mapping[cst.CSTNode, CodeRange], int]]:
@@ -127,15 +60,23 @@ class Positions:
 
     def range(self, node: cst.CSTNode) -> tuple[Location, Location]:
         """1-based rows and 1-based columns, end exclusive."""
-        statements = self._statements if "_ranges" not in self.__dict__ else None
+        statements = None if "_ranges" in self.__dict__ else self._statements
         index = statements[0].get(node) if statements is not None else None
-        if statements is not None and index is not None:
-            ranges, shift = self._statement_ranges(index, statements[1][index])
-            start, end = ranges[node].start, ranges[node].end
-            return Location(start.line + shift, start.column + 1), Location(end.line + shift, end.column + 1)
-        code_range = self._ranges[node]
+        if statements is None or index is None:
+            code_range, shift = self._ranges[node], 0
+        else:
+            if index not in self._local:
+                from libcst.metadata import MetadataWrapper, PositionProvider
+
+                stmt = self.module.body[index]
+                # The module's defaults (indent, newline) render the statement as in the file.
+                alone = MetadataWrapper(self.module.with_changes(body=[stmt], header=(), footer=()), unsafe_skip_copy=True)
+                ranges = alone.resolve(PositionProvider)
+                self._local[index] = ranges, statements[1][index] - ranges[stmt].start.line
+            ranges, shift = self._local[index]
+            code_range = ranges[node]
         start, end = code_range.start, code_range.end
-        return Location(start.line, start.column + 1), Location(end.line, end.column + 1)
+        return Location(start.line + shift, start.column + 1), Location(end.line + shift, end.column + 1)
 
     def offset(self, location: Location) -> int:
         """The character offset of ``location`` in the text."""
