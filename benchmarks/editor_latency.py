@@ -33,6 +33,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 import psutil
 from lsprotocol import types
@@ -183,34 +184,39 @@ def whole_line(line: int, text: str) -> types.Range:
     return types.Range(start=types.Position(line=line, character=0), end=types.Position(line=line, character=len(text)))
 
 
+async def timed(client: Client, runs: int, change: Callable[[int], None], uri: str) -> tuple[list[float], list[float]]:
+    """(latency, server CPU) of each of ``runs`` calls of ``change(run)``,
+    up to the next diagnostics published for ``uri``."""
+    out, cpu = [], []
+    for run in range(runs):
+        client.drain()
+        cpu_before = client.cpu()
+        sent = time.perf_counter()
+        change(run)
+        when, _ = await client.next_for(uri)
+        out.append(when - sent - client.debounce)
+        cpu.append(client.cpu() - cpu_before)
+    return out, cpu
+
+
 async def script_latencies(client: Client, root: Path, runs: int) -> tuple[list[float], list[float], int]:
     text = training_script()
     path = root / "train.py"
     path.write_text(text, encoding="utf-8")
     uri = from_fs_path(str(path))
-    client.client.text_document_did_open(
-        types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text))
-    )
+    item = types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)
+    client.client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=item))
     _, first = await client.next_for(uri)
     lines = text.splitlines()
     middle = len(lines) // 2
-    out, cpu = [], []
-    for run in range(runs):
-        client.drain()
-        new = f"    # edit {run}"
-        cpu_before = client.cpu()
-        sent = time.perf_counter()
-        client.client.text_document_did_change(
-            types.DidChangeTextDocumentParams(
-                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=run + 2),
-                content_changes=[types.TextDocumentContentChangePartial(range=whole_line(middle, lines[middle]), text=new)],
-            )
-        )
-        lines[middle] = new
-        when, params = await client.next_for(uri)
-        assert params.version == run + 2, params.version
-        out.append(when - sent - client.debounce)
-        cpu.append(client.cpu() - cpu_before)
+
+    def change(run: int) -> None:
+        edit = types.TextDocumentContentChangePartial(range=whole_line(middle, lines[middle]), text=f"    # edit {run}")
+        lines[middle] = edit.text
+        version = types.VersionedTextDocumentIdentifier(uri=uri, version=run + 2)
+        client.client.text_document_did_change(types.DidChangeTextDocumentParams(text_document=version, content_changes=[edit]))
+
+    out, cpu = await timed(client, runs, change, uri)
     return out, cpu, len(first.diagnostics)
 
 
@@ -219,52 +225,31 @@ async def notebook_latencies(client: Client, root: Path, runs: int) -> tuple[lis
     path = root / "train.ipynb"
     uri = from_fs_path(str(path))
     cell_uris = [f"vscode-notebook-cell:{path}#C{i}" for i in range(len(cells))]
-    client.client.notebook_document_did_open(
-        types.DidOpenNotebookDocumentParams(
-            notebook_document=types.NotebookDocument(
-                uri=uri,
-                notebook_type="jupyter-notebook",
-                version=1,
-                cells=[
-                    types.NotebookCell(kind=types.NotebookCellKind.Code if kind == "code" else types.NotebookCellKind.Markup, document=c)
-                    for c, (kind, _) in zip(cell_uris, cells)
-                ],
-            ),
-            cell_text_documents=[
-                types.TextDocumentItem(uri=c, language_id="python" if kind == "code" else "markdown", version=1, text=source)
-                for c, (kind, source) in zip(cell_uris, cells)
-            ],
-        )
+    kinds = {"code": (types.NotebookCellKind.Code, "python"), "markdown": (types.NotebookCellKind.Markup, "markdown")}
+    notebook = types.NotebookDocument(
+        uri=uri, notebook_type="jupyter-notebook", version=1,
+        cells=[types.NotebookCell(kind=kinds[kind][0], document=c) for c, (kind, _) in zip(cell_uris, cells)],
     )
+    items = [types.TextDocumentItem(uri=c, language_id=kinds[k][1], version=1, text=t) for c, (k, t) in zip(cell_uris, cells)]
+    client.client.notebook_document_did_open(types.DidOpenNotebookDocumentParams(notebook_document=notebook, cell_text_documents=items))
     loader_cell = cell_uris[LOADER_CELL]
     _, first = await client.next_for(loader_cell)
     edited = cell_uris[EDITED_CELL]
     lines = cells[EDITED_CELL][1].splitlines()
-    out, cpu = [], []
-    for run in range(runs):
-        client.drain()
-        new = f"    # edit {run}"
-        cpu_before = client.cpu()
-        sent = time.perf_counter()
+
+    def change(run: int) -> None:
+        edit = types.TextDocumentContentChangePartial(range=whole_line(3, lines[3]), text=f"    # edit {run}")
+        lines[3] = edit.text
+        cell = types.VersionedTextDocumentIdentifier(uri=edited, version=run + 2)
+        content = [types.NotebookDocumentCellContentChanges(document=cell, changes=[edit])]
         client.client.notebook_document_did_change(
             types.DidChangeNotebookDocumentParams(
                 notebook_document=types.VersionedNotebookDocumentIdentifier(uri=uri, version=run + 2),
-                change=types.NotebookDocumentChangeEvent(
-                    cells=types.NotebookDocumentCellChanges(
-                        text_content=[
-                            types.NotebookDocumentCellContentChanges(
-                                document=types.VersionedTextDocumentIdentifier(uri=edited, version=run + 2),
-                                changes=[types.TextDocumentContentChangePartial(range=whole_line(3, lines[3]), text=new)],
-                            )
-                        ]
-                    )
-                ),
+                change=types.NotebookDocumentChangeEvent(cells=types.NotebookDocumentCellChanges(text_content=content)),
             )
         )
-        lines[3] = new
-        when, _ = await client.next_for(loader_cell)
-        out.append(when - sent - client.debounce)
-        cpu.append(client.cpu() - cpu_before)
+
+    out, cpu = await timed(client, runs, change, loader_cell)
     return out, cpu, len(first.diagnostics)
 
 
