@@ -565,6 +565,10 @@ def test_quick_fix_disable_and_fix_all_edit_the_right_cells(project):
             assert set(actions[0].edit.changes) == {cells2[2], cells2[4]}
             notebook_kind = await s.actions(cells2[4], whole, only=["notebook.source.fixAll"])
             assert [a.kind for a in notebook_kind] == [NOTEBOOK_FIX_ALL]
+            # Asked on the notebook's own uri: the same fix-all, nothing else.
+            on_notebook = await s.actions(uri2, whole)
+            assert [a.kind for a in on_notebook] == [FIX_ALL]
+            assert on_notebook[0].edit.changes == actions[0].edit.changes
             s.apply_cells(uri2, actions[0])
             assert s.texts[cells2[4]] == "val = DataLoader(ds, num_workers=3, pin_memory=True)\n"
             assert "DataLoader(ds, batch_size=32, num_workers=3, pin_memory=True)" in s.texts[cells2[2]]

@@ -168,7 +168,9 @@ def create_server(debounce: float = DEBOUNCE) -> Any:
         ),
     )
     def code_action(ls: Any, params: types.CodeActionParams) -> Any:
-        notebook = ls.workspace.get_notebook_document(cell_uri=params.text_document.uri)
+        uri = params.text_document.uri
+        # A request for the notebook itself (not one of its cells) gets its fix-all.
+        notebook = ls.workspace.get_notebook_document(cell_uri=uri) or ls.workspace.get_notebook_document(notebook_uri=uri)
         if notebook is not None:
             return cell_code_actions(ls, state, notebook, params)
         return code_actions(ls, state, params)
