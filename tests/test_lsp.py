@@ -459,6 +459,11 @@ def test_diagnostics_per_cell_follow_edits_and_cells(project):
             assert {span(d) for d in first[cells[2]]} == {(1, 9, 1, 38)}
             assert "num_workers=3" in next(d for d in first[cells[2]] if d.code == "LL201").message
             await s.quiet()
+            # Saving lints again at once (no debounce), with the same result.
+            s.client.notebook_document_did_save(
+                types.DidSaveNotebookDocumentParams(notebook_document=types.NotebookDocumentIdentifier(uri=uri))
+            )
+            assert (await s.published_for(cells[2])) == first
 
             # Two lines typed above the loader: the diagnostics move down.
             s.edit_cell(uri, cells[2], "%%time\n# the loader\n\n" + CELLS[2][2].split("\n", 1)[1])
