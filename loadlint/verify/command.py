@@ -327,8 +327,10 @@ def _execute_ddp(opts: dict[str, Any], work: Workdir) -> dict[str, Any]:
     outcome = run_shim(spec, work, timeout=opts["timeout"], show_output=opts["show_output"],
                        nproc=n, env=env)
     notes: list[str] = []
-    ranks = [r.get("rank") for r in outcome.results if r.get("rank") and not r.get("error")]
-    ranks = [r for r in ranks if r and r.get("epochs") is not None and "sampler" in r]
+    ranks: list[dict[str, Any]] = [
+        r["rank"] for r in outcome.results
+        if r.get("rank") and not r.get("error")
+        and r["rank"].get("epochs") is not None and "sampler" in r["rank"]]
     simulated = False
     reason = ""
     call = None

@@ -13,7 +13,7 @@ import math
 import os
 import statistics
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Sequence
 
 #: A candidate must beat the current configuration by at least this much,
 #: or by the current configuration's own spread when that is larger.
@@ -163,7 +163,7 @@ class Window:
     demand: int  # processes we keep runnable: workers + the main process
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Window":
+    def from_dict(cls, d: dict[str, Any]) -> "Window":
         return cls(
             wall_s=float(d["wall_s"]),
             usable_cpus=float(d["usable_cpus"]),

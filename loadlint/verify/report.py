@@ -145,7 +145,7 @@ def analyse(raw: dict[str, Any], *, mode: str, command: list[str],
             "runs": runs,
             "decision": None,
         }
-        if c is not current:
+        if current is not None and c is not current:
             if eq and not eq.get("equivalent", True):
                 findings.append(f"{c['name']} ({format_config(c['config'], current['config'])}) "
                                 f"changes the data: {eq.get('how')}")

@@ -188,7 +188,7 @@ def find_tokened(token: str) -> list[int]:
     """Live processes (zombies excluded) whose environment holds the token."""
     needle = f"{TOKEN_ENV}={token}".encode()
     me = os.getpid()
-    found = []
+    found: list[int] = []
     try:
         entries = os.listdir("/proc")
     except OSError:
