@@ -12,6 +12,7 @@ from typing import Any
 
 from loadlint.verify import measure
 from loadlint.verify.child import identity
+from loadlint.verify.child.cuda import GpuSampler, GpuStep
 from loadlint.verify.child.loaders import index_batches, limited, make_loader, shutdown, workers_of
 from loadlint.verify.child.probes import WindowMeter, attributable, pss, shm_used
 from loadlint.verify.child.state import State
@@ -35,6 +36,9 @@ class Bench:
         self.auto = arguments.get("batch_size") is not None or arguments.get("batch_sampler") is not None
         self.cuda = bool(torch.cuda.is_available())
         self.step_s = (self.spec.get("step_ms") or 0) / 1000.0
+        # With a GPU the simulated step runs on it and NVML watches it.
+        self.gpu_step = GpuStep(torch, self.step_s) if self.cuda and self.step_s else None
+        self.nvml = self.gpu_step is not None and self.spec.get("nvml", True)
         self.attributable = attributable(profile)
         self.usable = profile.usable_cpus
 
@@ -46,6 +50,10 @@ class Bench:
 
         current = dict(self.rec["config"])
         out = [{"name": "current", "config": current, "origin": "the call as written"}]
+        if self.spec.get("aa"):
+            # An A/A test of the decision rule: the same configuration twice.
+            return [*out, {"name": "again", "config": dict(current),
+                           "origin": "--aa: the call as written, measured again"}]
         seen = [identity.canon(current)]
 
         def add(name: str, config: dict[str, Any], origin: str) -> None:
@@ -126,9 +134,11 @@ class Bench:
             return None
         return self.index_stream(self.rec["config"], n_batches)[0]
 
-    def run(self, config: dict[str, Any], plan: list[Any] | None, limit_samples: int | None) -> dict[str, Any]:
+    def run(self, config: dict[str, Any], plan: list[Any] | None, limit_samples: int | None,
+            seconds: float | None = None) -> dict[str, Any]:
         """Time one fresh loader with ``config`` for at least two epochs of
-        ``plan`` and the protocol's minimum steady batches and seconds."""
+        ``plan`` and the protocol's minimum steady batches and ``seconds``
+        (default: the protocol's minimum)."""
         nw = int(config.get("num_workers") or 0)
         pf = config.get("prefetch_factor")
         dataset = None
@@ -150,9 +160,13 @@ class Bench:
         h2d = {"bytes": 0, "seconds": 0.0}
         last_sample = 0.0
         pending_stop = 0.0
+        gpu = GpuSampler() if self.nvml else None
         meter.start()
+        if gpu:
+            gpu.start()
         t_run = now()
-        deadline = t_run + max(60.0, 30 * self.protocol.seconds_min)
+        seconds_min = self.protocol.seconds_min if seconds is None else seconds
+        deadline = t_run + max(60.0, 30 * seconds_min)
         while True:
             t_iter = now()
             it = iter(loader)
@@ -168,7 +182,9 @@ class Bench:
                 t1 = now()
                 if self.cuda:
                     self._h2d(batch, h2d)
-                if self.step_s:
+                if self.gpu_step is not None:
+                    self.gpu_step()
+                elif self.step_s:
                     time.sleep(self.step_s)
                 t2 = now()
                 nb += 1
@@ -191,10 +207,10 @@ class Bench:
             pending_stop = stop_s
             epochs.append({"batches": nb, "start_s": start_s, "stop_s": stop_s,
                            "seconds": now() - t_iter})
-            self.state.progress("run", epochs=len(epochs))
+            self.state.beat(epochs=len(epochs))
             if nb == 0:
                 break
-            if len(epochs) >= 2 and steady_s >= self.protocol.seconds_min and steady_b >= need:
+            if len(epochs) >= 2 and steady_s >= seconds_min and steady_b >= need:
                 break
             if now() > deadline and len(epochs) >= 2:
                 break
@@ -203,6 +219,7 @@ class Bench:
         del it, loader
         gc.collect()
         window = meter.stop()
+        samples = gpu.stop() if gpu else None
         return {
             "epochs": epochs,
             "ttfb_s": epochs[0]["start_s"] if epochs else None,
@@ -213,10 +230,13 @@ class Bench:
             "total_batches": total_b,
             "wall_s": now() - t_run,
             "cpu_s": window["our_cpu_s"],
+            "cpu_per_batch": window["our_cpu_s"] / total_b if total_b else None,
+            "utilisation": window["our_cpu_s"] / window["wall_s"] if window["wall_s"] > 0 else None,
             "worker_pss": pss_max,
             "shm_growth": shm_max,
             "window": window,
             "h2d": h2d if self.cuda else None,
+            "gpu": samples,
         }
 
     def _h2d(self, batch: Any, acc: dict[str, Any]) -> None:
@@ -232,23 +252,24 @@ class Bench:
         acc["seconds"] += now() - t0
 
     # -- the protocol ---------------------------------------------------
-    def benchmark(self, cands: list[dict[str, Any]]) -> dict[str, Any]:
-        """Rotated rounds over the equivalent candidates until each has a
-        verdict, the rounds or the budget run out."""
-        usable = [c for c in cands if not c.get("error")
-                  and c.get("equivalence", {}).get("equivalent", False)]
+    def prepare(self, cands: list[dict[str, Any]], calib: dict[str, Any] | None = None
+                ) -> tuple[list[Any] | None, int | None, dict[str, Any]]:
+        """The plan every run of ``cands`` loads, sized so that an epoch of it
+        lasts about half the protocol's minimum run, and the calibration run
+        (of the current configuration) it was sized from."""
         real_len = self.rec.get("len")
         batches_needed = max(self.protocol.warmup(int(c["config"]["num_workers"] or 0),
                                                   c["config"].get("prefetch_factor"))
                              + self.protocol.measured(int(c["config"]["num_workers"] or 0))
-                             for c in usable)
-        # Calibration: one discarded run of the current configuration, which
-        # also warms the page cache so that the first timed run is not the
-        # only one reading from disk.
-        self.state.progress("calibrate")
+                             for c in cands)
         plan = self.plan(batches_needed)
         limit = None if not self.iterable else self.iterable_limit(batches_needed)
-        calib = self.run(cands[0]["config"], plan, limit)
+        if calib is None:
+            # One discarded run of the current configuration, which also
+            # warms the page cache so that the first timed run is not the
+            # only one reading from disk.
+            self.state.progress("calibrate")
+            calib = self.run(cands[0]["config"], plan, limit)
         per_batch = calib["steady_s"] / max(1, calib["steady_batches"])
         if per_batch > 0 and real_len:
             want = math.ceil(self.protocol.seconds_min / 2 / per_batch)
@@ -257,53 +278,62 @@ class Bench:
                 plan = self.plan(n)
                 if self.iterable:
                     limit = self.iterable_limit(n)
+        return plan, limit, calib
+
+    def benchmark(self, cands: list[dict[str, Any]], deadline: float,
+                  calib: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Interleaved rounds over the equivalent candidates (each round runs
+        every active candidate once, the order rotating), at least the
+        protocol's repeats, then more while a comparison is undecided, the
+        rounds allow and ``deadline`` (``time.perf_counter``) is ahead."""
+        usable = [c for c in cands if not c.get("error") and not c.get("dropped")
+                  and c.get("equivalence", {}).get("equivalent", False)]
+        plan, limit, calib = self.prepare(usable, calib)
         plan_batches = len(plan) if plan is not None else None
-        rounds = self.protocol.repeats
+        max_rounds = max(self.protocol.max_rounds, self.protocol.repeats)
         done = 0
-        t_start = now()
-        budget = float(self.spec.get("budget_s") or 0) or 10 * rounds * max(
-            self.protocol.seconds_min * 2, calib["wall_s"]) * len(usable)
         active = list(usable)
         while True:
+            started = now()
             for c in rotate(active, done):
-                self.run_gated(c, plan, limit)
+                self.state.progress("verdict", candidate=c["name"], round=done + 1)
+                self.measure_run(c, plan, limit, done)
             done += 1
-            if done < rounds:
+            # A round that would end past the budget is not started.
+            if now() + (now() - started) > deadline:
+                break
+            if done < self.protocol.repeats:
                 continue
-            pending = [c for c in usable[1:]
-                       if decide(usable[0], c).verdict == "inconclusive"
-                       and not c.get("contended_out")]
-            if not pending or done >= self.protocol.max_rounds or now() - t_start > budget:
+            pending = [c for c in usable[1:] if not c.get("error")
+                       and decide(usable[0], c).verdict in ("inconclusive", "contended")]
+            if not pending or done >= max_rounds:
                 break
             active = [usable[0], *pending]
         return {"plan_batches": plan_batches, "limit_samples": limit,
-                "calibration": calib, "rounds": done, "real_len": real_len}
+                "calibration": calib, "rounds": done, "real_len": self.rec.get("len")}
 
     def iterable_limit(self, batches: int) -> int:
         """Samples in ``batches`` batches of the captured batch size."""
         bs = self.arguments.get("batch_size") or 1
         return int(batches * bs)
 
-    def run_gated(self, c: dict[str, Any], plan: Any, limit: Any) -> None:
-        """One kept run of candidate ``c``, retried while the contention gate
-        rejects it; ``contended_out`` once the retries are spent."""
+    def measure_run(self, c: dict[str, Any], plan: Any, limit: Any, round_: int,
+                    seconds: float | None = None) -> dict[str, Any] | None:
+        """One run of candidate ``c``, kept whatever the machine did (the
+        paired decision copes with load; the gate's figures say how busy it
+        was). None when the configuration failed."""
         c.setdefault("runs", [])
-        for attempt in range(self.protocol.max_retries + 1):
-            if attempt:
-                time.sleep(0.5 * attempt)  # let a passing burst of other work end
-            self.state.progress("run", candidate=c["name"], attempt=attempt)
-            try:
-                r = self.run(c["config"], plan, limit)
-            except Exception as exc:
-                c["error"] = failure(exc)
-                return
-            r["gate"] = gate_record(r["window"])
-            r["rate"] = run_rate(r, self.rec.get("len"), self.rec.get("iterable"))
-            if not r["gate"]["contended"]:
-                c["runs"].append(r)
-                return
-            c.setdefault("contended_runs", []).append(r)
-        c["contended_out"] = True
+        try:
+            r = self.run(c["config"], plan, limit, seconds)
+        except Exception as exc:
+            c["error"] = failure(exc)
+            return None
+        r["gate"] = gate_record(r["window"])
+        r["rate"] = run_rate(r, self.rec.get("len"), self.rec.get("iterable"))
+        r["round"] = round_
+        c["runs"].append(r)
+        self.state.runs += 1
+        return r
 
 
 def gate_record(window: dict[str, Any]) -> dict[str, Any]:
@@ -327,9 +357,10 @@ def run_rate(run: dict[str, Any], real_len: int | None, iterable: bool | None) -
 
 
 def decide(current: dict[str, Any], cand: dict[str, Any]) -> measure.Decision:
-    """The decision rule on two candidates' kept runs."""
-    return measure.decide([r["rate"] for r in current.get("runs", [])],
-                          [r["rate"] for r in cand.get("runs", [])])
+    """The paired decision rule on two candidates' runs."""
+    return measure.decide(measure.runs_of(current.get("runs", [])),
+                          measure.runs_of(cand.get("runs", [])),
+                          busy_share=measure.busy_share_limit())
 
 
 def rotate(items: list[Any], r: int) -> list[Any]:

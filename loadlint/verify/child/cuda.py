@@ -66,6 +66,27 @@ class GpuSampler:
                 "series": [(round(t, 3), u) for t, u in self.samples]}
 
 
+class GpuStep:
+    """``--step-ms`` on a CUDA machine: a simulated training step that keeps
+    the GPU busy (one spinning kernel, ``torch.cuda._sleep``) and waits for
+    it, as a real step's ``loss.item()`` would, so that NVML sees a GPU that
+    starves between steps when the loader is slow."""
+
+    def __init__(self, torch: Any, seconds: float) -> None:
+        self.torch = torch
+        torch.cuda._sleep(1000)  # the context and the kernel's first launch
+        torch.cuda.synchronize()
+        cycles = 10_000_000
+        t0 = now()
+        torch.cuda._sleep(cycles)
+        torch.cuda.synchronize()
+        self.cycles = max(1, int(cycles * seconds / max(now() - t0, 1e-6)))
+
+    def __call__(self) -> None:
+        self.torch.cuda._sleep(self.cycles)
+        self.torch.cuda.synchronize()
+
+
 def h2d_bandwidth(torch: Any, arguments: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
     """Host-to-device GB/s for one real batch, pageable vs pinned, each
     copied with ``non_blocking=True`` as the training loop should."""

@@ -112,4 +112,7 @@ def run_insitu(torch: Any, state: State, profile: Any) -> dict[str, Any]:
     result.update(outcome=outcome, steps=n, seconds=seconds, blocked_s=blocked,
                   rate=n / seconds if seconds > 0 else 0.0, epochs_seen=box["epochs"] + 1)
     result["gate"] = gate_record(result["window"])
+    cpu = result["window"]["our_cpu_s"]
+    result["cpu_per_batch"] = cpu / n if n else None
+    result["utilisation"] = cpu / result["window"]["wall_s"] if result["window"]["wall_s"] > 0 else None
     return result

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 import traceback
 from typing import Any
 
@@ -18,7 +19,10 @@ from loadlint.verify.child.ddp import run_ddp, run_ddp_sim
 from loadlint.verify.child.insitu import run_insitu
 from loadlint.verify.child.probes import preflight
 from loadlint.verify.child.state import State
-from loadlint.verify.child.tune import tune
+from loadlint.verify.child.tune import search, sweep
+
+#: Seconds of measuring when the parent names no budget.
+DEFAULT_BUDGET_S = 90.0
 
 
 def main(spec_path: str) -> None:
@@ -116,17 +120,22 @@ def run_bench(torch: Any, state: State, outcome: dict[str, Any], result: dict[st
     result["candidates"] = cands
     if not spec.get("measure", True):
         return
-    if spec.get("tune"):
-        cands, result["sweep"] = tune(bench, cands)
+    # The budget bounds the measuring: the search and the paired rounds.
+    state.budget_s = float(spec.get("budget_s") or DEFAULT_BUDGET_S)
+    deadline = state.deadline = time.perf_counter() + state.budget_s
+    calib = None
+    if spec.get("tune") in ("search", "sweep"):
+        cands, result["sweep"], info = (search(bench, cands, deadline) if spec["tune"] == "search"
+                                        else sweep(bench, cands))
+        calib = info.pop("calibration")
+        result["search"] = dict(info, mode=spec["tune"])
         result["candidates"] = cands
     if len([c for c in cands if c.get("equivalence", {}).get("equivalent")]) < 2:
         state.notes.append("no other equivalent configuration to compare: the current one "
                            "was measured alone")
-    result["bench"] = bench.benchmark(cands)
+    result["bench"] = bench.benchmark(cands, deadline, calib)
     if bench.cuda:
         result["cuda"] = h2d_bandwidth(torch, arguments, rec["config"])
-    for c in cands:
-        c.pop("contended_out", None)
 
 
 def outcome_error(state: State, outcome: dict[str, Any], result: dict[str, Any]) -> None:

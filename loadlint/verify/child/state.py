@@ -31,11 +31,23 @@ class State:
         self.notes: list[str] = []
         self.progress_path: str | None = spec.get("progress")
         self.original_init: Any = None
+        #: Shown by the parent's progress line: runs done, and the end of
+        #: the measuring budget (``time.perf_counter``) once it is known.
+        self.runs = 0
+        self.deadline: float | None = None
+        self.budget_s: float | None = None
+        self._last: tuple[str, dict[str, Any]] = ("script", {})
 
     def progress(self, phase: str, **detail: Any) -> None:
-        """Heartbeat: the parent treats a stale progress file as a hang."""
+        """Heartbeat: the parent treats a stale progress file as a hang and
+        shows the phase, candidate, runs done and budget left."""
+        self._last = (phase, detail)
         if not self.progress_path:
             return
+        detail = dict(detail, runs=self.runs)
+        if self.deadline is not None:
+            detail.update(left_s=max(0.0, self.deadline - time.perf_counter()),
+                          budget_s=self.budget_s)
         # Ranks share the file: a private temporary name per process, and a
         # failed heartbeat must never surface inside the user's loop.
         tmp = f"{self.progress_path}.{os.getpid()}.tmp"
@@ -45,3 +57,8 @@ class State:
             os.replace(tmp, self.progress_path)
         except OSError:
             pass
+
+    def beat(self, **detail: Any) -> None:
+        """The last phase again, with ``detail`` added (inside a long run)."""
+        phase, last = self._last
+        self.progress(phase, **dict(last, **detail))

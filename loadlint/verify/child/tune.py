@@ -1,101 +1,242 @@
-"""``--tune``: sweep ``num_workers``, then ``persistent_workers`` x
-``prefetch_factor`` on the best worker counts, and hand the finalists to the
-full protocol."""
+"""Finding a faster configuration: the adaptive search of the default run
+and the exhaustive sweep of ``--tune``.
+
+Both rank points by single runs on one plan; the verdict rests on the
+paired rounds that follow (:meth:`Bench.benchmark`), where the best points
+return as ``tuned`` candidates.
+"""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
+from loadlint.hardware import WORKER_MEMORY_BYTES
 from loadlint.verify import measure
 from loadlint.verify.child import identity
 from loadlint.verify.child.bench import Bench
 
+now = time.perf_counter
 
-def _median_rate(point: dict[str, Any]) -> float:
-    return measure.median([r["rate"] for r in point["runs"]])
+#: A loader that keeps less than this share of the CPUs it could use busy
+#: is waiting (I/O, sleeps, locks): workers beyond the CPUs can still help.
+WAITING = 0.5
+#: How far past the usable CPUs a waiting loader's worker count may go.
+OVERSUBSCRIBE = 4
 
 
-def tune(bench: Bench, cands: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """One run per point, dropping clearly slower branches; returns the
-    candidates with the finalists added, and the sweep for the report."""
-    current = cands[0]
-    plan = bench.plan(max(bench.protocol.warmup(n, 4) + bench.protocol.measured(n)
-                          for n in measure.num_workers_sweep(bench.usable)))
-    limit = None
-    if bench.iterable:
-        limit = bench.iterable_limit(bench.protocol.warmup(bench.usable, 4)
-                                     + bench.protocol.measured(bench.usable))
-    points: list[dict[str, Any]] = []
-    reference = None if bench.iterable else bench.index_stream(current["config"], 100000)
+def _rate(point: dict[str, Any]) -> float:
+    return measure.median([r["rate"] for r in point.get("runs", [])]) if point.get("runs") else 0.0
 
-    def probe(config: dict[str, Any], name: str) -> dict[str, Any] | None:
+
+def _score(point: dict[str, Any]) -> float:
+    """A point's speedup over the current run just before it: the machine's
+    load changes between runs, a ratio of neighbours much less."""
+    ratios = [r["vs_current"] for r in point.get("runs", []) if r.get("vs_current")]
+    return measure.median(ratios) if ratios else 0.0
+
+
+def _nw(config: dict[str, Any]) -> int:
+    return int(config.get("num_workers") or 0)
+
+
+class Explorer:
+    """Points measured on one plan, each checked for the same data first
+    and run right after a run of the current configuration (C P1 C P2 ...),
+    so that each is ranked by its ratio to its neighbour."""
+
+    def __init__(self, bench: Bench, current: dict[str, Any], max_workers: int) -> None:
+        self.bench = bench
+        self.current = current
+        self.points: list[dict[str, Any]] = []
+        p = bench.protocol
+        batches = max(p.warmup(n, 4) + p.measured(n) for n in (0, max_workers))
+        self.plan = bench.plan(batches)
+        self.limit = bench.iterable_limit(batches) if bench.iterable else None
+        self.reference = None if bench.iterable else bench.index_stream(current["config"], 100000)
+        self.rounds = 0
+        self.base: dict[str, Any] = {"name": "current", "config": current["config"], "runs": []}
+
+    def run(self, point: dict[str, Any], seconds: float | None) -> dict[str, Any] | None:
+        self.bench.state.progress("search", candidate=point["name"], points=len(self.points))
+        run = self.bench.measure_run(point, self.plan, self.limit, self.rounds, seconds)
+        self.rounds += 1
+        return run
+
+    def paired(self, point: dict[str, Any], seconds: float | None) -> None:
+        before = self.run(self.base, seconds)
+        after = self.run(point, seconds)
+        if before is not None and after is not None and before["rate"] > 0:
+            after["vs_current"] = after["rate"] / before["rate"]
+
+    def probe(self, config: dict[str, Any], name: str, seconds: float | None) -> dict[str, Any] | None:
+        """One run of ``config`` (None when it is current, changes the data
+        or fails); a configuration already measured is not run again."""
         config = identity.normalise(config)
-        for p in [current, *points]:
-            if identity.canon(p["config"]) == identity.canon(config):
-                return p if p is not current else None
-        point: dict[str, Any] = {"name": name, "config": config, "origin": "--tune", "runs": []}
-        if reference is None:
-            point["equivalence"] = identity.compare_iterable(
-                bench.iterable_digests(current["config"], 30.0),
-                bench.iterable_digests(config, 30.0))
-        else:
-            got, n = bench.index_stream(config, 100000)
-            point["equivalence"] = identity.compare_streams(*reference, got, n, detail=False)
-        if not point["equivalence"]["equivalent"]:
-            points.append(point)
+        key = identity.canon(config)
+        if key == identity.canon(self.current["config"]):
             return None
-        bench.run_gated(point, plan, limit)
-        points.append(point)
-        return point
+        for p in self.points:
+            if identity.canon(p["config"]) == key:
+                return p if p.get("runs") else None
+        point: dict[str, Any] = {"name": name, "config": config, "origin": "search", "runs": []}
+        self.points.append(point)
+        if self.reference is None:
+            point["equivalence"] = identity.compare_iterable(
+                self.bench.iterable_digests(self.current["config"], 30.0),
+                self.bench.iterable_digests(config, 30.0))
+        else:
+            got, n = self.bench.index_stream(config, 100000)
+            point["equivalence"] = identity.compare_streams(*self.reference, got, n, detail=False)
+        if not point["equivalence"]["equivalent"]:
+            return None
+        self.paired(point, seconds)
+        return point if point.get("runs") else None
 
-    bench.state.progress("tune")
-    bench.run_gated(current, plan, limit)
-    best_rates = current["runs"] and [current["runs"][0]["rate"]] or []
-    by_nw: dict[int, dict[str, Any]] = {}
-    for nw in measure.num_workers_sweep(bench.usable):
-        cfg = dict(current["config"], num_workers=nw, persistent_workers=False,
-                   prefetch_factor=None)
-        p = probe(cfg, f"nw={nw}")
-        if p is None or not p.get("runs"):
+    def sweep(self, best: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The points for the report; ``best`` are the finalists."""
+        keys = {identity.canon(b["config"]) for b in best}
+        return [{"name": p["name"], "config": p["config"],
+                 "rate": _rate(p) if p.get("runs") else None,
+                 "vs_current": _score(p) if p.get("runs") else None,
+                 "equivalent": p["equivalence"]["equivalent"],
+                 "dropped": identity.canon(p["config"]) not in keys} for p in self.points]
+
+
+def _ladder(limit: int) -> list[int]:
+    """1, 2, 4, ... up to ``limit`` (included)."""
+    return [n for n in measure.num_workers_sweep(limit) if n > 0]
+
+
+def _max_workers(bench: Bench, run: dict[str, Any], config: dict[str, Any]) -> tuple[int, float, str]:
+    """How far the worker count may go, from how busy the first run of the
+    current configuration kept the CPUs it could use."""
+    usable = max(1, int(bench.usable))
+    could = min(usable, _nw(config) + 1)
+    # Time spent waiting for a CPU is other work's doing, not the loader's.
+    ran = run["wall_s"] - run["window"]["runq_wait_s"] / could
+    busy = run["cpu_s"] / max(ran * could, 1e-9)
+    if busy >= WAITING:
+        return usable, busy, (f"a batch keeps {busy:.0%} of the CPUs busy: CPU-bound, "
+                              f"num_workers up to the {usable} usable CPUs")
+    limit = OVERSUBSCRIBE * usable
+    memory = getattr(bench.profile, "memory_available", None)
+    why = ""
+    if memory:
+        fits = max(1, int(memory // WORKER_MEMORY_BYTES))
+        if fits < limit:
+            limit, why = fits, f" (memory for {fits})"
+    return limit, busy, (f"a batch keeps only {busy:.0%} of the CPUs busy: the loader waits, "
+                         f"num_workers up to {limit}{why}")
+
+
+def first_look(bench: Bench, current: dict[str, Any], phase: str
+               ) -> tuple[dict[str, Any], int, float, str]:
+    """A full run of the current configuration (also the paired rounds'
+    calibration) and what it says about how far to search."""
+    bench.state.progress(phase, candidate="current", points=0)
+    n = bench.protocol.warmup(0, None) + bench.protocol.measured(0)
+    run = bench.run(current["config"], bench.plan(n),
+                    bench.iterable_limit(n) if bench.iterable else None)
+    return (run, *_max_workers(bench, run, current["config"]))
+
+
+def _finalists(cands: list[dict[str, Any]], best: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    keep = list(cands)
+    for i, p in enumerate(best):
+        key = identity.canon(p["config"])
+        twin = next((c for c in keep if identity.canon(c["config"]) == key), None)
+        name = f"tuned{i + 1}"
+        if twin is not None:
+            if twin is not cands[0]:
+                twin.setdefault("aliases", []).append(name)
             continue
-        by_nw[nw] = p
-        rates = [r["rate"] for r in p["runs"]]
-        if best_rates and measure.clearly_slower(rates, best_rates) and nw > 1:
-            break  # more workers will not rescue a slower branch
-        if not best_rates or measure.median(rates) > measure.median(best_rates):
-            best_rates = rates
-    ranked = sorted((p for nw, p in by_nw.items() if nw > 0 and p.get("runs")),
-                    key=lambda p: -_median_rate(p))[:2]
-    for p in ranked:
-        nw = p["config"]["num_workers"]
+        keep.append({"name": name, "config": p["config"], "origin": p["origin"],
+                     "equivalence": p["equivalence"], "runs": [], "search_rate": _rate(p),
+                     "search_vs_current": _score(p)})
+    return keep
+
+
+def search(bench: Bench, cands: list[dict[str, Any]], deadline: float
+           ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
+    """The default run's adaptive search, within ``deadline``: more workers
+    while they help (past the CPUs when the loader waits), then persistent
+    workers and a deeper prefetch on the two leaders. Returns the
+    candidates with the best point added, the points, and what the search
+    read from the first run."""
+    current = cands[0]
+    short = bench.protocol.seconds_min / 2
+    first_run, limit, busy, why = first_look(bench, current, "search")
+    ex = Explorer(bench, current, limit)
+
+    tries = [c for c in cands[1:] if c.get("origin") == "--try"]
+    # Keep enough of the budget for the paired rounds: the current
+    # configuration and the tries (as slow as the current one, at worst)
+    # and the best point (a run lasts at least the protocol's minimum).
+    round_s = (1 + len(tries)) * first_run["wall_s"] + 1.5 * bench.protocol.seconds_min
+
+    def time_left() -> bool:
+        return now() + measure.MIN_PAIRS * round_s * 1.1 < deadline
+
+    suggested = next((c for c in cands[1:] if c["name"] == "suggested"), None)
+    if suggested is not None:
+        ex.probe(suggested["config"], "suggested", short)
+
+    leaders: list[dict[str, Any]] = []
+    wanted = sorted(set(_ladder(limit)) | {_nw(c["config"]) for c in cands[1:] if _nw(c["config"])})
+    for nw in wanted:
+        if not time_left() and len(leaders) >= 2:
+            break
+        p = ex.probe(dict(current["config"], num_workers=nw, persistent_workers=False,
+                          prefetch_factor=None), f"nw={nw}", short)
+        if p is None:
+            continue
+        leaders.append(p)
+        top = max(_score(q) for q in leaders)
+        if measure.clearly_slower([_score(p)], [top]) and nw > 1:
+            break  # past the peak: more workers will not rescue the branch
+    leaders.sort(key=lambda p: -_score(p))
+    for p in leaders[:2]:
+        for persistent, pf in ((True, 2), (True, 4)):
+            if not time_left():
+                break
+            ex.probe(dict(p["config"], persistent_workers=persistent, prefetch_factor=pf),
+                     f"nw={_nw(p['config'])},pw={int(persistent)},pf={pf}", short)
+    measured = [p for p in ex.points if _score(p)]
+    best = sorted(measured, key=lambda p: -_score(p))[:1]
+    if suggested is not None and best:
+        # The suggestion joins the paired rounds only while it is in the
+        # running: rounds spent on a clearly slower branch buy no answer.
+        mine = next((p for p in measured if identity.canon(p["config"])
+                     == identity.canon(identity.normalise(suggested["config"]))), None)
+        if mine is not None and mine is not best[0] and measure.clearly_slower(
+                [_score(mine)], [_score(best[0])]):
+            suggested["dropped"] = (f"clearly slower than the best point in the search "
+                                    f"({_score(mine):.2f}x against {_score(best[0]):.2f}x the "
+                                    "current run before each)")
+            suggested["search_rate"] = _rate(mine)
+    info = {"busy_share": busy, "max_workers": limit, "reason": why,
+            "points": len(ex.points), "calibration": first_run}
+    return _finalists(cands, best), ex.sweep(best), info
+
+
+def sweep(bench: Bench, cands: list[dict[str, Any]]
+          ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
+    """``--tune``: every worker count of the ladder (past the CPUs when the
+    loader waits), then persistent_workers x prefetch_factor on the two
+    best, one run each; the two best points become finalists."""
+    current = cands[0]
+    first_run, limit, busy, why = first_look(bench, current, "sweep")
+    ex = Explorer(bench, current, limit)
+    by_nw = [p for nw in measure.num_workers_sweep(limit)
+             if (p := ex.probe(dict(current["config"], num_workers=nw, persistent_workers=False,
+                                    prefetch_factor=None), f"nw={nw}", None)) is not None]
+    for p in sorted((q for q in by_nw if _nw(q["config"])), key=lambda q: -_score(q))[:2]:
         for persistent in (False, True):
             for pf in (2, 4):
-                cfg = dict(current["config"], num_workers=nw, persistent_workers=persistent,
-                           prefetch_factor=pf)
-                q = probe(cfg, f"nw={nw},pw={int(persistent)},pf={pf}")
-                if q is None or not q.get("runs"):
-                    continue
-                rates = [r["rate"] for r in q["runs"]]
-                if measure.median(rates) > measure.median(best_rates):
-                    best_rates = rates
-    live = [p for p in points if p.get("runs") and not measure.clearly_slower(
-        [r["rate"] for r in p["runs"]], best_rates)]
-    live.sort(key=lambda p: -_median_rate(p))
-    finalists = [dict(p, runs=[], contended_runs=[], name=f"tuned{i + 1}")
-                 for i, p in enumerate(live[:2])]
-    for f in finalists:
-        f.pop("contended_out", None)
-    # The sweep's single runs only rank the points; the verdict rests on
-    # fresh rotated rounds.
-    current["runs"] = []
-    current["contended_runs"] = []
-    current.pop("contended_out", None)
-    sweep = [{"name": p["name"], "config": p["config"],
-              "rate": _median_rate(p) if p.get("runs") else None,
-              "equivalent": p["equivalence"]["equivalent"],
-              "dropped": p not in live} for p in points]
-    keep = list(cands)
-    for f in finalists:
-        if all(identity.canon(f["config"]) != identity.canon(c["config"]) for c in keep):
-            keep.append(f)
-    return keep, sweep
+                ex.probe(dict(p["config"], persistent_workers=persistent, prefetch_factor=pf),
+                         f"nw={_nw(p['config'])},pw={int(persistent)},pf={pf}", None)
+    best = sorted((p for p in ex.points if _score(p)), key=lambda p: -_score(p))[:2]
+    info = {"busy_share": busy, "max_workers": limit, "reason": why, "points": len(ex.points),
+            "calibration": first_run}
+    return _finalists(cands, best), ex.sweep(best), info
