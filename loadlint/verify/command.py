@@ -111,7 +111,8 @@ def _parse_try(values: tuple[str, ...]) -> list[dict[str, Any]]:
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="Also write the JSON report to this file (for loadlint fix --from-verify).")
 @click.option("--plot", type=click.Path(dir_okay=False), default=None, metavar="FILE.png",
-              help="Draw throughput per candidate with every run (needs matplotlib).")
+              help="Draw every run per candidate, the paired ratios with their interval and, "
+                   "when sampled, GPU utilisation (needs matplotlib).")
 @click.option("--show-output", is_flag=True, help="Show the script's own output on stderr.")
 @click.option("--aa", is_flag=True, hidden=True,
               help="A/A test of the verdict: the configuration as written against itself.")
@@ -214,7 +215,7 @@ def _base_spec(opts: dict[str, Any], mode: str) -> dict[str, Any]:
         "cwd": os.getcwd(), "target": target,
         "protocol": {"warmup_min": p.warmup_min, "batches_min": p.batches_min,
                      "seconds_min": p.seconds_min, "repeats": p.repeats,
-                     "max_retries": p.max_retries, "per_worker": p.per_worker,
+                     "per_worker": p.per_worker,
                      "warmup_per_worker": p.warmup_per_worker,
                      "extra_rounds": p.extra_rounds},
         "tries": opts["tries"], "tune": opts["tune"], "step_ms": opts["step_ms"],

@@ -20,10 +20,11 @@ from typing import Any, Sequence
 MIN_GAIN = 0.05
 
 #: CPU time not ours on our CPUs, as a share of their capacity, above which
-#: a window is contended. Idle machines measure well under 3 %.
+#: a run is reported as taken under load (it is kept: the paired decision
+#: copes with load). Idle machines measure well under 3 %.
 FOREIGN_SHARE_LIMIT = 0.10
-#: Run-queue wait per second of our own CPU time above which a window is
-#: contended, used only when our processes alone fit on the usable CPUs
+#: Run-queue wait per second of our own CPU time above which a run is
+#: reported as taken under load, used only when our processes alone fit on the usable CPUs
 #: (otherwise they queue behind each other and the wait says nothing).
 WAIT_SHARE_LIMIT = 0.25
 #: A branch whose rate is below this fraction of the best is clearly slower.
@@ -53,7 +54,6 @@ class Protocol:
     batches_min: int = 30
     seconds_min: float = 2.0
     repeats: int = 5
-    max_retries: int = 2
     #: Extra rounds allowed while a comparison stays inconclusive (the
     #: issue's "more repeats within a time budget"); ``None``: ``repeats``.
     extra_rounds: int | None = None
@@ -84,7 +84,6 @@ class Protocol:
             ("seconds_min", "LOADLINT_VERIFY_MIN_SECONDS", float),
             ("per_worker", "LOADLINT_VERIFY_PER_WORKER", int),
             ("warmup_per_worker", "LOADLINT_VERIFY_WARMUP_PER_WORKER", int),
-            ("max_retries", "LOADLINT_VERIFY_RETRIES", int),
             ("extra_rounds", "LOADLINT_VERIFY_EXTRA_ROUNDS", int),
         ):
             if env.get(key):

@@ -186,6 +186,10 @@ def analyse(raw: dict[str, Any], *, mode: str, command: list[str],
             else:
                 s["decision"] = _decision(cur_runs, measure.runs_of(c.get("runs", [])))
         summaries.append(s)
+    for p in raw.get("sweep") or []:
+        if not p["equivalent"] and current is not None:
+            findings.append(f"{p['name']} ({format_config(p['config'], current['config'])}) "
+                            f"changes the data: {p.get('how')}")
     site = _site_verdict(summaries)
     best_cfg = current["config"] if current else {}
     winner = site.pop("winner_summary")

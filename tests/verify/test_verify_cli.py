@@ -144,6 +144,9 @@ def test_non_worker_aware_iterable_rejected(vf):
     assert "duplicated" in cands["try"]["equivalence"]["how"]
     assert any("changes the data" in f for f in site["findings"])
     assert site["winner"] != "try"
+    # The default search meets the same duplicates and says so too.
+    assert any(p["name"] == "nw=2" and not p["equivalent"] for p in site["sweep"])
+    assert any(f.startswith("nw=2 ") and "duplicated" in f for f in site["findings"])
 
 
 def test_worker_aware_iterable_accepted(vf):

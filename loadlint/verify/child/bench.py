@@ -41,6 +41,7 @@ class Bench:
         self.nvml = self.gpu_step is not None and self.spec.get("nvml", True)
         self.attributable = attributable(profile)
         self.usable = profile.usable_cpus
+        self._plans: dict[int, list[Any] | None] = {}
 
     # -- candidates -----------------------------------------------------
     def candidates(self) -> list[dict[str, Any]]:
@@ -252,44 +253,52 @@ class Bench:
         acc["seconds"] += now() - t0
 
     # -- the protocol ---------------------------------------------------
-    def prepare(self, cands: list[dict[str, Any]], calib: dict[str, Any] | None = None
-                ) -> tuple[list[Any] | None, int | None, dict[str, Any]]:
-        """The plan every run of ``cands`` loads, sized so that an epoch of it
-        lasts about half the protocol's minimum run, and the calibration run
-        (of the current configuration) it was sized from."""
+    def epoch_for(self, config: dict[str, Any], base: int) -> tuple[list[Any] | None, int | None]:
+        """The plan (map-style) or sample limit (iterable) of ``config``'s
+        runs: ``base`` batches per epoch, and never fewer than a whole
+        warm-up and measured window of that configuration, so that batches
+        prefetched at an epoch's start cannot pass for a steady rate. Every
+        plan is a prefix of the same index stream."""
+        nw = int(config.get("num_workers") or 0)
+        n = max(base, self.protocol.warmup(nw, config.get("prefetch_factor"))
+                + self.protocol.measured(nw))
         real_len = self.rec.get("len")
-        batches_needed = max(self.protocol.warmup(int(c["config"]["num_workers"] or 0),
-                                                  c["config"].get("prefetch_factor"))
-                             + self.protocol.measured(int(c["config"]["num_workers"] or 0))
-                             for c in cands)
-        plan = self.plan(batches_needed)
-        limit = None if not self.iterable else self.iterable_limit(batches_needed)
+        if real_len:
+            n = min(n, real_len)
+        if self.iterable:
+            return None, self.iterable_limit(n)
+        if n not in self._plans:
+            self._plans[n] = self.plan(n)
+        return self._plans[n], None
+
+    def prepare(self, current: dict[str, Any], calib: dict[str, Any] | None = None,
+                seconds: float | None = None) -> tuple[int, dict[str, Any]]:
+        """Batches per epoch for the runs, so that an epoch of the current
+        configuration lasts about half a run (the protocol's minimum, or
+        ``seconds``), and the calibration run it was sized from."""
+        base = 0
         if calib is None:
             # One discarded run of the current configuration, which also
             # warms the page cache so that the first timed run is not the
             # only one reading from disk.
             self.state.progress("calibrate")
-            calib = self.run(cands[0]["config"], plan, limit)
+            calib = self.run(current["config"], *self.epoch_for(current["config"], base))
         per_batch = calib["steady_s"] / max(1, calib["steady_batches"])
-        if per_batch > 0 and real_len:
-            want = math.ceil(self.protocol.seconds_min / 2 / per_batch)
-            n = min(max(batches_needed, want), real_len)
-            if n > batches_needed:
-                plan = self.plan(n)
-                if self.iterable:
-                    limit = self.iterable_limit(n)
-        return plan, limit, calib
+        if per_batch > 0:
+            base = math.ceil((seconds or self.protocol.seconds_min) / 2 / per_batch)
+        return base, calib
 
     def benchmark(self, cands: list[dict[str, Any]], deadline: float,
-                  calib: dict[str, Any] | None = None) -> dict[str, Any]:
+                  calib: dict[str, Any] | None = None,
+                  seconds: float | None = None) -> dict[str, Any]:
         """Interleaved rounds over the equivalent candidates (each round runs
         every active candidate once, the order rotating), at least the
         protocol's repeats, then more while a comparison is undecided, the
-        rounds allow and ``deadline`` (``time.perf_counter``) is ahead."""
+        rounds allow and ``deadline`` (``time.perf_counter``) is ahead.
+        ``seconds``: the minimum of each run (default: the protocol's)."""
         usable = [c for c in cands if not c.get("error") and not c.get("dropped")
                   and c.get("equivalence", {}).get("equivalent", False)]
-        plan, limit, calib = self.prepare(usable, calib)
-        plan_batches = len(plan) if plan is not None else None
+        base, calib = self.prepare(usable[0], calib, seconds)
         max_rounds = max(self.protocol.max_rounds, self.protocol.repeats)
         done = 0
         active = list(usable)
@@ -297,7 +306,7 @@ class Bench:
             started = now()
             for c in rotate(active, done):
                 self.state.progress("verdict", candidate=c["name"], round=done + 1)
-                self.measure_run(c, plan, limit, done)
+                self.measure_run(c, base, done, seconds)
             done += 1
             # A round that would end past the budget is not started.
             if now() + (now() - started) > deadline:
@@ -309,22 +318,22 @@ class Bench:
             if not pending or done >= max_rounds:
                 break
             active = [usable[0], *pending]
-        return {"plan_batches": plan_batches, "limit_samples": limit,
-                "calibration": calib, "rounds": done, "real_len": self.rec.get("len")}
+        return {"plan_batches": base, "calibration": calib, "rounds": done,
+                "real_len": self.rec.get("len")}
 
     def iterable_limit(self, batches: int) -> int:
         """Samples in ``batches`` batches of the captured batch size."""
         bs = self.arguments.get("batch_size") or 1
         return int(batches * bs)
 
-    def measure_run(self, c: dict[str, Any], plan: Any, limit: Any, round_: int,
+    def measure_run(self, c: dict[str, Any], base: int, round_: int,
                     seconds: float | None = None) -> dict[str, Any] | None:
         """One run of candidate ``c``, kept whatever the machine did (the
         paired decision copes with load; the gate's figures say how busy it
         was). None when the configuration failed."""
         c.setdefault("runs", [])
         try:
-            r = self.run(c["config"], plan, limit, seconds)
+            r = self.run(c["config"], *self.epoch_for(c["config"], base), seconds)
         except Exception as exc:
             c["error"] = failure(exc)
             return None

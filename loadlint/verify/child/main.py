@@ -52,8 +52,9 @@ def main(spec_path: str) -> None:
                            "message": f"{type(exc).__name__}: {exc}",
                            "traceback": traceback.format_exc()}
     if measure.gate_limits()[2]:
-        state.notes.append("the contention gate was relaxed (LOADLINT_VERIFY_GATE_SCALE): "
-                           "runs on a busy machine were kept, so verdicts may be skewed")
+        state.notes.append("the contention gate was relaxed (LOADLINT_VERIFY_GATE_SCALE): runs "
+                           "on a busy machine are not flagged and too few pairs are never "
+                           "called contended")
     result["notes"] = result.get("notes", []) + state.notes
     result["captured"] = state.records
     tmp = out_path + ".tmp"
@@ -123,17 +124,17 @@ def run_bench(torch: Any, state: State, outcome: dict[str, Any], result: dict[st
     # The budget bounds the measuring: the search and the paired rounds.
     state.budget_s = float(spec.get("budget_s") or DEFAULT_BUDGET_S)
     deadline = state.deadline = time.perf_counter() + state.budget_s
-    calib = None
+    calib = seconds = None
     if spec.get("tune") in ("search", "sweep"):
         cands, result["sweep"], info = (search(bench, cands, deadline) if spec["tune"] == "search"
                                         else sweep(bench, cands))
-        calib = info.pop("calibration")
+        calib, seconds = info.pop("calibration"), info.pop("seconds")
         result["search"] = dict(info, mode=spec["tune"])
         result["candidates"] = cands
     if len([c for c in cands if c.get("equivalence", {}).get("equivalent")]) < 2:
         state.notes.append("no other equivalent configuration to compare: the current one "
                            "was measured alone")
-    result["bench"] = bench.benchmark(cands, deadline, calib)
+    result["bench"] = bench.benchmark(cands, deadline, calib, seconds)
     if bench.cuda:
         result["cuda"] = h2d_bandwidth(torch, arguments, rec["config"])
 

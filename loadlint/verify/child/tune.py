@@ -1,9 +1,10 @@
 """Finding a faster configuration: the adaptive search of the default run
 and the exhaustive sweep of ``--tune``.
 
-Both rank points by single runs on one plan; the verdict rests on the
-paired rounds that follow (:meth:`Bench.benchmark`), where the best points
-return as ``tuned`` candidates.
+Both rank points by single runs, each after a run of the current
+configuration; the verdict rests on the paired rounds that follow
+(:meth:`Bench.benchmark`), where the best points return as ``tuned``
+candidates.
 """
 
 from __future__ import annotations
@@ -41,35 +42,38 @@ def _nw(config: dict[str, Any]) -> int:
 
 
 class Explorer:
-    """Points measured on one plan, each checked for the same data first
+    """Points measured on epochs of one length, each checked for the same data first
     and run right after a run of the current configuration (C P1 C P2 ...),
     so that each is ranked by its ratio to its neighbour."""
 
-    def __init__(self, bench: Bench, current: dict[str, Any], max_workers: int) -> None:
+    def __init__(self, bench: Bench, current: dict[str, Any], calib: dict[str, Any],
+                 seconds: float | None) -> None:
         self.bench = bench
         self.current = current
         self.points: list[dict[str, Any]] = []
-        p = bench.protocol
-        batches = max(p.warmup(n, 4) + p.measured(n) for n in (0, max_workers))
-        self.plan = bench.plan(batches)
-        self.limit = bench.iterable_limit(batches) if bench.iterable else None
+        self.seconds = seconds
+        self.epoch, _ = bench.prepare(current, calib, seconds)
+        #: Wall seconds of each (current, point) pair: what a round costs.
+        self.pair_s: list[float] = []
         self.reference = None if bench.iterable else bench.index_stream(current["config"], 100000)
         self.rounds = 0
         self.base: dict[str, Any] = {"name": "current", "config": current["config"], "runs": []}
 
     def run(self, point: dict[str, Any], seconds: float | None) -> dict[str, Any] | None:
         self.bench.state.progress("search", candidate=point["name"], points=len(self.points))
-        run = self.bench.measure_run(point, self.plan, self.limit, self.rounds, seconds)
+        run = self.bench.measure_run(point, self.epoch, self.rounds, seconds)
         self.rounds += 1
         return run
 
-    def paired(self, point: dict[str, Any], seconds: float | None) -> None:
-        before = self.run(self.base, seconds)
-        after = self.run(point, seconds)
+    def paired(self, point: dict[str, Any]) -> None:
+        t0 = now()
+        before = self.run(self.base, self.seconds)
+        after = self.run(point, self.seconds)
+        self.pair_s.append(now() - t0)
         if before is not None and after is not None and before["rate"] > 0:
             after["vs_current"] = after["rate"] / before["rate"]
 
-    def probe(self, config: dict[str, Any], name: str, seconds: float | None) -> dict[str, Any] | None:
+    def probe(self, config: dict[str, Any], name: str) -> dict[str, Any] | None:
         """One run of ``config`` (None when it is current, changes the data
         or fails); a configuration already measured is not run again."""
         config = identity.normalise(config)
@@ -90,7 +94,7 @@ class Explorer:
             point["equivalence"] = identity.compare_streams(*self.reference, got, n, detail=False)
         if not point["equivalence"]["equivalent"]:
             return None
-        self.paired(point, seconds)
+        self.paired(point)
         return point if point.get("runs") else None
 
     def sweep(self, best: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -100,6 +104,7 @@ class Explorer:
                  "rate": _rate(p) if p.get("runs") else None,
                  "vs_current": _score(p) if p.get("runs") else None,
                  "equivalent": p["equivalence"]["equivalent"],
+                 "how": p["equivalence"].get("how"),
                  "dropped": identity.canon(p["config"]) not in keys} for p in self.points]
 
 
@@ -120,7 +125,7 @@ def _max_workers(bench: Bench, run: dict[str, Any], config: dict[str, Any]) -> t
         return usable, busy, (f"a batch keeps {busy:.0%} of the CPUs busy: CPU-bound, "
                               f"num_workers up to the {usable} usable CPUs")
     limit = OVERSUBSCRIBE * usable
-    memory = getattr(bench.profile, "memory_available", None)
+    memory = getattr(bench.profile, "memory_available")
     why = ""
     if memory:
         fits = max(1, int(memory // WORKER_MEMORY_BYTES))
@@ -130,14 +135,12 @@ def _max_workers(bench: Bench, run: dict[str, Any], config: dict[str, Any]) -> t
                          f"num_workers up to {limit}{why}")
 
 
-def first_look(bench: Bench, current: dict[str, Any], phase: str
+def first_look(bench: Bench, current: dict[str, Any], phase: str, seconds: float | None
                ) -> tuple[dict[str, Any], int, float, str]:
-    """A full run of the current configuration (also the paired rounds'
+    """A run of the current configuration (also the paired rounds'
     calibration) and what it says about how far to search."""
     bench.state.progress(phase, candidate="current", points=0)
-    n = bench.protocol.warmup(0, None) + bench.protocol.measured(0)
-    run = bench.run(current["config"], bench.plan(n),
-                    bench.iterable_limit(n) if bench.iterable else None)
+    run = bench.run(current["config"], *bench.epoch_for(current["config"], 0), seconds)
     return (run, *_max_workers(bench, run, current["config"]))
 
 
@@ -166,21 +169,21 @@ def search(bench: Bench, cands: list[dict[str, Any]], deadline: float
     read from the first run."""
     current = cands[0]
     short = bench.protocol.seconds_min / 2
-    first_run, limit, busy, why = first_look(bench, current, "search")
-    ex = Explorer(bench, current, limit)
-
+    first_run, limit, busy, why = first_look(bench, current, "search", short)
+    ex = Explorer(bench, current, first_run, short)
     tries = [c for c in cands[1:] if c.get("origin") == "--try"]
-    # Keep enough of the budget for the paired rounds: the current
-    # configuration and the tries (as slow as the current one, at worst)
-    # and the best point (a run lasts at least the protocol's minimum).
-    round_s = (1 + len(tries)) * first_run["wall_s"] + 1.5 * bench.protocol.seconds_min
 
     def time_left() -> bool:
+        # Keep enough of the budget for the paired rounds, whose runs are
+        # as long as the search's: a round is a (current, point) pair plus
+        # a run per try and one for the suggestion (should it stay).
+        pair = measure.median(ex.pair_s) if ex.pair_s else 2 * first_run["wall_s"]
+        round_s = pair * (1 + (len(tries) + 1) / 2)
         return now() + measure.MIN_PAIRS * round_s * 1.1 < deadline
 
     suggested = next((c for c in cands[1:] if c["name"] == "suggested"), None)
     if suggested is not None:
-        ex.probe(suggested["config"], "suggested", short)
+        ex.probe(suggested["config"], "suggested")
 
     leaders: list[dict[str, Any]] = []
     wanted = sorted(set(_ladder(limit)) | {_nw(c["config"]) for c in cands[1:] if _nw(c["config"])})
@@ -188,7 +191,7 @@ def search(bench: Bench, cands: list[dict[str, Any]], deadline: float
         if not time_left() and len(leaders) >= 2:
             break
         p = ex.probe(dict(current["config"], num_workers=nw, persistent_workers=False,
-                          prefetch_factor=None), f"nw={nw}", short)
+                          prefetch_factor=None), f"nw={nw}")
         if p is None:
             continue
         leaders.append(p)
@@ -201,7 +204,7 @@ def search(bench: Bench, cands: list[dict[str, Any]], deadline: float
             if not time_left():
                 break
             ex.probe(dict(p["config"], persistent_workers=persistent, prefetch_factor=pf),
-                     f"nw={_nw(p['config'])},pw={int(persistent)},pf={pf}", short)
+                     f"nw={_nw(p['config'])},pw={int(persistent)},pf={pf}")
     measured = [p for p in ex.points if _score(p)]
     best = sorted(measured, key=lambda p: -_score(p))[:1]
     if suggested is not None and best:
@@ -216,7 +219,7 @@ def search(bench: Bench, cands: list[dict[str, Any]], deadline: float
                                     "current run before each)")
             suggested["search_rate"] = _rate(mine)
     info = {"busy_share": busy, "max_workers": limit, "reason": why,
-            "points": len(ex.points), "calibration": first_run}
+            "points": len(ex.points), "calibration": first_run, "seconds": short}
     return _finalists(cands, best), ex.sweep(best), info
 
 
@@ -226,17 +229,17 @@ def sweep(bench: Bench, cands: list[dict[str, Any]]
     loader waits), then persistent_workers x prefetch_factor on the two
     best, one run each; the two best points become finalists."""
     current = cands[0]
-    first_run, limit, busy, why = first_look(bench, current, "sweep")
-    ex = Explorer(bench, current, limit)
+    first_run, limit, busy, why = first_look(bench, current, "sweep", None)
+    ex = Explorer(bench, current, first_run, None)
     by_nw = [p for nw in measure.num_workers_sweep(limit)
              if (p := ex.probe(dict(current["config"], num_workers=nw, persistent_workers=False,
-                                    prefetch_factor=None), f"nw={nw}", None)) is not None]
+                                    prefetch_factor=None), f"nw={nw}")) is not None]
     for p in sorted((q for q in by_nw if _nw(q["config"])), key=lambda q: -_score(q))[:2]:
         for persistent in (False, True):
             for pf in (2, 4):
                 ex.probe(dict(p["config"], persistent_workers=persistent, prefetch_factor=pf),
-                         f"nw={_nw(p['config'])},pw={int(persistent)},pf={pf}", None)
+                         f"nw={_nw(p['config'])},pw={int(persistent)},pf={pf}")
     best = sorted((p for p in ex.points if _score(p)), key=lambda p: -_score(p))[:2]
     info = {"busy_share": busy, "max_workers": limit, "reason": why, "points": len(ex.points),
-            "calibration": first_run}
+            "calibration": first_run, "seconds": None}
     return _finalists(cands, best), ex.sweep(best), info
