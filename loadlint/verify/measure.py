@@ -38,6 +38,8 @@ MIN_PAIRS = 6
 #: A run that kept less than this share of its configuration's usual CPU
 #: seconds per wall second was slowed by other work (the cross-check).
 DISTURBED = 0.75
+#: Fewest undisturbed pairs the cross-check needs.
+CROSS_CHECK_PAIRS = 3
 #: Share of the usable CPUs used by other work from which a comparison
 #: too short for an interval is called contended rather than inconclusive.
 BUSY_SHARE = 0.5
@@ -227,9 +229,10 @@ def decide(
     the same round; the speedup is the median of the paired ratios, with
     an exact sign-test interval at :data:`LEVEL`. Confirmed when the
     interval lies above ``1 + max(min_gain, noise)``, refuted in the mirror
-    case, inconclusive otherwise. Cross-check on CPU time: the verdict must
-    also hold on the pairs where the run it favours against (the current
-    one for confirmed) was not slowed by other work. Contended only when
+    case, inconclusive otherwise. Cross-check on CPU time: the median ratio
+    must also clear the threshold on the pairs where the run the verdict
+    favours against (the current one for confirmed) was not slowed by
+    other work. Contended only when
     too few pairs ran for an interval while other work used at least
     ``busy_share`` of the usable CPUs.
     """
@@ -255,8 +258,9 @@ def decide(
     iv = sign_interval(ratios)
     assert iv is not None
     span = f"{LEVEL:.0%} interval {iv.low:.2f}x-{iv.high:.2f}x over {n} pairs"
-    def clear(v: Interval) -> bool:
-        return v.low > threshold if side == 0 else v.high < 1.0 / threshold
+
+    def clear(ratio: float) -> bool:
+        return ratio > threshold if side == 0 else ratio < 1.0 / threshold
 
     if iv.low > threshold:
         verdict, side = "confirmed", 0
@@ -267,10 +271,12 @@ def decide(
                         f"{span} is not clear of the {threshold:.2f}x threshold", iv, cpu_ratio)
     kept = _undisturbed(matched, side)
     if len(kept) < n:
-        again = sign_interval([b.rate / a.rate for a, b in kept])
-        if len(kept) < min_pairs or again is None or not clear(again):
+        # A consistency check, not a second test: the undisturbed pairs'
+        # median must clear the threshold too.
+        ratio = median([b.rate / a.rate for a, b in kept]) if kept else math.nan
+        if len(kept) < CROSS_CHECK_PAIRS or not clear(ratio):
             return Decision("inconclusive", speedup, threshold, drift, n,
-                            f"{span}, but not on the {len(kept)} pairs whose "
+                            f"{span}, but not the median of the {len(kept)} pairs whose "
                             f"{'current' if side == 0 else 'candidate'} run kept its usual "
                             "CPU time per wall second (others were slowed by other work)",
                             iv, cpu_ratio)

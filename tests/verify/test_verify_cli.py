@@ -264,7 +264,7 @@ def test_tune_sweeps_and_keeps_finalists(vf):
 
 
 def test_default_run_searches_past_the_cpus_for_a_waiting_loader(vf):
-    _, rep = vf.json(vf.fixture("io_bound.py"), "--budget", "60", "--", "1.5")
+    _, rep = vf.json(vf.fixture("io_bound.py"), "--budget", "60", "--repeats", "6", "--", "1.5")
     site = rep["call_sites"][0]
     assert site["search"]["mode"] == "search" and site["search"]["max_workers"] == 8
     assert "waits" in site["search"]["reason"]

@@ -86,16 +86,19 @@ def test_contended_only_when_busy_and_no_interval():
 
 
 def test_cross_check_sets_aside_current_runs_slowed_by_other_work():
-    # Three current runs lost half their CPU time per wall second to another
-    # process: the 1.1x rests on the three others alone, too few to confirm.
-    slowed = [(1.0, 1.0)] * 3 + [(0.5, 0.5)] * 3
-    cur = [measure.Run(round=i, rate=r, utilisation=u) for i, (r, u) in enumerate(slowed)]
-    cand = runs([1.1] * 6, utilisation=1.0)
-    assert measure.decide(runs([r for r, _ in slowed]), cand).verdict == "confirmed"
+    # Eight current runs lost half their CPU time per wall second to another
+    # process; on the four others the candidate gains 3 % at the median:
+    # the interval over all twelve pairs clears 1.05x, the undisturbed
+    # pairs do not, so nothing is confirmed.
+    cur = [measure.Run(round=i, rate=0.5 if i < 8 else 1.0, utilisation=0.5 if i < 8 else 1.0)
+           for i in range(12)]
+    cand = runs([1.0] * 8 + [1.0, 1.0, 1.06, 1.06], utilisation=1.0)
+    assert measure.decide(runs([r.rate for r in cur]), cand).verdict == "confirmed"
     d = measure.decide(cur, cand)
     assert d.verdict == "inconclusive" and "kept its usual" in d.reason
-    quiet = [measure.Run(round=i, rate=1.0, utilisation=1.0) for i in range(6)]
-    assert measure.decide(quiet, cand).verdict == "confirmed"
+    # One slowed run among many does not undo a clear gain.
+    cur = [measure.Run(round=i, rate=1.0, utilisation=0.5 if i == 3 else 1.0) for i in range(6)]
+    assert measure.decide(cur, runs([1.5] * 6, utilisation=1.0)).verdict == "confirmed"
 
 
 def test_aa_never_decides():

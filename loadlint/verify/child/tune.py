@@ -176,8 +176,9 @@ def search(bench: Bench, cands: list[dict[str, Any]], deadline: float
     def time_left() -> bool:
         # Keep enough of the budget for the paired rounds, whose runs are
         # as long as the search's: a round is a (current, point) pair plus
-        # a run per try and one for the suggestion (should it stay).
-        pair = measure.median(ex.pair_s) if ex.pair_s else 2 * first_run["wall_s"]
+        # a run per try and one for the suggestion (should it stay). The
+        # costliest pair so far: the best point tends to have the most workers.
+        pair = max(ex.pair_s) if ex.pair_s else 2 * first_run["wall_s"]
         round_s = pair * (1 + (len(tries) + 1) / 2)
         return now() + measure.MIN_PAIRS * round_s * 1.1 < deadline
 
