@@ -163,7 +163,7 @@ class SynchronousLoading(Rule):
             fixed="""
             import torch.utils.data as tud
             NUM_WORKERS = 0
-            loader = tud.DataLoader(ds, num_workers=1)
+            loader = tud.DataLoader(ds, num_workers=2)
             """,
         ),
         Invalid(
@@ -173,7 +173,7 @@ class SynchronousLoading(Rule):
             """,
             fixed="""
             from torch.utils.data import DataLoader as DL
-            loader = DL(ds, 8, True, None, None, 1)
+            loader = DL(ds, 8, True, None, None, 2)
             """,
         ),
         Invalid(
@@ -189,7 +189,7 @@ class SynchronousLoading(Rule):
             loader = data.DataLoader(
                 ds,
                 batch_size=8,  # small batches
-                num_workers=1,
+                num_workers=2,
             )
             """,
         ),
@@ -206,7 +206,7 @@ class SynchronousLoading(Rule):
             def main():
                 kwargs = {"batch_size": 8}
                 kwargs.update({"shuffle": True})
-                return T.utils.data.dataloader.DataLoader(ds, **kwargs, num_workers=1)
+                return T.utils.data.dataloader.DataLoader(ds, **kwargs, num_workers=2)
             """,
         ),
         Invalid(
@@ -217,7 +217,7 @@ class SynchronousLoading(Rule):
             message=None,
             fixed="""
             from torch.utils.data import DataLoader
-            loader = DataLoader(ds, collate_fn=lambda b: b, num_workers=1)
+            loader = DataLoader(ds, collate_fn=lambda b: b, num_workers=2)
             """,
         ),
     ]
