@@ -162,7 +162,7 @@ class SynchronousLoading(Rule):
     code = "LL201"
     name = "synchronous-loading"
     summary = "`num_workers` missing or 0: batches load on the training thread"
-    fix_availability = "always"
+    fix_availability = "sometimes"
     needs_hardware = True
 
     def check(self, ctx: Context) -> Iterator[Report]:
