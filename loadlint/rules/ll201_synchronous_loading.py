@@ -15,6 +15,20 @@ from loadlint.types import HardwareProfile
 
 _CPU16 = HardwareProfile(usable_cpus=16, gpu_count=0, declared=frozenset({"cpus", "gpus"}))
 
+#: The examples' replay buffer: the training loop keeps filling it.
+_REPLAY = """
+from torch.utils.data import DataLoader, IterableDataset, get_worker_info
+class Replay(IterableDataset):
+    def __init__(self, buffer):
+        self.buffer = buffer
+    def __iter__(self):
+        {iterate}
+def train(buffer):
+    loader = DataLoader(Replay(buffer), batch_size=8{workers})
+    for batch in loader:
+        buffer.append(step(batch))
+"""
+
 #: Methods that change a container in place (a replay buffer, a queue).
 _MUTATORS = frozenset({"append", "appendleft", "extend", "extendleft", "insert", "push", "put", "put_nowait", "add", "update"})
 
@@ -240,18 +254,7 @@ class SynchronousLoading(Rule):
     ]
     INVALID = [
         Invalid(
-            """
-            from torch.utils.data import DataLoader, IterableDataset
-            class Replay(IterableDataset):
-                def __init__(self, buffer):
-                    self.buffer = buffer
-                def __iter__(self):
-                    yield from self.buffer.sample(32)
-            def train(buffer):
-                loader = DataLoader(Replay(buffer), batch_size=8)
-                for batch in loader:
-                    buffer.append(step(batch))
-            """,
+            _REPLAY.format(iterate="yield from self.buffer.sample(32)", workers=""),
             message="`num_workers` is not set, but workers would change what is sampled: `Replay.__iter__` reads "
             "`buffer`, which the training code keeps changing (`buffer.append(...)`), and each worker would sample "
             "its own frozen copy of it; keep loading in the training process, or hand the workers the live data "
@@ -260,32 +263,8 @@ class SynchronousLoading(Rule):
         ),
         # A stream that shards by worker is an ordinary case.
         Invalid(
-            """
-            from torch.utils.data import DataLoader, IterableDataset, get_worker_info
-            class Replay(IterableDataset):
-                def __init__(self, buffer):
-                    self.buffer = buffer
-                def __iter__(self):
-                    info = get_worker_info()
-                    yield from self.buffer.sample(32, info)
-            def train(buffer):
-                loader = DataLoader(Replay(buffer), batch_size=8)
-                for batch in loader:
-                    buffer.append(step(batch))
-            """,
-            fixed="""
-            from torch.utils.data import DataLoader, IterableDataset, get_worker_info
-            class Replay(IterableDataset):
-                def __init__(self, buffer):
-                    self.buffer = buffer
-                def __iter__(self):
-                    info = get_worker_info()
-                    yield from self.buffer.sample(32, info)
-            def train(buffer):
-                loader = DataLoader(Replay(buffer), batch_size=8, num_workers=1)
-                for batch in loader:
-                    buffer.append(step(batch))
-            """,
+            _REPLAY.format(iterate="yield from self.buffer.sample(32, get_worker_info())", workers=""),
+            fixed=_REPLAY.format(iterate="yield from self.buffer.sample(32, get_worker_info())", workers=", num_workers=1"),
         ),
         Invalid(
             """
