@@ -338,8 +338,7 @@ def lint_bytes(data: bytes, path: str, options: Options) -> FileResult:
         return result
     result.source = source
     try:
-        findings, _ = analyse(source.text, path, options)
-        result.findings = decided(source.text, path, options, findings)
+        result.findings = checked(source.text, path, options)
     except Exception as exc:  # the engine never crashes on one file
         result.error = f"internal error while checking: {type(exc).__name__}: {exc}"
     return result
@@ -423,13 +422,16 @@ def _guard(options: Options) -> Options:
     return Options(options.select | frozenset(CODES) | crash_codes(), options.profile_factory, options.noqa)
 
 
-def decided(text: str, path: str, options: Options, findings: list[Finding], *, notebook: bool = False) -> list[Finding]:
-    """``findings`` (``analyse``'s for ``text``) with the fix markers ``fix``
-    would honour: a fix that would introduce a finding is withheld, with its
-    reason.  Files without a fix pay nothing."""
-    if not any(f.fix is not None for f in findings):
-        return findings
+def checked(text: str, path: str, options: Options, *, notebook: bool = False) -> list[Finding]:
+    """``analyse``'s findings, with the fix markers ``fix`` honours: a fix
+    that would introduce a finding is withheld, with its reason.  The
+    comparison needs every rule; when some are not selected they run only
+    for files with a fix, as does the dry run."""
     guard = _guard(options)
+    if guard.select != options.select:
+        findings, _ = analyse(text, path, options, notebook=notebook)
+        if not any(f.fix is not None for f in findings):
+            return findings
     all_findings, analysis = analyse(text, path, guard, notebook=notebook)
     all_findings = _decided(text, path, options, guard, all_findings, analysis, notebook)
     return [f for f in all_findings if f.code in options.select]

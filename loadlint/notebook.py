@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 
-from loadlint.engine import PREFILTER, FixFailed, analyse, decided, fix_text
+from loadlint.engine import PREFILTER, FixFailed, analyse, checked, fix_text
 from loadlint.nbjson import splice
 from loadlint.files import write_fixes
 from loadlint.rules import name_of
@@ -411,8 +411,7 @@ def _check(name: str, data: bytes, options: Options, fix: FixRequest | None, res
         joined = module.text()
         try:
             if fix is None:
-                findings, _ = analyse(joined, name, options, notebook=True)
-                findings = decided(joined, name, options, findings, notebook=True)
+                findings = checked(joined, name, options, notebook=True)
                 fixed_joined = joined
             else:
                 fixed_joined, findings, result.applied = fix_text(joined, name, options, unsafe=fix.unsafe, notebook=True)
