@@ -20,7 +20,7 @@ from loadlint.source import DecodeError, decode, position_of_offset
 from loadlint.types import FileResult as FileResult  # re-exported: callers of lint_bytes name it
 from loadlint.types import Finding, Fix, Location
 from loadlint.types import Options as Options  # re-exported: the engine's entry points take it
-from loadlint.withhold import Candidate, Decision, Outcome, decide, offered, withhold
+from loadlint.withhold import Candidate, Decision, Outcome, decide, declared, offered, withhold
 
 if TYPE_CHECKING:
     import libcst
@@ -414,6 +414,8 @@ def fix_text(
     if not settled:
         # What a further run (or ``check``) would say about the fixes left.
         all_findings = _decided(text, path, options, guard, all_findings, analysis, notebook)
+    elif analysis is not None:
+        declared(all_findings, analysis.reports)
     return text, [f for f in all_findings if f.code in options.select], applied
 
 
@@ -443,6 +445,7 @@ def _decided(
 ) -> list[Finding]:
     if analysis is None:
         return all_findings
+    declared(all_findings, analysis.reports)
     candidates = offered(all_findings, analysis.reports, options.select, True)
     if candidates:
         decision = _decide(text, path, guard, analysis, candidates, True, notebook, _compiles(text, path))

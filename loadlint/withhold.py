@@ -138,6 +138,14 @@ def withhold(findings: list[Finding], withheld: dict[int, str]) -> None:
         findings[index].fix_withheld = why
 
 
+def declared(findings: list[Finding], reports: list[tuple[str, Any]]) -> None:
+    """Withhold the fixes their rules declare withheld (``FixSpec.withheld``)."""
+    for finding, (_, report) in zip(findings, reports):
+        if finding.fix is not None and report.fix is not None and report.fix.withheld is not None:
+            finding.fix = None
+            finding.fix_withheld = report.fix.withheld
+
+
 def offered(findings: list[Finding], reports: list[tuple[str, Any]], select: frozenset[str], unsafe: bool) -> list[Candidate]:
     """The round's candidates: the selected findings' fixes the mode allows."""
     return [
@@ -145,6 +153,7 @@ def offered(findings: list[Finding], reports: list[tuple[str, Any]], select: fro
         for i, (finding, (code, report)) in enumerate(zip(findings, reports))
         if code in select
         and report.fix is not None
+        and report.fix.withheld is None
         and finding.fix is not None
         and (unsafe or report.fix.applicability == "safe")
     ]

@@ -135,3 +135,37 @@ def test_fix_then_check_marks_nothing_fixable(tmp_path: Path) -> None:
     assert "Found 4 errors (2 fixed, 2 remaining).\n" in fixed and "fixable" not in fixed
     checked = run(["check", "--no-cache", "--select", "LL201,LL202", str(path)]).output
     assert "[*]" not in checked and "fixable" not in checked and "help: no fix: " in checked
+
+
+CONDITIONAL_DDP = """\
+import torch
+from torch.utils.data import DataLoader
+
+
+def main(args):
+    model = Net()
+    if args.distributed:
+        model = torch.nn.parallel.DistributedDataParallel(model)
+    loader = DataLoader(dataset, batch_size=32, num_workers=2, pin_memory=True)
+    for batch in loader:
+        model(batch)
+"""
+
+
+@pytest.mark.parametrize("guarded", [True, False], ids=["conditional", "unconditional"])
+def test_distributed_sampler_fix_is_withheld_where_training_is_distributed_only_sometimes(guarded: bool) -> None:
+    text = CONDITIONAL_DDP if guarded else CONDITIONAL_DDP.replace("    if args.distributed:\n    ", "")
+    opts = Options(frozenset({"LL101"}), lambda: resolve_profile(parse_target(FORKSERVER)))
+    result = check_bytes(text.encode(), "train.py", opts, FixRequest(unsafe=True, dry_run=True))
+    if not guarded:
+        assert result.fixed is not None and "sampler=DistributedSampler(dataset, shuffle=False)" in result.fixed
+        return
+    assert result.fixed is None and result.applied == {}
+    [finding] = result.findings
+    assert finding.fix is None
+    assert finding.fix_withheld == (
+        "no fix: this function trains distributed only `if args.distributed:`, and a `DistributedSampler` fails "
+        'without a process group ("Default process group has not been initialized"); pass one under the same '
+        "condition, e.g. `sampler=DistributedSampler(dataset) if args.distributed else None`"
+    )
+    assert check_bytes(text.encode(), "train.py", opts).findings[0].fix_withheld == finding.fix_withheld
