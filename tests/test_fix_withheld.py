@@ -169,3 +169,30 @@ def test_distributed_sampler_fix_is_withheld_where_training_is_distributed_only_
         "condition, e.g. `sampler=DistributedSampler(dataset) if args.distributed else None`"
     )
     assert check_bytes(text.encode(), "train.py", opts).findings[0].fix_withheld == finding.fix_withheld
+
+
+def test_subsets_are_tried_largest_first_then_safest() -> None:
+    from loadlint.rules.base import FixSpec
+    from loadlint.withhold import Candidate, subsets
+
+    safe, unsafe, other = (Candidate(i, "LL2", FixSpec(kind, str(i))) for i, kind in enumerate(["safe", "unsafe", "safe"]))
+    order = [[c.index for c in s] for s in subsets([unsafe, safe, other])]
+    assert order[0] == [1, 0, 2]
+    assert order[1] == [0, 2]  # the two safe fixes before any pair with the unsafe one
+    assert [len(s) for s in order] == [3, 2, 2, 2, 1, 1, 1]
+
+
+def test_a_new_finding_the_next_round_fixes_is_not_introduced() -> None:
+    from loadlint.types import Edit, Fix, Location
+    from loadlint.withhold import introduced
+
+    def finding(code: str, fixed: bool = False) -> Finding:
+        fix = Fix("safe", "m", (Edit("", 0, 0, Location(1, 1), Location(1, 1)),)) if fixed else None
+        return Finding(code, "n", "m", "p", Location(1, 1), Location(1, 2), fix)
+
+    def fixable(f: Finding) -> bool:
+        return f.fix is not None
+
+    assert introduced([finding("LL201")], [finding("LL204", fixed=True)], fixable) is None
+    assert introduced([finding("LL201")], [finding("LL104")], fixable).code == "LL104"
+    assert introduced([finding("LL013")], [finding("LL013")], fixable) is None
