@@ -83,6 +83,36 @@ def test_quickstart_keeps_pin_memory_and_withholds_workers() -> None:
         assert "forkserver" in finding.fix_withheld
 
 
+INDIRECT = """\
+import torch
+from torch.utils.data import DataLoader
+
+loader = DataLoader(dataset, batch_size=64)
+
+
+def train(data):
+    for x in data:
+        x.to("cuda")
+
+
+{call}
+"""
+
+
+@pytest.mark.parametrize("guarded", [False, True], ids=["module-level", "main-guard"])
+def test_a_loader_a_script_iterates_through_a_function(guarded: bool) -> None:
+    # LL013 sees only loops written at module level; a worker re-running the
+    # module-level call of `train` fails all the same.
+    call = 'if __name__ == "__main__":\n    for x in loader:\n        train([x])' if guarded else "train(loader)"
+    text = INDIRECT.format(call=call)
+    opts = Options(frozenset({"LL201"}), lambda: resolve_profile(parse_target(FORKSERVER)))
+    [finding] = check_bytes(text.encode(), "script.py", opts).findings
+    if guarded:
+        assert finding.fix is not None and finding.fix_withheld is None
+    else:
+        assert finding.fix is None and finding.fix_withheld.startswith("no fix: `loader` is built at the module level")
+
+
 def test_check_decides_the_same_before_the_fix() -> None:
     result = check_bytes(QUICKSTART.read_bytes(), QUICKSTART.name, options(QUICKSTART))
     kinds = sorted((f.code, f.fix is not None, f.fix_withheld is not None) for f in result.findings if f.code != "LL013")

@@ -10,7 +10,7 @@ from loadlint.facts.names import FunctionFacts
 from loadlint.resolve import MISSING, follow_name
 from loadlint.rules import worker_hazards
 from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
-from loadlint.rules.shared import profile_note, suggested_workers
+from loadlint.rules.shared import module_spawn_reason, profile_note, suggested_workers
 from loadlint.types import HardwareProfile
 
 _CPU16 = HardwareProfile(usable_cpus=16, gpu_count=0, declared=frozenset({"cpus", "gpus"}))
@@ -62,6 +62,31 @@ def live_source(ctx: Context, call: LoaderCall) -> tuple[str, str, str] | None:
         if target is not None and method is not None:
             return cls.name, target, method
     return None
+
+
+def unguarded_script(ctx: Context, call: LoaderCall) -> str | None:
+    """Why workers at a loader built at a script's module level may crash:
+    its workers may start with spawn or forkserver and re-run the module-level
+    code, no loop over the loader is visibly in a function or under the main
+    guard, and a function iterates a parameter (the module level may hand it
+    the loader: LL013 does not follow such calls).  None otherwise."""
+    if ctx.is_notebook or call.function is not None or call.class_name is not None:
+        return None
+    if not any(ctx.iteration.iterated_params.values()):
+        return None
+    keys = ctx.keys_of(call)
+    if any(it.key in keys and (it.in_main_guard or not it.at_module_level) for it in ctx.iteration.iterations):
+        return None
+    why = module_spawn_reason(ctx, call)
+    if why is None:
+        return None
+    name = f"`{call.key[1]}`" if call.key is not None else "this DataLoader"
+    return (
+        f"no fix: {name} is built at the module level of a script whose workers may start with spawn or forkserver "
+        f"({why}): every worker re-imports the script and runs that code again, and nothing shows the loader is "
+        f"iterated only under `if __name__ == \"__main__\":`; move the code that builds and iterates it there "
+        "(e.g. into `main()`) first (LL013)"
+    )
 
 
 def _stored_params(init: FunctionFacts) -> dict[str, str]:
@@ -164,8 +189,12 @@ class SynchronousLoading(Rule):
     forkserver (LL012), an `IterableDataset` that does not shard by worker
     (LL104), a `collate_fn`/`worker_init_fn` that cannot be pickled for
     spawned workers (LL007), CUDA in the Dataset (LL105), or a random
-    generator every worker would copy (LL103).  The other fixes on the same
-    call (such as LL202's `pin_memory=True`) still apply.  The finding for a
+    generator every worker would copy (LL103).  It is also withheld for a
+    loader built at a script's module level under spawn or forkserver when
+    no loop over it is visibly in a function or under the main guard and a
+    function iterates a parameter: the module level may hand it the loader
+    (`train(train_dataloader)`), which LL013 does not follow.  The other
+    fixes on the same call (such as LL202's `pin_memory=True`) still apply.  The finding for a
     live data source (above) has no fix.
 
     ## References
@@ -208,6 +237,7 @@ class SynchronousLoading(Rule):
                 "unsafe" if hazards else "safe",
                 f"Set `num_workers={n}`" + (f" (unsafe: {'; '.join(hazards)})" if hazards else ""),
                 calls=[CallChange(call.node, {"num_workers": str(n)})],
+                withheld=unguarded_script(ctx, call),
             )
             yield Report(call.node, message, fix)
 
