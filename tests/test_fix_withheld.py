@@ -99,12 +99,16 @@ def train(data):
 """
 
 
-@pytest.mark.parametrize("guarded", [False, True], ids=["module-level", "main-guard"])
-def test_a_loader_a_script_iterates_through_a_function(guarded: bool) -> None:
+@pytest.mark.parametrize("guarded", [False, True, "built"], ids=["module-level", "main-guard", "built-in-guard"])
+def test_a_loader_a_script_iterates_through_a_function(guarded: bool | str) -> None:
     # LL013 sees only loops written at module level; a worker re-running the
     # module-level call of `train` fails all the same.
     call = 'if __name__ == "__main__":\n    for x in loader:\n        train([x])' if guarded else "train(loader)"
     text = INDIRECT.format(call=call)
+    if guarded == "built":
+        text = INDIRECT.format(call="").replace("loader = DataLoader(dataset, batch_size=64)\n", "") + (
+            'if __name__ == "__main__":\n    loader = DataLoader(dataset, batch_size=64)\n    train(loader)\n'
+        )
     opts = Options(frozenset({"LL201"}), lambda: resolve_profile(parse_target(FORKSERVER)))
     [finding] = check_bytes(text.encode(), "script.py", opts).findings
     if guarded:

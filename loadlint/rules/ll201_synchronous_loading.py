@@ -70,7 +70,7 @@ def unguarded_script(ctx: Context, call: LoaderCall) -> str | None:
     code, no loop over the loader is visibly in a function or under the main
     guard, and a function iterates a parameter (the module level may hand it
     the loader: LL013 does not follow such calls).  None otherwise."""
-    if ctx.is_notebook or call.function is not None or call.class_name is not None:
+    if ctx.is_notebook or call.function is not None or call.class_name is not None or call.in_main_guard:
         return None
     if not any(ctx.iteration.iterated_params.values()):
         return None
@@ -190,7 +190,8 @@ class SynchronousLoading(Rule):
     (LL104), a `collate_fn`/`worker_init_fn` that cannot be pickled for
     spawned workers (LL007), CUDA in the Dataset (LL105), or a random
     generator every worker would copy (LL103).  It is also withheld for a
-    loader built at a script's module level under spawn or forkserver when
+    loader built at a script's module level (outside the main guard) under
+    spawn or forkserver when
     no loop over it is visibly in a function or under the main guard and a
     function iterates a parameter: the module level may hand it the loader
     (`train(train_dataloader)`), which LL013 does not follow.  The other
