@@ -338,7 +338,7 @@ def lint_bytes(data: bytes, path: str, options: Options) -> FileResult:
         return result
     result.source = source
     try:
-        result.findings = checked(source.text, path, options)
+        result.findings = decided_findings(source.text, path, options)
     except Exception as exc:  # the engine never crashes on one file
         result.error = f"internal error while checking: {type(exc).__name__}: {exc}"
     return result
@@ -424,7 +424,7 @@ def _guard(options: Options) -> Options:
     return Options(options.select | frozenset(CODES) | crash_codes(), options.profile_factory, options.noqa)
 
 
-def checked(text: str, path: str, options: Options, *, notebook: bool = False) -> list[Finding]:
+def decided_findings(text: str, path: str, options: Options, *, notebook: bool = False) -> list[Finding]:
     """``analyse``'s findings, with the fix markers ``fix`` honours: a fix
     that would introduce a finding is withheld, with its reason.  The
     comparison needs every rule; when some are not selected they run only
