@@ -13,7 +13,7 @@ import bisect
 import re
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Mapping, TypeVar, cast
+from typing import Mapping, Sequence, TypeVar, cast
 
 import libcst as cst
 from libcst.metadata import CodeRange
@@ -34,6 +34,9 @@ class Positions:
 
     module: cst.Module
     text: str
+    #: When ``module`` holds some statements of ``text`` only (a large
+    #: module, see ``loadlint.slicing``): the original row of each of its lines.
+    rows: Sequence[int] | None = None
 
     @cached_property
     def _ranges(self) -> Mapping[cst.CSTNode, CodeRange]:
@@ -49,7 +52,13 @@ class Positions:
         """1-based rows and 1-based columns, end exclusive."""
         code_range = self._ranges[node]
         start, end = code_range.start, code_range.end
-        return Location(start.line, start.column + 1), Location(end.line, end.column + 1)
+        return Location(self._row(start.line), start.column + 1), Location(self._row(end.line), end.column + 1)
+
+    def _row(self, line: int) -> int:
+        rows = self.rows
+        if rows is None:
+            return line
+        return rows[line - 1] if line <= len(rows) else rows[-1] + line - len(rows)
 
     def offset(self, location: Location) -> int:
         """The character offset of ``location`` in the text."""
@@ -69,7 +78,7 @@ class Positions:
 
     def starting_at(self, row: int) -> list[cst.CSTNode]:
         """The nodes whose code starts on line ``row``."""
-        return [node for node, code_range in self._ranges.items() if code_range.start.line == row]
+        return [node for node, code_range in self._ranges.items() if self._row(code_range.start.line) == row]
 
     def location_of_offset(self, offset: int) -> Location:
         """The 1-based location of a character offset."""
