@@ -195,7 +195,9 @@ def analyse(text: str, path: str, options: Options, *, notebook: bool = False) -
     """Lint one module's text.  Returns findings and, when parsed, the analysis."""
     if not may_construct_loader(text):
         return [], None
-    at = too_deep_at(text)
+    piece = sliced(text)
+    # A statement can nest no deeper than it is long: dropped short ones need no scan.
+    at = too_deep_at(text if piece is None else piece.blanked(longer_than=MAX_NESTING // 2))
     if at is not None:
         if "LL900" in options.select:
             row, column = at
@@ -203,7 +205,6 @@ def analyse(text: str, path: str, options: Options, *, notebook: bool = False) -
             return [_engine_finding("LL900", message, path, row, column)], None
         return [], None
 
-    piece = sliced(text)
     if piece is not None and piece.too_large:
         return _too_large(piece, path, options), None
 

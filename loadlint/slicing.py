@@ -40,25 +40,44 @@ if TYPE_CHECKING:
 #: Python tokens, coarsely: strings (whole, multi-line ones included, an
 #: unterminated one to the end of its line or of the text), comments,
 #: numbers, names, brackets, separators, continuations, line breaks, operators.
-TOKENS = re.compile(
-    r"""
-    (?P<string>(?:(?<!\w)[rRbBuUfFtT]{1,2})?
-        (?:'''(?:[^'\\]|\\[\s\S]?|'(?!''))*(?:'''|\Z)
+_QUOTED = r"""(?:'''(?:[^'\\]|\\[\s\S]?|'(?!''))*(?:'''|\Z)
           |\"\"\"(?:[^"\\]|\\[\s\S]?|"(?!""))*(?:\"\"\"|\Z)
           |'(?:[^'\\\r\n]|\\(?:\r\n|[\s\S])?)*'?
-          |"(?:[^"\\\r\n]|\\(?:\r\n|[\s\S])?)*"?))
-    |(?P<comment>\#[^\r\n]*)
-    |(?P<number>\d(?:[\w.]|(?<=[eE])[-+])*)
-    |(?P<name>[^\W\d]\w*)
+          |"(?:[^"\\\r\n]|\\(?:\r\n|[\s\S])?)*"?)"""
+_COMMENT = r"""
+    |(?P<comment>\#[^\r\n]*)"""
+_BREAKS = r"""
     |(?P<open>[(\[{])
     |(?P<close>[)\]}])
-    |(?P<sep>[,;])
     |(?P<cont>\\(?:\r\n|\r|\n))
     |(?P<newline>\r\n|\r|\n)
+"""
+#: Python tokens, coarsely: strings (whole, multi-line ones included, an
+#: unterminated one to the end of its line or of the text), comments,
+#: numbers, names, brackets, separators, continuations, line breaks, operators.
+TOKENS = re.compile(
+    r"(?P<string>(?:(?<!\w)[rRbBuUfFtT]{1,2})?" + _QUOTED + ")" + _COMMENT
+    + r"""
+    |(?P<number>\d(?:[\w.]|(?<=[eE])[-+])*)
+    |(?P<name>[^\W\d]\w*)
+    |(?P<sep>[,;])"""
+    + _BREAKS
+    + r"""
     |(?P<op>\*\*=?|//=?|<<=?|>>=?|->|[-+*/%@&|^~<>:=!]=?|\.)
     """,
     re.VERBOSE,
 )
+#: What delimits statements: strings (their prefix is left to the name
+#: before them: a regular expression that starts on a quote, not on any
+#: letter, scans several times faster), comments, brackets, line breaks.
+_STRUCTURE = re.compile("(?P<string>" + _QUOTED + ")" + _COMMENT + _BREAKS, re.VERBOSE)
+_PREFIXES = frozenset(a + b for a in "rRbBuUfFtT" for b in ["", *"rRbBuUfFtT"])
+_NAME = re.compile(r"[^\W\d]\w*")
+#: At bracket depth 0, outside strings: an assignment (``=``, ``+=``...).
+_ASSIGNS = re.compile(r"(?<![=!<>:])=(?!=)")
+_DEFINITION = re.compile(r"(?:async[ \t]+)?(?:def|class)\b|@")
+#: Words that continue the compound statement above them at column 0.
+_CONTINUATION = re.compile(r"(?:else|elif|except|finally)\b")
 
 #: Modules at most this long (in characters) are parsed whole.
 SLICE_ABOVE = 200_000
@@ -69,13 +88,6 @@ _CHECK_BATCH = 256_000
 
 _KEYWORDS = frozenset(keyword.kwlist)
 _BUILTINS = frozenset(dir(builtins))
-#: Words that continue the compound statement above them at column 0.
-_CONTINUATIONS = frozenset({"else", "elif", "except", "finally"})
-_DEFINITIONS = frozenset({"def", "class", "@"})
-_NOT_ASSIGNMENT = frozenset({"==", "!=", "<=", ">=", "->"})
-#: After a builtin's name, what makes the occurrence a (possible) binding.
-_BINDS_AFTER = re.compile(r"[ \t]*(?:=(?!=)|:|,|\))")
-_BINDS_BEFORE = frozenset({"def", "class", "as", "import", "for", "global", "nonlocal"})
 
 
 @dataclass
@@ -88,9 +100,11 @@ class Slice:
     #: Characters of the original module and of the kept statements.
     size: int
     kept: int
-    #: The original module and the (start, end) offsets of the kept parts.
+    #: The original module, where its top-level statements start (the first
+    #: bound ends the header, the last is its end), which of them are kept.
     source: str = field(default="", repr=False)
-    segments: list[tuple[int, int]] = field(default_factory=list, repr=False)
+    bounds: list[int] = field(default_factory=list, repr=False)
+    keep: list[bool] = field(default_factory=list, repr=False)
 
     @property
     def too_large(self) -> bool:
@@ -103,16 +117,18 @@ class Slice:
             return (self.rows[-1] if self.rows else 0) + row - len(self.rows)
         return self.rows[max(row, 1) - 1]
 
-    def blanked(self) -> str:
-        """The original module with the dropped statements' lines left empty:
-        parsed, it reports a syntax error at its original row and column."""
-        pieces: list[str] = []
-        previous = 0
-        for begin, end in self.segments:
-            pieces.extend(LINE_BREAK.findall(self.source, previous, begin))
-            pieces.append(self.source[begin:end])
-            previous = end
-        pieces.extend(LINE_BREAK.findall(self.source, previous))
+    def blanked(self, longer_than: int | None = None) -> str:
+        """The original module with the dropped statements' lines left empty
+        (those over ``longer_than`` characters kept too): parsed or scanned,
+        it reports a position at its original row and column."""
+        source, bounds = self.source, self.bounds
+        pieces = [source[: bounds[0]]]
+        for index, kept in enumerate(self.keep):
+            begin, end = bounds[index], bounds[index + 1]
+            if kept or longer_than is not None and end - begin > longer_than:
+                pieces.append(source[begin:end])
+            else:
+                pieces.extend(LINE_BREAK.findall(source, begin, end))
         return "".join(pieces)
 
 
@@ -176,7 +192,7 @@ def slice_module(text: str) -> Slice:
         _keep_invalid(text, bounds, keep)
     size = _kept_size(bounds, keep)
     if size > MAX_PARSE:
-        return Slice("", [], len(text), size)
+        return Slice("", [], len(text), size, text, bounds, keep)
     # The header (comments and blank lines before the first statement) is kept.
     segments = [(0, bounds[0])] + [(bounds[i], bounds[i + 1]) for i, k in enumerate(keep) if k]
     pieces: list[str] = []
@@ -191,7 +207,7 @@ def slice_module(text: str) -> Slice:
         pieces.append(piece)
         rows.extend(range(row, row + lines))
         row, previous = row + lines, end
-    return Slice("".join(pieces), rows, len(text), size, text, segments)
+    return Slice("".join(pieces), rows, len(text), size, text, bounds, keep)
 
 
 def _kept_size(bounds: list[int], keep: list[bool]) -> int:
@@ -201,71 +217,93 @@ def _kept_size(bounds: list[int], keep: list[bool]) -> int:
 def _scan(text: str, union: _Names) -> list[_Statement]:
     """The top-level statements of ``text``: a line at column 0 outside
     brackets, strings and continuations starts one (``else:`` and the like
-    continue the statement above).  Each is classified as it is scanned and
-    its names are joined in ``union``."""
+    continue the statement above).  Each is classified as it is scanned:
+    names (outside strings and comments) are joined in ``union``; an ``=``
+    or ``;`` at bracket depth 0 marks an assignment or several statements."""
     statements: list[_Statement] = []
-    current: _Statement | None = None
-    names: set[str] = set()
-    used_builtins: set[str] = set()
-    rebound: set[str] = set()
     depth = 0
-    logical_end = True  # a line break at depth 0 came last: a statement may start
-    first = second = previous = ""
-    assignment = False
+    begin = gap = 0  # the statement's start; where names are not yet collected
+    names: set[str] = set()
+    assignment = semicolon = False
+    size = len(text)
+    used: set[str] = set()
 
-    def finish() -> None:
-        if current is None:
-            return
-        current.builtins = frozenset(used_builtins)
-        if not current.seed:
-            # Neither a plain assignment nor a definition: a call, a loop, an import...
-            kind = "def" if first == "async" and second == "def" else first
-            current.seed = kind not in _DEFINITIONS and not assignment
+    def finish(end: int) -> None:
+        names.update(_NAME.findall(text, gap, end))
+        statement = _Statement(begin)
+        definition = _DEFINITION.match(text, begin) is not None
+        # A seed mentions DataLoader, or is neither a plain assignment nor a
+        # definition (a call, a loop, an import, a main guard...).
+        statement.seed = text.find("DataLoader", begin, end) >= 0 or semicolon or not (definition or assignment)
+        names.difference_update(_KEYWORDS)
+        found = names & _BUILTINS
+        if found:
+            statement.builtins = frozenset(found)
+            used.update(found)
+            names.difference_update(found)
         if names:
-            current.name = anchor = names.pop()
+            statement.name = anchor = names.pop()
             for name in names:
                 union.union(anchor, name)
+        statements.append(statement)
 
-    for match in TOKENS.finditer(text):
+    header = not text or text[0] in " \t\f\r\n#\\"
+    for match in _STRUCTURE.finditer(text):
         kind = match.lastgroup
-        if kind == "comment" or kind == "cont":
-            continue
+        start = match.start()
         if kind == "newline":
-            logical_end = logical_end or depth == 0
-            continue
-        start, value = match.start(), match.group()
-        if logical_end and (start == 0 or text[start - 1] in "\r\n") and value not in _CONTINUATIONS or current is None:
-            # (an indented first statement is an error the parser reports)
-            finish()
-            current = _Statement(start)
-            statements.append(current)
-            names, used_builtins = set(), set()
-            first, second, previous, assignment, depth = value, "", "", False, 0
-        elif not second:
-            second = value
-        logical_end = False
-        if kind == "name":
-            if "DataLoader" in value:
-                current.seed = True
-            if value in _BUILTINS:
-                used_builtins.add(value)
-                if previous != "." and (previous in _BINDS_BEFORE or _BINDS_AFTER.match(text, match.end())):
-                    rebound.add(value)
-            elif value not in _KEYWORDS:
-                names.add(value)
+            end = match.end()
+            if depth or end >= size or text[end] in " \t\f\r\n#\\" or _CONTINUATION.match(text, end):
+                continue
+            if depth == 0 and not header:
+                assignment = assignment or _ASSIGNS.search(text, gap, end) is not None
+                semicolon = semicolon or text.find(";", gap, end) >= 0
+            if header:
+                header = False
+            else:
+                finish(end)
+            begin = gap = end
+            names = set()
+            assignment = semicolon = False
         elif kind == "open":
+            if depth == 0:
+                assignment = assignment or _ASSIGNS.search(text, gap, start) is not None
+                semicolon = semicolon or text.find(";", gap, start) >= 0
             depth += 1
         elif kind == "close":
-            depth = max(depth - 1, 0)
-        elif depth == 0 and kind == "op" and value.endswith("=") and value not in _NOT_ASSIGNMENT:
-            assignment = True
-        elif depth == 0 and value == ";":
-            current.seed = True
-        previous = value
-    finish()
+            if depth:
+                depth -= 1
+                if depth == 0:
+                    names.update(_NAME.findall(text, gap, match.end()))
+                    gap = match.end()
+        elif kind != "cont":  # a string or a comment
+            found = _NAME.findall(text, gap, start)
+            if found and found[-1] in _PREFIXES and text.endswith(found[-1], gap, start):
+                found.pop()  # the string's prefix
+            names.update(found)
+            if depth == 0:
+                assignment = assignment or _ASSIGNS.search(text, gap, start) is not None
+                semicolon = semicolon or text.find(";", gap, start) >= 0
+            gap = match.end()
+    if not header:
+        if depth == 0:
+            assignment = assignment or _ASSIGNS.search(text, gap, size) is not None
+            semicolon = semicolon or text.find(";", gap, size) >= 0
+        finish(size)
+    rebound = _rebound(text, used) if used else set()
     for statement in statements:
         statement.builtins &= rebound
     return statements
+
+
+def _rebound(text: str, builtins_used: set[str]) -> set[str]:
+    """The builtins among ``builtins_used`` that ``text`` may bind (an
+    assignment, a parameter, an import, a definition; strings included)."""
+    alternatives = "|".join(sorted(builtins_used))
+    binding = re.compile(
+        rf"(?<![.\w])({alternatives})(?=[ \t]*(?:=(?!=)|:|,|\)))|\b(?:def|class|as|import|for|global|nonlocal)[ \t]+({alternatives})\b"
+    )
+    return {a or b for a, b in binding.findall(text)}
 
 
 def _link(statements: list[_Statement], union: _Names) -> list[bool]:
@@ -312,8 +350,13 @@ def _first_invalid(text: str, bounds: list[int], indices: list[int], keep: list[
 def _parses(source: str) -> bool:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # invalid escapes and the like: not ours to report
-        try:
-            compile(source, "<slice>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
-        except (SyntaxError, ValueError, UnicodeEncodeError, RecursionError, MemoryError):
-            return False
-    return True
+        # Compiling to bytecode is the faster check (no syntax tree objects);
+        # what it rejects beyond syntax (``return`` outside a function...)
+        # is told apart by the parser alone.
+        for flags in (0, ast.PyCF_ONLY_AST):
+            try:
+                compile(source, "<slice>", "exec", flags, dont_inherit=True)
+            except (SyntaxError, ValueError, UnicodeEncodeError, RecursionError, MemoryError):
+                continue
+            return True
+    return False

@@ -140,3 +140,15 @@ def test_a_lone_surrogate_in_a_dropped_statement_is_reported(monkeypatch):
     sliced, full = sliced_and_full(monkeypatch, text)
     assert sliced == full
     assert [f[:3] for f in full] == [(9, 9, "LL901")]
+
+
+def test_deep_nesting_in_a_dropped_statement_is_reported_as_a_full_scan_reports_it(monkeypatch):
+    text = LOADER + "".join(f"value_{i} = {i}\n" for i in range(5)) + "deep = " + "1 + " * 250 + "1\n"
+    sliced, full = sliced_and_full(monkeypatch, text)
+    assert sliced == full
+    assert [f[:3] for f in full] == [(9, 806, "LL900")]
+
+
+def test_a_string_prefix_is_not_a_name():
+    text = "from torch.utils.data import DataLoader\nloader = DataLoader(range(3), prefetch_factor=f'{2}')\nlabel = f'x'\n"
+    assert "label" not in slicing.slice_module(text).text
