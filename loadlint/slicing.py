@@ -248,6 +248,7 @@ def _scan(text: str, union: _Names) -> list[_Statement]:
         statements.append(statement)
 
     header = not text or text[0] in " \t\f\r\n#\\"
+    decorating = text[:1] == "@"
     for match in _STRUCTURE.finditer(text):
         kind = match.lastgroup
         start = match.start()
@@ -255,16 +256,20 @@ def _scan(text: str, union: _Names) -> list[_Statement]:
             end = match.end()
             if depth or end >= size or text[end] in " \t\f\r\n#\\" or _CONTINUATION.match(text, end):
                 continue
-            if depth == 0 and not header:
-                assignment = assignment or _ASSIGNS.search(text, gap, end) is not None
-                semicolon = semicolon or text.find(";", gap, end) >= 0
+            if decorating:
+                # Decorators and what they decorate are one statement.
+                decorating = text[end] == "@"
+                continue
             if header:
                 header = False
             else:
+                assignment = assignment or _ASSIGNS.search(text, gap, end) is not None
+                semicolon = semicolon or text.find(";", gap, end) >= 0
                 finish(end)
             begin = gap = end
             names = set()
             assignment = semicolon = False
+            decorating = text[end] == "@"
         elif kind == "open":
             if depth == 0:
                 assignment = assignment or _ASSIGNS.search(text, gap, start) is not None

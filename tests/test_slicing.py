@@ -152,3 +152,14 @@ def test_deep_nesting_in_a_dropped_statement_is_reported_as_a_full_scan_reports_
 def test_a_string_prefix_is_not_a_name():
     text = "from torch.utils.data import DataLoader\nloader = DataLoader(range(3), prefetch_factor=f'{2}')\nlabel = f'x'\n"
     assert "label" not in slicing.slice_module(text).text
+
+
+def test_a_decorator_stays_with_what_it_decorates():
+    text = (
+        "from dataclasses import dataclass\nfrom torch.utils.data import DataLoader\n"
+        "@dataclass\n@other\nclass Config:\n    size: int = 3\nloader = DataLoader(range(3))\n"
+        "@unrelated\ndef helper():\n    pass\n"
+    )
+    kept = slicing.slice_module(text).text
+    assert "@dataclass\n@other\nclass Config:\n    size: int = 3\n" in kept
+    assert "helper" not in kept and "@unrelated" not in kept
