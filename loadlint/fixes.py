@@ -40,45 +40,9 @@ class Positions:
 
     @cached_property
     def _ranges(self) -> Mapping[cst.CSTNode, CodeRange]:
-        return _resolve_positions(self.module)
+        from libcst.metadata import MetadataWrapper, PositionProvider
 
-    @cached_property
-    def _statements(self) -> list[tuple[int, str]]:
-        """(the row its code starts on, its code) of each top-level statement."""
-        module = self.module
-        row = 1 + len(module.header)
-        statements = []
-        for statement in module.body:
-            code = module.code_for_node(statement)
-            statements.append((row, code))
-            row += code.count("\n") + code.count("\r") - code.count("\r\n")
-        return statements
-
-    @cached_property
-    def _resolved(self) -> dict[int, Mapping[cst.CSTNode, CodeRange]]:
-        return {}
-
-    def _locate(self, node: cst.CSTNode) -> tuple[CodeRange, int]:
-        """``node``'s range and the rows to add to it.
-
-        Whole-module position metadata costs twice the parse; only the
-        top-level statements whose code holds ``node``'s first line are
-        resolved (each as a module of its own, its rows then shifted).
-        """
-        if "_ranges" in self.__dict__:
-            return self._ranges[node], 0
-        key = LINE_BREAK.split(self.module.code_for_node(node), 1)[0]
-        for index, (row, code) in enumerate(self._statements):
-            if key not in code:
-                continue
-            ranges = self._resolved.get(index)
-            if ranges is None:
-                module = self.module
-                alone = module.with_changes(body=[module.body[index]], header=[], footer=[])
-                ranges = self._resolved[index] = _resolve_positions(alone)
-            if node in ranges:
-                return ranges[node], row - 1
-        return self._ranges[node], 0
+        return MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
 
     @cached_property
     def _starts(self) -> list[int]:
@@ -86,12 +50,9 @@ class Positions:
 
     def range(self, node: cst.CSTNode) -> tuple[Location, Location]:
         """1-based rows and 1-based columns, end exclusive."""
-        code_range, shift = self._locate(node)
+        code_range = self._ranges[node]
         start, end = code_range.start, code_range.end
-        return (
-            Location(self._row(start.line + shift), start.column + 1),
-            Location(self._row(end.line + shift), end.column + 1),
-        )
+        return Location(self._row(start.line), start.column + 1), Location(self._row(end.line), end.column + 1)
 
     def _row(self, line: int) -> int:
         rows = self.rows
@@ -123,12 +84,6 @@ class Positions:
         """The 1-based location of a character offset."""
         row = bisect.bisect_right(self._starts, offset)
         return Location(row, offset - self._starts[row - 1] + 1)
-
-
-def _resolve_positions(module: cst.Module) -> Mapping[cst.CSTNode, CodeRange]:
-    from libcst.metadata import MetadataWrapper, PositionProvider
-
-    return MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
 
 
 # -- rendering nodes in context ---------------------------------------------
