@@ -215,7 +215,7 @@ def analyse(text: str, path: str, options: Options, *, notebook: bool = False) -
     from loadlint.rules.base import Context, Settings
 
     try:
-        module, rows = slicing.parse(text, piece)
+        module, piece = slicing.parse(text, piece)
     except cst.ParserSyntaxError as exc:
         if "LL900" not in options.select:
             return [], None
@@ -249,7 +249,7 @@ def analyse(text: str, path: str, options: Options, *, notebook: bool = False) -
     if not info.calls and not info.distributed.samplers:
         return [], None
 
-    positions = Positions(module, text, rows)
+    positions = Positions(module, text, piece)
     analysis = Analysis(text, module, positions, info)
     settings = Settings(options.profile)
     # A rule reads the profile only if it declares so (detection is lazy).

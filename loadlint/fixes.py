@@ -9,81 +9,21 @@ everything outside the edited calls and added imports stays byte-identical.
 
 from __future__ import annotations
 
-import bisect
 import re
 from dataclasses import dataclass
-from functools import cached_property
-from typing import Mapping, Sequence, TypeVar, cast
+from typing import TypeVar, cast
 
 import libcst as cst
-from libcst.metadata import CodeRange
 
 from loadlint.rules.base import CallChange, FixSpec
 from loadlint.signature import DEFAULTS, POSITIONAL
 from loadlint.source import LINE_BREAK, line_starts
+from loadlint.positions import Positions as Positions  # re-exported: fixes are built on it
 from loadlint.types import Edit, Fix, Location
 
 
 class FixError(Exception):
     """A fix that cannot be rendered safely; the finding stays unfixed."""
-
-
-@dataclass
-class Positions:
-    """Maps nodes to source offsets (positions are computed only when needed)."""
-
-    module: cst.Module
-    text: str
-    #: When ``module`` holds some statements of ``text`` only (a large
-    #: module, see ``loadlint.slicing``): the original row of each of its lines.
-    rows: Sequence[int] | None = None
-
-    @cached_property
-    def _ranges(self) -> Mapping[cst.CSTNode, CodeRange]:
-        from libcst.metadata import MetadataWrapper, PositionProvider
-
-        return MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
-
-    @cached_property
-    def _starts(self) -> list[int]:
-        return line_starts(self.text)
-
-    def range(self, node: cst.CSTNode) -> tuple[Location, Location]:
-        """1-based rows and 1-based columns, end exclusive."""
-        code_range = self._ranges[node]
-        start, end = code_range.start, code_range.end
-        return Location(self._row(start.line), start.column + 1), Location(self._row(end.line), end.column + 1)
-
-    def _row(self, line: int) -> int:
-        rows = self.rows
-        if rows is None:
-            return line
-        return rows[line - 1] if line <= len(rows) else rows[-1] + line - len(rows)
-
-    def offset(self, location: Location) -> int:
-        """The character offset of ``location`` in the text."""
-        return self._starts[location.row - 1] + location.column - 1
-
-    def span(self, node: cst.CSTNode) -> tuple[int, int, Location, Location]:
-        """(start offset, end offset, start, end) of ``node``."""
-        start, end = self.range(node)
-        return self.offset(start), self.offset(end), start, end
-
-    def line_text(self, row: int) -> str:
-        """Line ``row`` without its line break."""
-        starts = self._starts
-        begin = starts[row - 1]
-        stop = starts[row] if row < len(starts) else len(self.text)
-        return LINE_BREAK.sub("", self.text[begin:stop])
-
-    def starting_at(self, row: int) -> list[cst.CSTNode]:
-        """The nodes whose code starts on line ``row``."""
-        return [node for node, code_range in self._ranges.items() if self._row(code_range.start.line) == row]
-
-    def location_of_offset(self, offset: int) -> Location:
-        """The 1-based location of a character offset."""
-        row = bisect.bisect_right(self._starts, offset)
-        return Location(row, offset - self._starts[row - 1] + 1)
 
 
 # -- rendering nodes in context ---------------------------------------------

@@ -132,8 +132,8 @@ class Slice:
         return "".join(pieces)
 
 
-def parse(text: str, piece: Slice | None) -> tuple[libcst.Module, list[int] | None]:
-    """The module to analyse and the original rows of its lines (None: its own).
+def parse(text: str, piece: Slice | None) -> tuple[libcst.Module, Slice | None]:
+    """The module to analyse and the slice it holds (None: all of ``text``).
 
     A syntax error in the kept statements is raised as a parse of the whole
     module (dropped lines left empty) raises it, at its original position.
@@ -143,7 +143,7 @@ def parse(text: str, piece: Slice | None) -> tuple[libcst.Module, list[int] | No
     if piece is None:
         return cst.parse_module(text), None
     try:
-        return cst.parse_module(piece.text), piece.rows
+        return cst.parse_module(piece.text), piece
     except cst.ParserSyntaxError:
         return cst.parse_module(piece.blanked()), None
 

@@ -37,7 +37,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("runner", "report", "formats"),
     # One file, path or bytes or stdin, to one file result.
     ("pipeline",),
-    ("engine", "fixes", "notebook", "measured"),
+    ("engine", "fixes", "notebook", "measured", "positions"),
     # Settings, file discovery, the cache and rule documentation: read by the
     # layers above, built on the rule registry.
     ("config", "discover", "cache", "docs"),
