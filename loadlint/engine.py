@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
 from loadlint.rules import CODES, ENGINE_CODES, name_of, rule_class
+from loadlint import slicing
+from loadlint.slicing import TOKENS, Slice
 from loadlint.source import DecodeError, decode, position_of_offset
 from loadlint.types import FileResult as FileResult  # re-exported: callers of lint_bytes name it
 from loadlint.types import Finding, Fix, Location
@@ -88,25 +90,6 @@ def _is_suppressed(finding: Finding, line: str, file_level: set[str]) -> bool:
     return codes is not None and ("*" in codes or finding.code in codes)
 
 
-_SCAN = re.compile(
-    r"""
-    (?P<string>(?:(?<!\w)[rRbBuUfFtT]{1,2})?
-        (?:'''(?:[^'\\]|\\[\s\S]?|'(?!''))*(?:'''|\Z)
-          |\"\"\"(?:[^"\\]|\\[\s\S]?|"(?!""))*(?:\"\"\"|\Z)
-          |'(?:[^'\\\r\n]|\\(?:\r\n|[\s\S])?)*'?
-          |"(?:[^"\\\r\n]|\\(?:\r\n|[\s\S])?)*"?))
-    |(?P<comment>\#[^\r\n]*)
-    |(?P<number>\d(?:[\w.]|(?<=[eE])[-+])*)
-    |(?P<name>[^\W\d]\w*)
-    |(?P<open>[(\[{])
-    |(?P<close>[)\]}])
-    |(?P<sep>[,;])
-    |(?P<cont>\\(?:\r\n|\r|\n))
-    |(?P<newline>\r\n|\r|\n)
-    |(?P<op>\*\*=?|//=?|<<=?|>>=?|->|[-+*/%@&|^~<>:=!]=?|\.)
-    """,
-    re.VERBOSE,
-)
 _STATEMENT = re.compile(r"[ \t]*(?:def|class|import|return|pass|raise|with|while|try|except|finally|global|nonlocal|del|assert|break|continue|elif)\b")
 #: Keywords that nest what follows them (or chain with what precedes them).
 _NESTING_KEYWORDS = frozenset({"not", "lambda", "await", "if", "else", "and", "or", "in", "is", "yield", "for"})
@@ -131,7 +114,7 @@ def _nesting(text: str, limit: int = MAX_NESTING) -> tuple[int, int]:
     levels = [0]  # open chain length per bracket level, outermost first
     total = deepest = where = 0
     operand = False  # the previous token ends an operand: a bracket is a call or subscript
-    for match in _SCAN.finditer(text):
+    for match in TOKENS.finditer(text):
         kind = match.lastgroup
         if kind == "comment" or kind == "cont":
             continue
@@ -213,13 +196,18 @@ def analyse(text: str, path: str, options: Options, *, notebook: bool = False) -
     """Lint one module's text.  Returns findings and, when parsed, the analysis."""
     if not may_construct_loader(text):
         return [], None
-    at = too_deep_at(text)
+    piece = sliced(text)
+    # A statement can nest no deeper than it is long: dropped short ones need no scan.
+    at = too_deep_at(text if piece is None else piece.blanked(longer_than=MAX_NESTING // 2))
     if at is not None:
         if "LL900" in options.select:
             row, column = at
             message = f"file too complex to analyse: expressions nested more than {MAX_NESTING} deep"
             return [_engine_finding("LL900", message, path, row, column)], None
         return [], None
+
+    if piece is not None and piece.too_large:
+        return _too_large(piece, path, options), None
 
     import libcst as cst
 
@@ -228,7 +216,7 @@ def analyse(text: str, path: str, options: Options, *, notebook: bool = False) -
     from loadlint.rules.base import Context, Settings
 
     try:
-        module = cst.parse_module(text)
+        module, piece = slicing.parse(text, piece)
     except cst.ParserSyntaxError as exc:
         if "LL900" not in options.select:
             return [], None
@@ -250,8 +238,10 @@ def analyse(text: str, path: str, options: Options, *, notebook: bool = False) -
         # escapes, an editor's buffer) can hold a lone surrogate.
         if "LL901" not in options.select:
             return [], None
-        row, column = position_of_offset(text, exc.start)
-        message = f"cannot read source: U+{ord(text[exc.start]):04X} (a lone surrogate) is not valid Unicode"
+        parsed = text if piece is None else piece.text
+        row, column = position_of_offset(parsed, exc.start)
+        row = row if piece is None else piece.row(row)
+        message = f"cannot read source: U+{ord(parsed[exc.start]):04X} (a lone surrogate) is not valid Unicode"
         return [_engine_finding("LL901", message, path, row, column)], None
     try:
         info = collect(module)
@@ -260,7 +250,7 @@ def analyse(text: str, path: str, options: Options, *, notebook: bool = False) -
     if not info.calls and not info.distributed.samplers:
         return [], None
 
-    positions = Positions(module, text)
+    positions = Positions(module, text, piece)
     analysis = Analysis(text, module, positions, info)
     settings = Settings(options.profile)
     # A rule reads the profile only if it declares so (detection is lazy).
@@ -294,6 +284,22 @@ def analyse(text: str, path: str, options: Options, *, notebook: bool = False) -
     analysis.findings = [f for f, _ in pairs]
     analysis.reports = [r for _, r in pairs]
     return analysis.findings, analysis
+
+
+def sliced(text: str) -> Slice | None:
+    """The statements of ``text`` to parse when it is too long to parse
+    whole (see ``loadlint.slicing``); None to parse all of it."""
+    return slicing.slice_module(text) if len(text) > slicing.SLICE_ABOVE else None
+
+
+def _too_large(piece: Slice, path: str, options: Options) -> list[Finding]:
+    if "LL900" not in options.select:
+        return []
+    message = (
+        f"file too large to analyse: {piece.size:,} characters, {piece.kept:,} of them in statements that can "
+        f"reach a DataLoader (at most {slicing.MAX_PARSE:,} are parsed); split the module or exclude it"
+    )
+    return [_engine_finding("LL900", message, path)]
 
 
 def _unrepr(text: str) -> str:
@@ -532,10 +538,12 @@ def _compiles(text: str, path: str) -> bool:
 
 
 def _check_parses(text: str, path: str, original_compiles: bool) -> None:
-    import libcst as cst
-
     try:
-        cst.parse_module(text)
+        # A large module as ``analyse`` parses it: its other statements are
+        # checked by Python's parser (a fix on a megabyte must not take minutes).
+        piece = sliced(text)
+        if piece is None or not piece.too_large:
+            slicing.parse(text, piece)
     except Exception as exc:
         raise FixFailed(f"fixed code does not parse ({type(exc).__name__}); file left unchanged") from None
     # libcst accepts some code Python rejects; hold the result to Python's
