@@ -183,10 +183,11 @@ def _builtin(func: cst.BaseExpression, scope: Scope) -> str | None:
     return None
 
 
-def _pure_call(qualified: str | None, node: cst.Call, scope: Scope) -> bool:
+def _pure_call(qualified: str | None, node: cst.Call, scope: Scope, factories: bool = True) -> bool:
     """A call that reads nothing from outside the process: a pure builtin, a
-    sequence builtin, a tensor factory or ``super().__init__(...)``."""
-    if canonical(qualified) in TENSOR_FACTORIES:
+    sequence builtin, ``super().__init__(...)`` or (with ``factories``) a
+    tensor factory."""
+    if factories and canonical(qualified) in TENSOR_FACTORIES:
         return True
     name = _builtin(node.func, scope)
     if name in _PURE_BUILTINS or name in _SEQUENCE_BUILTINS or name == "super":
@@ -261,8 +262,9 @@ def _in_memory_call(call: cst.Call, scope: Scope, names: NameFacts, depth: int) 
     return False
 
 
-def _calls_only_pure(fn: FunctionFacts, facts: DatasetFacts) -> bool:
-    return all(_pure_call(qualified, node, fn.scope) for qualified, node in facts.method_calls.get(fn, ()))
+def _calls_only_pure(fn: FunctionFacts, facts: DatasetFacts, factories: bool) -> bool:
+    calls = facts.method_calls.get(fn, ())
+    return all(_pure_call(qualified, node, fn.scope, factories) for qualified, node in calls)
 
 
 def _reads_module_data(fn: FunctionFacts, names: NameFacts) -> bool:
@@ -290,8 +292,9 @@ def _attribute_in_memory(attr: str, hierarchy: list[ClassFacts], facts: DatasetF
 
 def in_memory_class(names: NameFacts, facts: DatasetFacts, cls: ClassFacts) -> bool:
     """A local map-style Dataset whose ``__getitem__`` only indexes containers
-    that ``__init__`` builds from in-memory values: no file, network, decode
-    or other call (``len``, ``int``, slicing and arithmetic are fine)."""
+    that ``__init__`` builds from in-memory values: no file, network, decode,
+    tensor factory or other call (``len``, ``int``, slicing and arithmetic
+    are fine)."""
     hierarchy = names.class_hierarchy(cls)
     local = {klass.name for klass in hierarchy}
     if any(base not in local and base not in ("torch.utils.data.Dataset", "object") for k in hierarchy for base in k.bases):
@@ -300,10 +303,12 @@ def in_memory_class(names: NameFacts, facts: DatasetFacts, cls: ClassFacts) -> b
         return False
     getters = [m for m in (names.method_of(cls, n) for n in ("__getitem__", "__getitems__")) if m is not None]
     inits = [k.methods["__init__"] for k in hierarchy if "__init__" in k.methods]
-    if not getters or not all(_calls_only_pure(fn, facts) for fn in inits):
+    if not getters or not all(_calls_only_pure(fn, facts, factories=True) for fn in inits):
         return False
+    # A tensor built per item stands for real work (decoding, augmenting):
+    # only ``__init__`` may build them.
     return all(
-        _calls_only_pure(fn, facts)
+        _calls_only_pure(fn, facts, factories=False)
         and not _reads_module_data(fn, names)
         and all(_attribute_in_memory(attr, hierarchy, facts, names) for attr in facts.self_attrs.get(fn, ()))
         for fn in getters
