@@ -51,6 +51,12 @@ class DatasetFacts:
     #: The calls of each ``__init__``/``__getitem__``/``__getitems__``, with
     #: their qualified callee (None when not an import).
     method_calls: dict[FunctionFacts, list[tuple[str | None, cst.Call]]] = field(default_factory=dict)
+    #: What each function returns (None for a bare ``return``): a dataset or
+    #: a worker function that a helper builds.
+    returns: dict[FunctionFacts, list[cst.BaseExpression | None]] = field(default_factory=dict)
+    #: Calls of plain names that are not imports, by name, with their scope:
+    #: the call sites of this module's helpers.
+    name_calls: dict[str, list[tuple[cst.Call, Scope]]] = field(default_factory=dict)
     #: ``self.<attr> = value`` in methods, by (class name, attribute); the
     #: value is None when the assignment is not a plain one.
     attr_values: dict[tuple[str, str], list[tuple[FunctionFacts, cst.BaseExpression | None]]] = field(
@@ -104,18 +110,71 @@ class DatasetProvider(Provider[DatasetFacts]):
         if fn is not None and fn.class_name is not None and isinstance(node.value, cst.Name) and node.value.value == "self":
             self.facts.self_attrs.setdefault(fn, set()).add(node.attr.value)
 
-    def visit_Call(self, node: cst.Call) -> None:
+    def visit_Return(self, node: cst.Return) -> None:
         fn = self.cursor.function
+        if fn is not None:
+            self.facts.returns.setdefault(fn, []).append(node.value)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        cursor = self.cursor
+        func = node.func
+        qualified = cursor.qualified
+        if isinstance(func, cst.Name) and qualified is None:
+            self.facts.name_calls.setdefault(func.value, []).append((node, cursor.scope))
+        fn = cursor.function
         if fn is None:
             return
-        qualified = self.cursor.qualified
-        func = node.func
         if fn.class_name is not None and fn.name in _MEMORY_METHODS:
             self.facts.method_calls.setdefault(fn, []).append((qualified, node))
         if (qualified is not None and qualified.endswith("get_worker_info")) or (
             isinstance(func, cst.Name) and func.value in ("get_worker_info", "split_dataset_by_node")
         ):
             self.facts.worker_info_callers.add(fn)
+
+
+def helper(names: NameFacts, call: cst.BaseExpression, scope: Scope | None) -> FunctionFacts | None:
+    """The plain function of this module (not a method) that a call calls."""
+    if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Name) or scope is None:
+        return None
+    definition = names.definition(call.func.value, scope)
+    if isinstance(definition, FunctionFacts) and definition.class_name is None:
+        return definition
+    return None
+
+
+def passed_for(
+    names: NameFacts, facts: DatasetFacts, name: str, scope: Scope
+) -> list[tuple[cst.BaseExpression, Scope]]:
+    """What the calls of this module pass for ``name`` when it is a parameter
+    of the plain function whose scope ``scope`` is (by position or keyword;
+    a call that hides it behind ``*args``/``**kwargs`` passes nothing known)."""
+    found = scope.lookup(name)
+    if found is None or found[0].kind != "function":
+        return []
+    fn = next((f for f in names.functions if f.scope is found[0] and f.class_name is None), None)
+    if fn is None or len(found[1]) != 1:  # a parameter the function rebinds is not what was passed
+        return []
+    params = fn.node.params
+    positional = [p.name.value for p in (*params.posonly_params, *params.params)]
+    if name not in positional and name not in (p.name.value for p in params.kwonly_params):
+        return []
+    keyword_ok = name not in (p.name.value for p in params.posonly_params)
+    out = []
+    for call, call_scope in facts.name_calls.get(fn.name, ()):
+        if names.definition(fn.name, call_scope) is not fn:
+            continue
+        position = 0
+        for arg in call.args:
+            if arg.star:
+                break
+            if arg.keyword is not None:
+                if keyword_ok and arg.keyword.value == name:
+                    out.append((arg.value, call_scope))
+                continue
+            if position < len(positional) and positional[position] == name:
+                out.append((arg.value, call_scope))
+            position += 1
+    return out
 
 
 def dataset_class(names: NameFacts, call: LoaderCall) -> tuple[str | None, ClassFacts | None]:
