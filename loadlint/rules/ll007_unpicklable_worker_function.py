@@ -216,10 +216,13 @@ class UnpicklableWorkerFunction(Rule):
     ```
     _pickle.PicklingError: Can't pickle <function <lambda> at 0x7f...>: attribute lookup <lambda> on __main__ failed
     AttributeError: Can't pickle local object 'main.<locals>.collate'
+    AttributeError: Can't pickle local object 'make_collate.<locals>.collate'
     ```
 
-    The code works on Linux with fork, so the crash shows up on a
-    colleague's Mac, on Windows, or after moving to Python 3.14.
+    (the last one for a function that a factory, `make_collate(pad)`,
+    defines and returns).  The code works on Linux with fork, so the crash
+    shows up on a colleague's Mac, on Windows, or after moving to Python
+    3.14.
 
     ## Example
     ```python
