@@ -82,7 +82,7 @@ def test_fixes_are_the_same_when_sliced(path: Path, always_slice: None) -> None:
     assert [line for line in fixed.splitlines() if not line.startswith("padding_")] == expected.splitlines()
 
 
-LOADER = "from torch.utils.data import DataLoader\n\nloader = DataLoader(range(10))\n"
+LOADER = "from torch.utils.data import DataLoader\n\nloader = DataLoader(images_ds)\n"
 
 
 def test_a_syntax_error_in_a_dropped_statement_is_reported_where_a_full_parse_reports_it(monkeypatch):
