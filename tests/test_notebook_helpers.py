@@ -30,14 +30,14 @@ def test_the_message_names_the_notebook_class():
         assert "`AttributeError: Can't get attribute 'FaceDataset' on <module '__main__'>`" in finding.message
 
 
-def test_adding_workers_over_a_helper_built_dataset_is_unsafe():
-    # LL201's fix would start workers over the notebook's class.
+def test_adding_workers_over_a_helper_built_dataset_is_withheld():
+    # LL201's fix would start workers over the notebook's class: withheld.
     text = FIXTURE.read_text(encoding="utf-8").replace("num_workers=2, ", "")
     path = FIXTURE.with_name("helpers_no_workers.ipynb")
     options = Options(select=frozenset({"LL201"}), profile_factory=lambda: PROFILE)
     result = check(path, text.encode("utf-8"), options)
     by_cell = {(f.cell, f.location.row): f for f in result.findings}
     for key in ((4, 6), (5, 2)):
-        fix = by_cell[key].fix
-        assert fix is not None and fix.applicability == "unsafe"
-        assert "`FaceDataset` defined in the notebook cannot be imported by spawned workers" in fix.message
+        finding = by_cell[key]
+        assert finding.fix is None and finding.fix_withheld is not None
+        assert "would introduce LL012 (notebook-worker-code): `FaceDataset`" in finding.fix_withheld
