@@ -13,7 +13,7 @@ import codecs
 import ast
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from loadlint.rules import CODES, ENGINE_CODES, name_of, rule_class
 from loadlint.source import DecodeError, decode, position_of_offset
@@ -208,8 +208,21 @@ class Analysis:
     findings: list[Finding] = field(default_factory=list)
 
 
-def analyse(text: str, path: str, options: Options, *, notebook: bool = False) -> tuple[list[Finding], Analysis | None]:
-    """Lint one module's text.  Returns findings and, when parsed, the analysis."""
+#: Values a project's callers give a module's function parameters:
+#: function (``name`` or ``Class.method``) -> parameter -> value descriptor
+#: (``loadlint.facts.summary``; ``{"default": true}`` for the parameter's default).
+Bindings = dict[str, dict[str, dict[str, Any]]]
+
+
+def analyse(
+    text: str, path: str, options: Options, *, notebook: bool = False, bindings: Bindings | None = None,
+    summaries: list[dict[str, Any]] | None = None,
+) -> tuple[list[Finding], Analysis | None]:
+    """Lint one module's text.  Returns findings and, when parsed, the analysis.
+
+    ``bindings`` gives parameters the values a caller passes (the rules then
+    see them as if assigned in the function); ``summaries``, when given,
+    receives the module's project summary."""
     if not may_construct_loader(text):
         return [], None
     at = too_deep_at(text)
@@ -254,8 +267,16 @@ def analyse(text: str, path: str, options: Options, *, notebook: bool = False) -
         return [_engine_finding("LL901", message, path, row, column)], None
     try:
         info = collect(module)
+        if summaries is not None:
+            from loadlint.facts.summary import summarise
+
+            summaries.append(summarise(info, _Numbering()))
     except RecursionError:
         return _too_deep(path, options), None
+    if bindings:
+        from loadlint.facts.summary import inject
+
+        inject(info, bindings)
     if not info.calls and not info.distributed.samplers:
         return [], None
 
@@ -293,6 +314,64 @@ def analyse(text: str, path: str, options: Options, *, notebook: bool = False) -
     analysis.findings = [f for f, _ in pairs]
     analysis.reports = [r for _, r in pairs]
     return analysis.findings, analysis
+
+
+class _Numbering:
+    """Numbers nodes in the order a summary names them."""
+
+    def __init__(self) -> None:
+        self.nodes: list[libcst.CSTNode] = []
+
+    def __call__(self, node: libcst.CSTNode) -> int:
+        self.nodes.append(node)
+        return len(self.nodes) - 1
+
+
+def summarise_text(text: str) -> dict[str, Any] | None:
+    """The project summary of a module's text, whether or not it builds a
+    loader; None when it does not parse."""
+    from loadlint.facts.collect import collect
+    from loadlint.facts.summary import summarise
+
+    module = _parse_quietly(text)
+    if module is None:
+        return None
+    try:
+        return summarise(collect(module), _Numbering())
+    except RecursionError:
+        return None
+
+
+def locate(text: str, refs: list[int]) -> dict[int, tuple[Location, Location]]:
+    """Where the nodes a summary numbered ``refs`` are in ``text``."""
+    import libcst as cst
+
+    from loadlint.facts.collect import collect
+    from loadlint.facts.summary import summarise
+    from loadlint.fixes import Positions
+
+    module = _parse_quietly(text)
+    if module is None:
+        return {}
+    numbering = _Numbering()
+    try:
+        summarise(collect(module), numbering)
+        positions = Positions(module, text)
+        wanted = [r for r in refs if 0 <= r < len(numbering.nodes)]
+        return {r: positions.range(numbering.nodes[r]) for r in wanted}
+    except (RecursionError, KeyError, cst.CSTValidationError):
+        return {}
+
+
+def _parse_quietly(text: str) -> libcst.Module | None:
+    import libcst as cst
+
+    if too_deep_at(text) is not None:
+        return None
+    try:
+        return cst.parse_module(text)
+    except Exception:  # a dependency that does not parse has no facts
+        return None
 
 
 def _unrepr(text: str) -> str:
@@ -337,7 +416,9 @@ def lint_bytes(data: bytes, path: str, options: Options) -> FileResult:
         return result
     result.source = source
     try:
-        result.findings, _ = analyse(source.text, path, options)
+        summaries: list[dict[str, Any]] = []
+        result.findings, _ = analyse(source.text, path, options, summaries=summaries)
+        result.summary = summaries[0] if summaries else None
     except Exception as exc:  # the engine never crashes on one file
         result.error = f"internal error while checking: {type(exc).__name__}: {exc}"
     return result

@@ -150,6 +150,8 @@ class FileResult:
     cell_sources: dict[int, str] = field(default_factory=dict)
     #: (cell, before, after) for each notebook cell a fix changed.
     cell_changes: list[tuple[int, str, str]] = field(default_factory=list)
+    #: The module's project summary (``loadlint.facts.summary``), when parsed.
+    summary: dict[str, Any] | None = None
 
     @property
     def worth_reporting(self) -> bool:
