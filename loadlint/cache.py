@@ -123,7 +123,8 @@ class Cache:
     # -- writing ---------------------------------------------------------
 
     def store(
-        self, path: str, fingerprint: str, digest: str, profile: str | None, findings: list[Finding]
+        self, path: str, fingerprint: str, digest: str, profile: str | None, findings: list[Finding],
+        summary: dict[str, Any] | None = None,
     ) -> None:
         if not self.writable:
             return
@@ -136,6 +137,7 @@ class Cache:
             "digest": digest,
             "profile": profile,
             "findings": [_finding_to_json(f) for f in findings],
+            "summary": summary,
         }
         data = json.dumps(payload, separators=(",", ":")).encode()
         target = self.folder / self.entry_name(path, fingerprint)
@@ -168,12 +170,14 @@ class Cache:
 
 
 class Entry:
-    __slots__ = ("profile", "findings")
+    __slots__ = ("profile", "findings", "summary")
 
-    def __init__(self, profile: str | None, findings: list[Finding]) -> None:
+    def __init__(self, profile: str | None, findings: list[Finding], summary: dict[str, Any] | None = None) -> None:
         #: profile_key() of the profile the rules consulted; None when none did.
         self.profile = profile
         self.findings = findings
+        #: The module's project summary (``loadlint.facts.summary``), when it was parsed.
+        self.summary = summary
 
 
 def is_cache_dir(folder: Path) -> bool:
@@ -295,6 +299,9 @@ def _parse_entry(raw: bytes, path: str, fingerprint: str, digest: str, stamp: st
         if profile is not None:
             _expect(profile, str)
         findings = [_read_finding(f, path) for f in _expect(data.get("findings"), list)]
+        summary = data.get("summary")
+        if summary is not None:
+            _expect(summary, dict)
     except (ValueError, _Invalid, TypeError, RecursionError):
         return None
-    return Entry(profile, findings)
+    return Entry(profile, findings, summary)

@@ -342,8 +342,8 @@ def summarise_text(text: str) -> dict[str, Any] | None:
         return None
 
 
-def locate(text: str, refs: list[int]) -> dict[int, tuple[Location, Location]]:
-    """Where the nodes a summary numbered ``refs`` are in ``text``."""
+def locate(text: str, refs: list[int] | None = None) -> dict[int, tuple[Location, Location]]:
+    """Where the nodes a summary numbered ``refs`` (all when None) are in ``text``."""
     import libcst as cst
 
     from loadlint.facts.collect import collect
@@ -357,7 +357,8 @@ def locate(text: str, refs: list[int]) -> dict[int, tuple[Location, Location]]:
     try:
         summarise(collect(module), numbering)
         positions = Positions(module, text)
-        wanted = [r for r in refs if 0 <= r < len(numbering.nodes)]
+        count = len(numbering.nodes)
+        wanted = range(count) if refs is None else [r for r in refs if 0 <= r < count]
         return {r: positions.range(numbering.nodes[r]) for r in wanted}
     except (RecursionError, KeyError, cst.CSTValidationError):
         return {}

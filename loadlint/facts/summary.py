@@ -24,7 +24,7 @@ import libcst as cst
 from loadlint.facts.calls import CallSite
 from loadlint.facts.collect import ModuleFacts
 from loadlint.facts.names import FunctionFacts
-from loadlint.resolve import UNKNOWN, Binding, Scope, evaluate, follow_name
+from loadlint.resolve import MISSING, UNKNOWN, Binding, Scope, evaluate, follow_name
 
 #: Names a node by a number: ``summarise`` keeps no positions (they cost a
 #: metadata pass); the numbers are turned into positions, for the few nodes
@@ -32,6 +32,8 @@ from loadlint.resolve import UNKNOWN, Binding, Scope, evaluate, follow_name
 RefOf = Callable[[cst.CSTNode], int]
 Summary = dict[str, Any]
 MODULE = "<module>"
+#: The loader arguments project analysis reasons about (absent: torch's default).
+_LOADER_SETTINGS = ("num_workers", "persistent_workers", "pin_memory", "multiprocessing_context")
 #: Bumped when the shape changes, so cached summaries are not misread.
 VERSION = 1
 
@@ -153,7 +155,14 @@ class _Function:
             for name, arg in call.args.items()
             if isinstance(arg.value, cst.Name) and self.is_param(arg.value.value)
         }
-        return {"at": self.ref_of(call.node), "kw": kw, "var": call.key[1] if call.key else None}
+        values = {}
+        for name in _LOADER_SETTINGS:
+            value = call.value(name)
+            if value is MISSING:
+                continue
+            expr = call.expr(name)
+            values[name] = self.describe(expr, call.scope) if expr is not None else {}
+        return {"at": self.ref_of(call.node), "kw": kw, "values": values, "var": call.key[1] if call.key else None}
 
     def _calls(self, imports: dict[str, str], module_defs: set[str]) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []

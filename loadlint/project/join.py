@@ -1,0 +1,137 @@
+"""The runner's side of project analysis: group a run's files by project,
+give phase 2 their summaries (phase 1's, or the cache's, or made on demand
+for files the run did not parse), and add its findings to the results.
+
+The project root of a file is the nearest folder above it with a config
+file or a version-control folder (``modules.ROOT_MARKERS``); the file's
+folder when there is none.  Every Python file under the root may be read for
+facts (a bounded walk that does not follow links); findings are reported
+only in the run's own files, so a pre-commit run given one staged file
+still sees how the rest of the project calls it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+from loadlint.discover import Candidate
+from loadlint.engine import summarise_text
+from loadlint.files import read_source
+from loadlint.pipeline import ProfileCache, options_for
+from loadlint.project import MAX_FILES, Project
+from loadlint.project.modules import project_root
+from loadlint.source import DecodeError, decode
+from loadlint.types import FileResult, Options
+
+if TYPE_CHECKING:
+    from loadlint.cache import Cache
+
+#: Folders never read for facts: caches, environments, build output.
+SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", "venv", "env", "build", "dist"})
+#: The cache's configuration fingerprint for a summary made on demand.
+SUMMARY_ONLY = "project-summary"
+
+
+def python_files(root: Path, limit: int = MAX_FILES) -> Iterator[str]:
+    """Python files under ``root``, sorted, at most ``limit``; hidden and
+    environment folders skipped, links to folders not followed."""
+    count = 0
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIP_DIRS)
+        for name in sorted(files):
+            if name.endswith(".py"):
+                yield os.path.join(folder, name)
+                count += 1
+                if count >= limit:
+                    return
+
+
+def join_project(
+    candidates: list[Candidate],
+    results: list[FileResult | None],
+    profiles: ProfileCache,
+    cache: Callable[[], Cache] | None,
+) -> None:
+    """Add project findings to ``results`` (parallel to ``candidates``)."""
+    groups: dict[Path, list[int]] = {}
+    roots: dict[Path, Path] = {}
+    for index, candidate in enumerate(candidates):
+        folder = Path(os.path.abspath(candidate.path)).parent
+        if folder not in roots:
+            roots[folder] = project_root(folder)
+        groups.setdefault(roots[folder], []).append(index)
+    for root, indexes in groups.items():
+        _join_one(root, indexes, candidates, results, profiles, cache)
+
+
+def _join_one(
+    root: Path,
+    indexes: list[int],
+    candidates: list[Candidate],
+    results: list[FileResult | None],
+    profiles: ProfileCache,
+    cache: Callable[[], Cache] | None,
+) -> None:
+    original: dict[str, int] = {os.path.abspath(candidates[i].path): i for i in indexes}
+    summaries: dict[str, dict[str, Any]] = {}
+    for path, i in original.items():
+        result = results[i]
+        if result is not None and result.summary is not None:
+            summaries[path] = result.summary
+    if not summaries:
+        return  # nothing here builds a loader: nothing to follow
+    texts: dict[str, str | None] = {}
+
+    def read_text(path: str) -> str | None:
+        if path not in texts:
+            try:
+                texts[path] = decode(read_source(Path(path))).text
+            except (OSError, DecodeError):
+                texts[path] = None
+        return texts[path]
+
+    def summary_of(path: str) -> dict[str, Any] | None:
+        if path.endswith(".ipynb"):
+            return None
+        try:
+            data = read_source(Path(path))
+        except OSError:
+            return None
+        opened = cache() if cache is not None else None
+        digest = ""
+        if opened is not None:
+            from loadlint.cache import content_hash
+
+            digest = content_hash(data)
+            entry = opened.load(path, SUMMARY_ONLY, digest)
+            if entry is not None:
+                return entry.summary
+        try:
+            summary = summarise_text(decode(data).text)
+        except DecodeError:
+            summary = None
+        if opened is not None:
+            opened.store(path, SUMMARY_ONLY, digest, None, [], summary)
+        return summary
+
+    first = candidates[indexes[0]]
+
+    def options(path: str) -> Options:
+        candidate = candidates[original[path]] if path in original else first
+        return options_for(candidate.settings, str(candidate.path), profiles)
+
+    project = Project(root, summaries, summary_of, read_text, lambda: python_files(root), options)
+    for path, findings in project.findings(original).items():
+        index = original[path]
+        result = results[index]
+        if result is None:
+            result = results[index] = FileResult(str(candidates[index].path))
+        for finding in findings:
+            finding.path = result.path
+        result.findings = sorted(result.findings + findings, key=lambda f: (f.location.row, f.location.column, f.code))
+        if result.source is None:
+            text = read_text(path)
+            if text is not None:
+                result.source = decode(read_source(Path(path)))
