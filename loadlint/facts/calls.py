@@ -42,7 +42,10 @@ class CallFacts:
 class CallProvider(Provider[CallFacts]):
     """Records calls by name, returns and relative imports."""
 
-    def visit_Call(self, node: cst.Call) -> None:
+    def leave_Call(self, original_node: cst.Call) -> None:
+        # On the way up: a call's arguments' calls come first, so a value
+        # passed as ``f(g())`` is known before ``f`` is entered.
+        node = original_node
         callee = dotted_name(node.func)
         if callee is None or callee.startswith("self."):
             return

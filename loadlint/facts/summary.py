@@ -94,8 +94,11 @@ class _Function:
             p = fn.node.params
             self.params = list(fn.params) + [param.name.value for param in p.kwonly_params]
         self.loaders = groups.loaders.get(id(scope), [])
+        self.loader_index = {id(c.node): i for i, c in enumerate(self.loaders)}
         self.loader_vars = {c.key[1]: i for i, c in enumerate(self.loaders) if c.key is not None}
         self.site_targets: dict[str, tuple[int, int | None]] = {}
+        #: id of a recorded call node -> its index in the summary's calls.
+        self.site_index: dict[int, int] = {}
 
     def is_param(self, name: str) -> bool:
         if name not in self.params:
@@ -116,6 +119,10 @@ class _Function:
             if name in self.site_targets:
                 index, part = self.site_targets[name]
                 return {"call": index, "index": part}
+        if isinstance(expr, cst.Call) and id(expr) in self.loader_index:
+            return {"loader": self.loader_index[id(expr)]}
+        if isinstance(expr, cst.Call) and id(expr) in self.site_index:
+            return {"call": self.site_index[id(expr)], "index": None}
         value = evaluate(expr, scope)
         if value is not UNKNOWN and _jsonable(value):
             return {"value": value}
@@ -194,8 +201,8 @@ class _Function:
                 for i, element in enumerate(elements or ()):
                     if isinstance(element.value, cst.Name):
                         self.site_targets[element.value.value] = (index, i)
-            start = self.ref_of(site.node)
-            out.append({"callee": callee, "at": start, "in_loop": site.in_loop, "guarded": site.in_main_guard, "args": args})
+            self.site_index[id(site.node)] = index
+            out.append({"callee": callee, "at": self.ref_of(site.node), "in_loop": site.in_loop, "guarded": site.in_main_guard, "args": args})
         return out
 
     def _uses(self) -> list[dict[str, Any]]:

@@ -235,12 +235,11 @@ class _Reporter:
         if key in self.injected:
             return
         self.injected.add(key)
-        shown = [
-            f"the default `{p}={_show(v)}`" if v.get("default") and _show(v) != "?" else f"`{p}={_show(v)}`"
-            for p, v in given.items() if _show(v) != "?"
-        ]
+        passed = [f"`{p}={_show(v)}`" for p, v in given.items() if not v.get("default") and _show(v) != "?"]
+        defaults = [f"`{p}={_show(v)}`" for p, v in given.items() if v.get("default") and _show(v) != "?"]
+        shown = passed + ([f"the default{'s' if len(defaults) > 1 else ''} " + ", ".join(defaults)] if defaults else [])
         notes = [str(v["note"]) for v in given.values() if v.get("note")]
-        suffix = f" (with {', '.join(shown)}; " if shown else " ("
+        suffix = f" (with {' and '.join(shown)}; " if shown else " ("
         suffix += "; ".join(notes + [f"`{frame.function}` {self._calls(frame)}"]) + ")"
         options = self.project.options_for(frame.path)
         for finding in self._reanalyse(frame.path, {frame.function: given}, options):

@@ -122,10 +122,15 @@ class Walk:
         return found if isinstance(found, dict) else None
 
     def root(self, path: str) -> None:
-        """Walk from a module's body."""
-        body = self.function(path, MODULE)
-        if body is not None:
-            self._enter(Frame(path, MODULE, {}, None, None, False), body, 0)
+        """Walk from a module's body, then from each of its functions (a
+        function no module body calls still hands its loaders on; its
+        parameters are unknown)."""
+        summary = self.summary_of(path)
+        functions = summary.get("functions", {}) if summary else {}
+        for name in sorted(functions, key=lambda n: n != MODULE):
+            fn = functions[name]
+            if isinstance(fn, dict) and (name == MODULE or fn.get("calls") or fn.get("loaders")):
+                self._enter(Frame(path, name, {}, None, None, False), fn, 0)
 
     def _enter(self, frame: Frame, fn: dict[str, Any], depth: int) -> Value:
         self.frames += 1
