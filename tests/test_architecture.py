@@ -35,6 +35,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("api", "testing"),
     # Loops over files (pool, cache) and renders results; never the API or CLI.
     ("runner", "report", "formats"),
+    # Project analysis: phase 2, joining per-file summaries across modules.
+    ("project",),
     # One file, path or bytes or stdin, to one file result.
     ("pipeline",),
     ("engine", "fixes", "notebook", "measured"),

@@ -25,14 +25,14 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 from loadlint.engine import Bindings, analyse, file_suppressions, locate, suppressed_codes
 from loadlint.project.flow import MISSING_VALUE, Event, Frame, LoaderRef, Value, Walk
 from loadlint.project.modules import Resolver, project_root
 from loadlint.rules import name_of
 from loadlint.rules.shared import spawn_reason
-from loadlint.types import Finding, HardwareProfile, Location, Options
+from loadlint.types import Finding, Location, Options
 
 __all__ = ["Project", "project_root"]
 
@@ -52,8 +52,8 @@ class Project:
     """
 
     root: Path
-    summaries: dict[str, dict]
-    summary_of: Callable[[str], dict | None]
+    summaries: dict[str, dict[str, Any]]
+    summary_of: Callable[[str], dict[str, Any] | None]
     read_text: Callable[[str], str | None]
     files: Callable[[], Iterable[str]]
     options_for: Callable[[str], Options]
@@ -61,9 +61,9 @@ class Project:
     def findings(self, report_in: Iterable[str]) -> dict[str, list[Finding]]:
         """New findings for the files in ``report_in`` (absolute paths)."""
         wanted = set(report_in)
-        known: dict[str, dict | None] = dict(self.summaries)
+        known: dict[str, dict[str, Any] | None] = dict(self.summaries)
 
-        def summary_of(path: str) -> dict | None:
+        def summary_of(path: str) -> dict[str, Any] | None:
             if path not in known:
                 known[path] = self.summary_of(path) if len(known) < MAX_FILES else None
             return known[path]
@@ -92,7 +92,7 @@ class Project:
         stems.discard("")
         if not stems:
             return roots
-        pattern = re.compile(rb"\b(?:" + b"|".join(re.escape(s.encode()) for s in sorted(stems)) + rb")\b")
+        pattern = re.compile(rb"\b(?:" + b"|".join(re.escape(os.fsencode(s)) for s in sorted(stems)) + rb")\b")
         for count, path in enumerate(self.files()):
             if count >= MAX_FILES:
                 break
@@ -108,11 +108,11 @@ class Project:
         return roots
 
 
-def _builds_loaders(summary: dict | None) -> bool:
-    return bool(summary) and any(fn.get("loaders") for fn in summary.get("functions", {}).values())
+def _builds_loaders(summary: dict[str, Any] | None) -> bool:
+    return summary is not None and any(fn.get("loaders") for fn in summary.get("functions", {}).values())
 
 
-def _has_factory(summary: dict) -> bool:
+def _has_factory(summary: dict[str, Any]) -> bool:
     return any(name != "<module>" and fn.get("loaders") for name, fn in summary.get("functions", {}).items())
 
 
@@ -185,9 +185,9 @@ class _Reporter:
         span = self.where.span(path, ref)
         if span is None:
             return
-        self._keep(Finding(code, name_of(code), message, path, span[0], span[1]), options)
+        self._keep(Finding(code, name_of(code), message, path, span[0], span[1]))
 
-    def _keep(self, finding: Finding, options: Options) -> None:
+    def _keep(self, finding: Finding) -> None:
         key = (finding.path, finding.code, finding.location.row, finding.location.column)
         if key in self.seen:
             return
@@ -224,7 +224,7 @@ class _Reporter:
         frame = ref.frame
         if frame.parent is None or frame.path not in self.wanted:
             return
-        given: dict[str, dict] = {}
+        given: dict[str, dict[str, Any]] = {}
         for param in sorted(set(ref.summary.get("kw", {}).values())):
             value = frame.env.get(param)
             if isinstance(value, dict) and value:
@@ -245,7 +245,7 @@ class _Reporter:
         for finding in self._reanalyse(frame.path, {frame.function: given}, options):
             finding.message += suffix
             finding.fix = None  # the fix would change the factory for every caller
-            self._keep(finding, options)
+            self._keep(finding)
 
     def _reanalyse(self, path: str, bindings: Bindings, options: Options) -> list[Finding]:
         text = self.project.read_text(path)

@@ -83,7 +83,7 @@ class _Missing:
 
 MISSING_VALUE = _Missing()
 #: A descriptor (``{"value": 4}``...), a loader, a tuple of values, or None (unknown).
-Value = Union[dict, LoaderRef, tuple, None, _Missing]
+Value = Union[dict[str, Any], LoaderRef, tuple[Any, ...], None, _Missing]
 
 
 def resolve(descriptor: dict[str, Any], frame: Frame, loaders: list[LoaderRef], results: list[Value]) -> Value:

@@ -63,7 +63,12 @@ def join_project(
             roots[folder] = project_root(folder)
         groups.setdefault(roots[folder], []).append(index)
     for root, indexes in groups.items():
-        _join_one(root, indexes, candidates, results, profiles, cache)
+        try:
+            _join_one(root, indexes, candidates, results, profiles, cache)
+        except (OSError, ValueError, RecursionError, MemoryError):
+            # Project findings are extra: a project that cannot be read
+            # whole still gets every file's own findings.
+            continue
 
 
 def _join_one(
