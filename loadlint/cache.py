@@ -139,8 +139,18 @@ class Cache:
             "findings": [_finding_to_json(f) for f in findings],
             "summary": summary,
         }
-        data = json.dumps(payload, separators=(",", ":")).encode()
-        target = self.folder / self.entry_name(path, fingerprint)
+        self.write(self.entry_name(path, fingerprint), json.dumps(payload, separators=(",", ":")).encode())
+
+    def sub(self, name: str) -> Cache:
+        """A cache kept in a folder of this one (project analysis keeps its
+        entries apart from the per-file ones)."""
+        return Cache(self.folder / name, stamp=self.stamp)
+
+    def write(self, name: str, data: bytes) -> None:
+        """Write an entry of the cache folder atomically (never raises)."""
+        if not self.writable:
+            return
+        target = self.folder / name
         tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
         try:
             self._prepare()
@@ -167,6 +177,41 @@ class Cache:
         if not ignore.exists():
             ignore.write_text("# Automatically created by loadlint.\n*\n", encoding="utf-8")
         self._prepared = True
+
+
+def _project_entry(root: str) -> str:
+    return "project-" + content_hash(os.path.abspath(root).encode())[:32] + ".json"
+
+
+class ProjectCache:
+    """Project analysis results for one project root, valid for one key
+    (a digest of every project file's size and modification time, the
+    settings and loadlint's code): any change to any file recomputes them."""
+
+    def __init__(self, cache: Cache) -> None:
+        self.cache = cache
+
+    def load(self, root: str, key: str) -> dict[str, list[Finding]] | None:
+        """Findings by absolute path, if stored for this key."""
+        try:
+            raw = (self.cache.folder / _project_entry(root)).read_bytes()
+            data = json.loads(raw)
+            _expect(data, dict)
+            if data.get("key") != key or data.get("stamp") != self.cache.stamp:
+                return None
+            found = _expect(data.get("findings"), dict)
+            return {path: [_read_finding(f, path) for f in _expect(items, list)] for path, items in found.items()}
+        except (OSError, ValueError, _Invalid, TypeError, RecursionError):
+            return None
+
+    def store(self, root: str, key: str, findings: dict[str, list[Finding]]) -> None:
+        """Remember the findings for this key (never raises)."""
+        payload = {
+            "key": key,
+            "stamp": self.cache.stamp,
+            "findings": {path: [_finding_to_json(f) for f in items] for path, items in findings.items()},
+        }
+        self.cache.write(_project_entry(root), json.dumps(payload, separators=(",", ":")).encode())
 
 
 class Entry:

@@ -227,7 +227,8 @@ class _Reporter:
         given: dict[str, dict[str, Any]] = {}
         for param in sorted(set(ref.summary.get("kw", {}).values())):
             value = frame.env.get(param)
-            if isinstance(value, dict) and value:
+            # Only values the rules can use: an unknown default changes nothing.
+            if isinstance(value, dict) and _show(value) != "?":
                 given[param] = value
         if not given:
             return

@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from loadlint.discover import Candidate
-from loadlint.engine import summarise_text
+from loadlint.engine import passes_prefilter, summarise_text
 from loadlint.files import read_source
 from loadlint.pipeline import ProfileCache, options_for
 from loadlint.project import MAX_FILES, Project
 from loadlint.project.modules import project_root
 from loadlint.source import DecodeError, decode
-from loadlint.types import FileResult, Options
+from loadlint.types import FileResult, Finding, Options
 
 if TYPE_CHECKING:
     from loadlint.cache import Cache
@@ -71,6 +71,21 @@ def join_project(
             continue
 
 
+def project_key(root: Path, files: list[str], settings: str) -> str:
+    """A digest of every project file's name, size and modification time,
+    and the settings: equal keys, equal project findings."""
+    import hashlib
+
+    digest = hashlib.blake2b(f"{root}\0{settings}".encode(), digest_size=20)
+    for path in files:
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        digest.update(f"\0{path}\0{st.st_size}\0{st.st_mtime_ns}".encode(errors="surrogateescape"))
+    return digest.hexdigest()
+
+
 def _join_one(
     root: Path,
     indexes: list[int],
@@ -85,8 +100,37 @@ def _join_one(
         result = results[i]
         if result is not None and result.summary is not None:
             summaries[path] = result.summary
-    if not summaries:
-        return  # nothing here builds a loader: nothing to follow
+    files = list(python_files(root))
+    first = candidates[indexes[0]]
+    phase1 = cache() if cache is not None else None
+    opened = phase1.sub("project") if phase1 is not None else None
+    key = project_key(root, files, f"{first.settings.fingerprint(str(first.path))}\0{first.settings.target!r}")
+    found: dict[str, list[Finding]] | None = None
+    if opened is not None:
+        from loadlint.cache import ProjectCache
+
+        found = ProjectCache(opened).load(str(root), key)
+    if found is None:
+        found = _analyse(root, files, original, candidates, summaries, profiles, opened, phase1)
+        if opened is not None:
+            ProjectCache(opened).store(str(root), key, found)
+    for path, findings in found.items():
+        if path in original:
+            _add(results, original[path], candidates, findings)
+
+
+def _analyse(
+    root: Path,
+    files: list[str],
+    original: dict[str, int],
+    candidates: list[Candidate],
+    summaries: dict[str, dict[str, Any]],
+    profiles: ProfileCache,
+    opened: Cache | None,
+    phase1: Cache | None,
+) -> dict[str, list[Finding]]:
+    """Phase 2 over the whole project: findings for every file of it."""
+    first = candidates[next(iter(original.values()))]
     texts: dict[str, str | None] = {}
 
     def read_text(path: str) -> str | None:
@@ -98,21 +142,24 @@ def _join_one(
         return texts[path]
 
     def summary_of(path: str) -> dict[str, Any] | None:
+        if path in summaries:
+            return summaries[path]
         if path.endswith(".ipynb"):
             return None
         try:
             data = read_source(Path(path))
         except OSError:
             return None
-        opened = cache() if cache is not None else None
         digest = ""
         if opened is not None:
             from loadlint.cache import content_hash
 
             digest = content_hash(data)
-            entry = opened.load(path, SUMMARY_ONLY, digest)
-            if entry is not None:
-                return entry.summary
+            # Phase 1's entry of a run over the whole project, else our own.
+            for store, fingerprint in ((phase1, first.settings.fingerprint(path)), (opened, SUMMARY_ONLY)):
+                entry = store.load(path, fingerprint, digest) if store is not None else None
+                if entry is not None and (entry.summary is not None or store is opened):
+                    return entry.summary
         try:
             summary = summarise_text(decode(data).text)
         except DecodeError:
@@ -121,22 +168,36 @@ def _join_one(
             opened.store(path, SUMMARY_ONLY, digest, None, [], summary)
         return summary
 
-    first = candidates[indexes[0]]
+    # Files the run was not given but that build loaders are roots too.
+    for path in files:
+        if path in summaries:
+            continue
+        try:
+            data = read_source(Path(path))
+        except OSError:
+            continue
+        if passes_prefilter(data):
+            summary = summary_of(path)
+            if summary is not None:
+                summaries[path] = summary
 
     def options(path: str) -> Options:
         candidate = candidates[original[path]] if path in original else first
-        return options_for(candidate.settings, str(candidate.path), profiles)
+        return options_for(candidate.settings, path if path not in original else str(candidate.path), profiles)
 
-    project = Project(root, summaries, summary_of, read_text, lambda: python_files(root), options)
-    for path, findings in project.findings(original).items():
-        index = original[path]
-        result = results[index]
-        if result is None:
-            result = results[index] = FileResult(str(candidates[index].path))
-        for finding in findings:
-            finding.path = result.path
-        result.findings = sorted(result.findings + findings, key=lambda f: (f.location.row, f.location.column, f.code))
-        if result.source is None:
-            text = read_text(path)
-            if text is not None:
-                result.source = decode(read_source(Path(path)))
+    project = Project(root, summaries, summary_of, read_text, lambda: iter(files), options)
+    return project.findings(set(files) | set(original))
+
+
+def _add(results: list[FileResult | None], index: int, candidates: list[Candidate], findings: list[Finding]) -> None:
+    result = results[index]
+    if result is None:
+        result = results[index] = FileResult(str(candidates[index].path))
+    for finding in findings:
+        finding.path = result.path
+    result.findings = sorted(result.findings + findings, key=lambda f: (f.location.row, f.location.column, f.code))
+    if result.source is None:
+        try:
+            result.source = decode(read_source(Path(candidates[index].path)))
+        except (OSError, DecodeError):
+            pass

@@ -31,19 +31,13 @@ def project_root(start: Path) -> Path:
     return folder
 
 
-def _is_file(path: Path) -> bool:
-    try:
-        return path.is_file()
-    except OSError:  # a symlink loop, a name too long
-        return False
-
-
 class Resolver:
     """Resolves imports of project files to project files, with a memo."""
 
     def __init__(self, root: Path) -> None:
         self.root = Path(os.path.abspath(root))
         self._memo: dict[tuple[str, str], str | None] = {}
+        self._listings: dict[str, frozenset[str]] = {}
 
     def _bases(self, importer: Path) -> list[Path]:
         """Folders an absolute import may start from, nearest first."""
@@ -63,13 +57,39 @@ class Resolver:
         """(file, rest) for a qualified name as ``importer`` writes it:
         the file of the longest module prefix of ``dotted`` and the rest
         (a function or ``Class.method``), or None outside the project."""
-        key = (importer, dotted)
+        key = (os.path.dirname(importer), dotted)
         if key in self._memo:
             cached = self._memo[key]
             return None if cached is None else (cached.split("\0")[0], cached.split("\0")[1])
         found = self._find(Path(importer), dotted)
         self._memo[key] = None if found is None else "\0".join(found)
         return found
+
+    def _listing(self, folder: str) -> frozenset[str]:
+        names = self._listings.get(folder)
+        if names is None:
+            try:
+                names = frozenset(os.listdir(folder))
+            except OSError:  # missing, not a folder, a symlink loop
+                names = frozenset()
+            self._listings[folder] = names
+        return names
+
+    def _module_at(self, base: str, head: list[str]) -> str | None:
+        """``base/a/b.py`` or ``base/a/b/__init__.py`` for ``a.b``, by
+        folder listings (one ``listdir`` per folder, however many imports)."""
+        folder = base
+        for part in head[:-1]:
+            if part not in self._listing(folder):
+                return None
+            folder = os.path.join(folder, part)
+        last = head[-1]
+        names = self._listing(folder)
+        if last + ".py" in names:
+            return os.path.join(folder, last + ".py")
+        if last in names and "__init__.py" in self._listing(os.path.join(folder, last)):
+            return os.path.join(folder, last, "__init__.py")
+        return None
 
     def _find(self, importer: Path, dotted: str) -> tuple[str, str] | None:
         level = len(dotted) - len(dotted.lstrip("."))
@@ -83,11 +103,13 @@ class Resolver:
             bases = [base]
         else:
             bases = self._bases(importer)
-        for cut in range(len(parts), 0, -1):
-            head, rest = parts[:cut], parts[cut:]
-            for base in bases:
-                folder = base.joinpath(*head)
-                for candidate in (folder.with_suffix(".py") if head else folder, folder / "__init__.py"):
-                    if _is_file(candidate) and rest:
-                        return str(candidate), ".".join(rest)
+        for base in bases:
+            # The first part decides: Python takes the first folder that has it.
+            if not ({parts[0], parts[0] + ".py"} & self._listing(str(base))):
+                continue
+            for cut in range(len(parts) - 1, 0, -1):
+                found = self._module_at(str(base), parts[:cut])
+                if found is not None:
+                    return found, ".".join(parts[cut:])
+            return None
         return None
