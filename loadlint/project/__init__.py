@@ -57,6 +57,8 @@ class Project:
     read_text: Callable[[str], str | None]
     files: Callable[[], Iterable[str]]
     options_for: Callable[[str], Options]
+    #: A file's own findings when phase 1 has them (else it is analysed again).
+    own_findings: Callable[[str], list[Finding] | None] = lambda path: None
 
     def findings(self, report_in: Iterable[str]) -> dict[str, list[Finding]]:
         """New findings for the files in ``report_in`` (absolute paths)."""
@@ -78,7 +80,7 @@ class Project:
                 return None
             return resolver.module_file(importer, name)
 
-        walk = Walk(summary_of, callee)
+        walk = Walk(summary_of, callee, lambda path: path in self.summaries)
         for path in sorted(self._roots()):
             walk.root(path)
         report = _Reporter(self, wanted)
@@ -92,7 +94,14 @@ class Project:
         stems.discard("")
         if not stems:
             return roots
-        pattern = re.compile(rb"\b(?:" + b"|".join(re.escape(os.fsencode(s)) for s in sorted(stems)) + rb")\b")
+        names = b"|".join(re.escape(os.fsencode(s)) for s in sorted(stems))
+        # An import line naming the module (parenthesised imports over
+        # several lines are not seen).
+        pattern = re.compile(
+            rb"^[ \t]*(?:from[ \t]+\S*\b(?:" + names + rb")\b|(?:from[ \t]+\S+[ \t]+)?import[ \t][^\n]*\b(?:"
+            + names + rb")\b)",
+            re.MULTILINE,
+        )
         for count, path in enumerate(self.files()):
             if count >= MAX_FILES:
                 break
@@ -253,7 +262,9 @@ class _Reporter:
         if text is None:
             return []
         if path not in self.baselines:
-            before, _ = analyse(text, path, options)
+            before = self.project.own_findings(path)
+            if before is None:
+                before, _ = analyse(text, path, options)
             self.baselines[path] = {_sig(f) for f in before}
         after, _ = analyse(text, path, options, bindings=bindings)
         return [f for f in after if _sig(f) not in self.baselines[path]]

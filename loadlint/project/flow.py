@@ -107,10 +107,15 @@ class Walk:
     """Walks a project's calls from module bodies; records loaders and uses."""
 
     def __init__(
-        self, summary_of: Callable[[str], Summary | None], callee: Callable[[str, str], tuple[str, str] | None]
+        self,
+        summary_of: Callable[[str], Summary | None],
+        callee: Callable[[str, str], tuple[str, str] | None],
+        known: Callable[[str], bool],
     ) -> None:
         self.summary_of = summary_of
         self.callee = callee
+        #: Whether a module's summary is at hand without parsing it.
+        self.known = known
         self.frames = 0
         self.loaders: list[LoaderRef] = []
 
@@ -156,12 +161,19 @@ class Walk:
         target = self.callee(frame.path, call.get("callee", ""))
         if target is None or frame.on_path(*target):
             return None  # outside the project, or recursion / an import cycle
+        args = call.get("args", {})
+        if not self.known(target[0]) and not any(
+            _holds_loader(resolve(d, frame, loaders, results)) for d in args.values()
+        ):
+            # A module that builds no loader matters only when given one:
+            # parsing every module a project calls would cost a cold run.
+            return None
         fn = self.function(*target)
         if fn is None or not (fn.get("loaders") or fn.get("uses") or fn.get("calls")):
             return None
         params: list[str] = fn.get("params", [])
         env: dict[str, Value] = {}
-        for slot, descriptor in call.get("args", {}).items():
+        for slot, descriptor in args.items():
             if slot == "*":
                 return None  # unpacked arguments: which parameter gets what is unknown
             name = params[int(slot)] if slot.isdigit() and int(slot) < len(params) else slot
@@ -173,3 +185,9 @@ class Walk:
                 env[name] = {**defaults.get(name, {}), "default": True}
         child = Frame(target[0], target[1], env, frame, call, frame.in_loop or bool(call.get("in_loop")))
         return self._enter(child, fn, depth + 1)
+
+
+def _holds_loader(value: Value) -> bool:
+    if isinstance(value, tuple):
+        return any(_holds_loader(v) for v in value)
+    return isinstance(value, LoaderRef)

@@ -111,7 +111,7 @@ def _join_one(
 
         found = ProjectCache(opened).load(str(root), key)
     if found is None:
-        found = _analyse(root, files, original, candidates, summaries, profiles, opened, phase1)
+        found = _analyse(root, files, original, candidates, summaries, profiles, opened, phase1, results)
         if opened is not None:
             ProjectCache(opened).store(str(root), key, found)
     for path, findings in found.items():
@@ -128,6 +128,7 @@ def _analyse(
     profiles: ProfileCache,
     opened: Cache | None,
     phase1: Cache | None,
+    results: list[FileResult | None],
 ) -> dict[str, list[Finding]]:
     """Phase 2 over the whole project: findings for every file of it."""
     first = candidates[next(iter(original.values()))]
@@ -185,7 +186,11 @@ def _analyse(
         candidate = candidates[original[path]] if path in original else first
         return options_for(candidate.settings, path if path not in original else str(candidate.path), profiles)
 
-    project = Project(root, summaries, summary_of, read_text, lambda: iter(files), options)
+    def own_findings(path: str) -> list[Finding] | None:
+        result = results[original[path]] if path in original else None
+        return None if result is None or result.error is not None else list(result.findings)
+
+    project = Project(root, summaries, summary_of, read_text, lambda: iter(files), options, own_findings)
     return project.findings(set(files) | set(original))
 
 
