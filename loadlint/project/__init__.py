@@ -20,6 +20,7 @@ Phase 1 (the runner, per file, cached) gives each parsed module's summary
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -90,18 +91,22 @@ class Project:
 
     def _roots(self) -> set[str]:
         roots = {path for path, summary in self.summaries.items() if _builds_loaders(summary)}
-        stems = {_stem(path) for path in roots if _has_factory(self.summaries[path])}
-        stems.discard("")
-        if not stems:
+        factories: dict[str, set[str]] = {}
+        for path in roots:
+            names = _factories(self.summaries[path])
+            if names and _stem(path):
+                factories.setdefault(_stem(path), set()).update(names)
+        if not factories:
             return roots
-        names = b"|".join(re.escape(os.fsencode(s)) for s in sorted(stems))
+        stems = b"|".join(re.escape(os.fsencode(s)) for s in sorted(factories))
         # An import line naming the module (parenthesised imports over
-        # several lines are not seen).
+        # several lines are not seen), in a file that names a factory.
         pattern = re.compile(
-            rb"^[ \t]*(?:from[ \t]+\S*\b(?:" + names + rb")\b|(?:from[ \t]+\S+[ \t]+)?import[ \t][^\n]*\b(?:"
-            + names + rb")\b)",
+            rb"^[ \t]*(?:from[ \t]+\S*\b(?:" + stems + rb")\b|(?:from[ \t]+\S+[ \t]+)?import[ \t][^\n]*\b(?:"
+            + stems + rb")\b)",
             re.MULTILINE,
         )
+        functions = [os.fsencode(name) for names in factories.values() for name in sorted(names)]
         for count, path in enumerate(self.files()):
             if count >= MAX_FILES:
                 break
@@ -112,7 +117,7 @@ class Project:
                     data = handle.read()
             except OSError:
                 continue
-            if pattern.search(data):
+            if any(name in data for name in functions) and pattern.search(data):
                 roots.add(path)
         return roots
 
@@ -121,8 +126,16 @@ def _builds_loaders(summary: dict[str, Any] | None) -> bool:
     return summary is not None and any(fn.get("loaders") for fn in summary.get("functions", {}).values())
 
 
-def _has_factory(summary: dict[str, Any]) -> bool:
-    return any(name != "<module>" and fn.get("loaders") for name, fn in summary.get("functions", {}).items())
+def _factories(summary: dict[str, Any]) -> set[str]:
+    """Module-level functions that build a loader from their parameters or return one."""
+    out = set()
+    for name, fn in summary.get("functions", {}).items():
+        if name == "<module>" or "." in name:
+            continue
+        returns = fn.get("returns", {}).get("values", [])
+        if any(loader.get("kw") for loader in fn.get("loaders", [])) or any("loader" in v for v in returns):
+            out.add(name)
+    return out
 
 
 def _stem(path: str) -> str:
@@ -184,6 +197,7 @@ class _Reporter:
         self.seen: set[tuple[str, str, int, int]] = set()
         self.baselines: dict[str, set[tuple[str, int, int, str]]] = {}
         self.injected: set[tuple[str, str]] = set()
+        self.reanalysed: dict[tuple[str, str], list[Finding]] = {}
 
     def _add(self, path: str, code: str, ref: int, message: str) -> None:
         if path not in self.wanted:
@@ -241,21 +255,31 @@ class _Reporter:
                 given[param] = value
         if not given:
             return
-        key = (frame.path, json.dumps([frame.function, given, self._calls(frame)], sort_keys=True))
+        sites = [(f.parent.path, f.site.get("at")) for f in frame.chain() if f.parent is not None and f.site is not None]
+        key = (frame.path, json.dumps([frame.function, given, sites], sort_keys=True))
         if key in self.injected:
             return
         self.injected.add(key)
-        passed = [f"`{p}={_show(v)}`" for p, v in given.items() if not v.get("default") and _show(v) != "?"]
-        defaults = [f"`{p}={_show(v)}`" for p, v in given.items() if v.get("default") and _show(v) != "?"]
-        shown = passed + ([f"the default{'s' if len(defaults) > 1 else ''} " + ", ".join(defaults)] if defaults else [])
-        notes = [str(v["note"]) for v in given.values() if v.get("note")]
-        suffix = f" (with {' and '.join(shown)}; " if shown else " ("
-        suffix += "; ".join(notes + [f"`{frame.function}` {self._calls(frame)}"]) + ")"
         options = self.project.options_for(frame.path)
-        for finding in self._reanalyse(frame.path, {frame.function: given}, options):
+        bindings = {frame.function: given}
+        memo = (frame.path, json.dumps(bindings, sort_keys=True))
+        if memo not in self.reanalysed:
+            self.reanalysed[memo] = self._reanalyse(frame.path, bindings, options)
+        findings = [dataclasses.replace(f) for f in self.reanalysed[memo]]
+        if findings:
+            suffix = self._values(frame, given)
+        for finding in findings:
             finding.message += suffix
             finding.fix = None  # the fix would change the factory for every caller
             self._keep(finding)
+
+    def _values(self, frame: Frame, given: dict[str, dict[str, Any]]) -> str:
+        """`` (with `workers=0` and the default `batch_size=32`; `f` called from train.py:5)``."""
+        passed = [f"`{p}={_show(v)}`" for p, v in given.items() if not v.get("default")]
+        defaults = [f"`{p}={_show(v)}`" for p, v in given.items() if v.get("default")]
+        shown = passed + ([f"the default{'s' if len(defaults) > 1 else ''} " + ", ".join(defaults)] if defaults else [])
+        notes = [str(v["note"]) for v in given.values() if v.get("note")]
+        return f" (with {' and '.join(shown)}; " + "; ".join(notes + [f"`{frame.function}` {self._calls(frame)}"]) + ")"
 
     def _reanalyse(self, path: str, bindings: Bindings, options: Options) -> list[Finding]:
         text = self.project.read_text(path)
