@@ -97,7 +97,23 @@ def lint_document(state: State, uri: str, text: str) -> tuple[list[Finding], Set
     settings = state.settings_for(path)
     if uri.startswith("file:") and is_excluded(Path(path), settings):
         return [], settings
+    if uri.startswith("file:") and _saved(path, text):
+        # A saved document is checked with its project's facts (other files' callers and loops).
+        from loadlint.pipeline import ProfileCache
+        from loadlint.project.join import check_in_project
+        from loadlint.runner import lazy_cache
+
+        state.profiles = state.profiles or ProfileCache()
+        return check_in_project(Path(path), settings, state.profiles, lazy_cache(None)).findings, settings
     return check_text(text, path, state.options_for(settings, path)), settings
+
+
+def _saved(path: str, text: str) -> bool:
+    try:
+        with open(path, encoding="utf-8", newline="") as handle:
+            return handle.read() == text
+    except (OSError, UnicodeDecodeError):
+        return False
 
 
 def _range(doc: Any, start: Location, end: Location) -> Any:
@@ -350,6 +366,10 @@ def create_server(debounce: float = DEBOUNCE) -> Any:
             pending.cancel()
         if state.push and is_python(uri, ls.workspace.get_text_document(uri).language_id):
             publish(ls, state, uri)
+            # A saved module may change what its project's other files are told.
+            for other in list(ls.workspace.text_documents):
+                if other != uri and is_python(other, ls.workspace.get_text_document(other).language_id):
+                    publish(ls, state, other)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     async def did_close(ls: Any, params: types.DidCloseTextDocumentParams) -> None:

@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
+from loadlint.config import Settings
 from loadlint.discover import Candidate
 from loadlint.engine import passes_prefilter, summarise_text
 from loadlint.files import read_source
@@ -206,3 +207,16 @@ def _add(results: list[FileResult | None], index: int, candidates: list[Candidat
             result.source = decode(read_source(Path(candidates[index].path)))
         except (OSError, DecodeError):
             pass
+
+
+def check_in_project(path: Path, settings: Settings, profiles: ProfileCache, cache: Callable[[], Cache] | None) -> FileResult:
+    """One file's result with its project findings, from the files on disk
+    (the language server's view of a saved document)."""
+    from loadlint.pipeline import check_path
+
+    candidate = Candidate(path, settings, True)
+    results: list[FileResult | None] = [check_path(path, options_for(settings, str(path), profiles))]
+    join_project([candidate], results, profiles, cache)
+    result = results[0]
+    assert result is not None
+    return result
