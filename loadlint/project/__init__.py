@@ -40,6 +40,7 @@ __all__ = ["Project", "project_root"]
 #: Files searched for imports of a loader-building module, at most.
 MAX_FILES = 20000
 _NOTEBOOK = ".ipynb"
+_PERCENT_CELL = re.compile(r"^# %%", re.MULTILINE)
 
 
 @dataclass
@@ -327,7 +328,7 @@ class _Reporter:
                 continue
             chain = event.frame.chain()
             root = chain[0]
-            if root.function != "<module>" or root.path.endswith(_NOTEBOOK) or len(chain) < 2:
+            if root.function != "<module>" or len(chain) < 2 or self._notebook(root.path):
                 continue
             first = chain[1]
             if first.site is None or first.site.get("guarded"):
@@ -343,6 +344,13 @@ class _Reporter:
                 "fails; call it from a function run under `if __name__ == \"__main__\":`"
             )
             self._add(root.path, "LL013", int(first.site.get("at", -1)), message)
+
+    def _notebook(self, path: str) -> bool:
+        """A notebook, or a script in the percent format (``# %%`` cells),
+        which Jupyter runs as one: no worker re-imports it (LL012's case)."""
+        if path.endswith(_NOTEBOOK):
+            return True
+        return _PERCENT_CELL.search(self.project.read_text(path) or "") is not None
 
     def done(self) -> dict[str, list[Finding]]:
         """The findings, noqa comments honoured."""
