@@ -230,6 +230,7 @@ class _Reporter:
 
     def loader(self, ref: LoaderRef) -> None:
         self._factory(ref)
+        self._transfers(ref)
         workers = _workers(ref)
         if workers is None:
             return
@@ -307,6 +308,25 @@ class _Reporter:
             + (f" {calls})" if calls else ")")
         )
         self._add(ref.frame.path, "LL204", int(ref.summary.get("at", -1)), message)
+
+    def _transfers(self, ref: LoaderRef) -> None:
+        """LL205 on a blocking ``.cuda()`` of a pinned batch in another function
+        (``.to(device)`` needs the device's value, which the summary does not keep)."""
+        pinned = ref.setting("pin_memory")
+        if not (isinstance(pinned, dict) and pinned.get("value") is True):
+            return
+        for event in ref.events:
+            use = event.use
+            if event.frame is ref.frame or use.get("kind") != "transfer" or use.get("non_blocking"):
+                continue
+            if use.get("method") != "cuda":
+                continue
+            built = self.where.place(ref.frame.path, int(ref.summary.get("at", -1)))
+            message = (
+                "`.cuda()` of a pinned batch without `non_blocking=True`: the copy blocks and cannot overlap "
+                f"compute, so pinning buys nothing; pass `non_blocking=True` (the loader is built at {built})"
+            )
+            self._add(event.frame.path, "LL205", int(use.get("at", -1)), message)
 
     def _next_iter(self, ref: LoaderRef, event: Event, workers: str) -> None:
         built = self.where.place(ref.frame.path, int(ref.summary.get("at", -1)))
