@@ -11,7 +11,7 @@ import libcst as cst
 
 from loadlint.facts.cursor import Provider
 from loadlint.facts.names import FunctionFacts
-from loadlint.resolve import Scope, dotted_name
+from loadlint.resolve import Scope, dotted_name, imported_names
 
 
 @dataclass(eq=False)
@@ -67,14 +67,9 @@ class CallProvider(Provider[CallFacts]):
             self.facts.returns.append((self.cursor.function, node.value))
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        if not node.relative or isinstance(node.names, cst.ImportStar):
+        if not node.relative:
             return
         base = "." * len(node.relative) + (dotted_name(node.module) or "" if node.module is not None else "")
-        for alias in node.names:
-            if not isinstance(alias.name, cst.Name):
-                continue
-            local = alias.name.value
-            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                local = alias.asname.name.value
-            joiner = "" if base.endswith(".") else "."
-            self.facts.relative[local] = f"{base}{joiner}{alias.name.value}"
+        joiner = "" if base.endswith(".") else "."
+        for local, name in imported_names(node):
+            self.facts.relative[local] = f"{base}{joiner}{name}"

@@ -149,7 +149,7 @@ def _show(value: Value) -> str:
         if "value" in value:
             return repr(value["value"])
         if value.get("cpu_count"):
-            return "os.cpu_count()"
+            return "cpu_count()"
     return "?"
 
 
@@ -160,7 +160,7 @@ def _workers(ref: LoaderRef) -> str | None:
         if type(value.get("value")) is int and value["value"] > 0:
             return str(value["value"])
         if value.get("cpu_count"):
-            return "the os.cpu_count()"
+            return "the cpu_count()"
     return None
 
 
