@@ -32,7 +32,6 @@ from loadlint.engine import Bindings, analyse, file_suppressions, locate, suppre
 from loadlint.project.flow import MISSING_VALUE, Event, Frame, LoaderRef, Value, Walk
 from loadlint.project.modules import Resolver, project_root
 from loadlint.rules import name_of
-from loadlint.rules.shared import spawn_reason
 from loadlint.types import Finding, Location, Options
 
 __all__ = ["Project", "project_root"]
@@ -353,6 +352,8 @@ class _Reporter:
             first = chain[1]
             if first.site is None or first.site.get("guarded"):
                 continue
+            from loadlint.rules.shared import spawn_reason
+
             reason = spawn_reason(self.project.options_for(root.path).profile())
             if reason is None:
                 continue

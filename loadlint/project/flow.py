@@ -13,7 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Union
 
-from loadlint.facts.summary import MODULE, Summary
+#: A module's summary (``loadlint.facts.summary``, not imported: a warm run
+#: never needs libcst, which that module's facts are built on).
+Summary = dict[str, Any]
+MODULE = "<module>"
 
 MAX_DEPTH = 6
 MAX_FRAMES = 20000

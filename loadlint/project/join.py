@@ -105,7 +105,8 @@ def _join_one(
     first = candidates[indexes[0]]
     phase1 = cache() if cache is not None else None
     opened = phase1.sub("project") if phase1 is not None else None
-    key = project_key(root, files, f"{first.settings.fingerprint(str(first.path))}\0{first.settings.target!r}")
+    # The settings as the root sees them: one key whichever files a run is given.
+    key = project_key(root, files, f"{first.settings.fingerprint(str(root / '__init__.py'))}\0{first.settings.target!r}")
     found: dict[str, list[Finding]] | None = None
     if opened is not None:
         from loadlint.cache import ProjectCache
