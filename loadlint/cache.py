@@ -93,6 +93,8 @@ class Cache:
         self._prepared = False
         self.hits = 0
         self.misses = 0
+        #: The entries' file suffix.
+        self.suffix = ".json"
 
     # -- keys ------------------------------------------------------------
 
@@ -102,12 +104,15 @@ class Cache:
 
     # -- reading ---------------------------------------------------------
 
+    def _name(self, path: str, fingerprint: str) -> str:
+        return self.entry_name(path, fingerprint).removesuffix(".json") + self.suffix
+
     def load(self, path: str, fingerprint: str, digest: str) -> Entry | None:
         """The entry for this path and configuration if it is for these bytes."""
         try:
             # Non-blocking, regular files only: a FIFO or a link to a device
             # planted in the folder must not hang the run.
-            fd = os.open(self.folder / self.entry_name(path, fingerprint), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+            fd = os.open(self.folder / self._name(path, fingerprint), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
             with os.fdopen(fd, "rb") as handle:
                 if not stat.S_ISREG(os.fstat(fd).st_mode):
                     raise OSError("not a regular file")
@@ -139,12 +144,15 @@ class Cache:
             "findings": [_finding_to_json(f) for f in findings],
             "summary": summary,
         }
-        self.write(self.entry_name(path, fingerprint), json.dumps(payload, separators=(",", ":")).encode())
+        self.write(self._name(path, fingerprint), json.dumps(payload, separators=(",", ":")).encode())
 
     def sub(self, name: str) -> Cache:
         """A cache kept in a folder of this one (project analysis keeps its
         entries apart from the per-file ones)."""
-        return Cache(self.folder / name, stamp=self.stamp)
+        sub = Cache(self.folder / name, stamp=self.stamp)
+        # Another suffix: tools that read the per-file entries never meet these.
+        sub.suffix = ".pjson"
+        return sub
 
     def write(self, name: str, data: bytes) -> None:
         """Write an entry of the cache folder atomically (never raises)."""
@@ -180,7 +188,7 @@ class Cache:
 
 
 def _project_entry(root: str) -> str:
-    return "project-" + content_hash(os.path.abspath(root).encode())[:32] + ".json"
+    return "project-" + content_hash(os.path.abspath(root).encode())[:32] + ".pjson"
 
 
 class ProjectCache:
