@@ -93,6 +93,8 @@ class Cache:
         self._prepared = False
         self.hits = 0
         self.misses = 0
+        #: The entries' file suffix.
+        self.suffix = ".json"
 
     # -- keys ------------------------------------------------------------
 
@@ -102,12 +104,15 @@ class Cache:
 
     # -- reading ---------------------------------------------------------
 
+    def _name(self, path: str, fingerprint: str) -> str:
+        return self.entry_name(path, fingerprint).removesuffix(".json") + self.suffix
+
     def load(self, path: str, fingerprint: str, digest: str) -> Entry | None:
         """The entry for this path and configuration if it is for these bytes."""
         try:
             # Non-blocking, regular files only: a FIFO or a link to a device
             # planted in the folder must not hang the run.
-            fd = os.open(self.folder / self.entry_name(path, fingerprint), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+            fd = os.open(self.folder / self._name(path, fingerprint), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
             with os.fdopen(fd, "rb") as handle:
                 if not stat.S_ISREG(os.fstat(fd).st_mode):
                     raise OSError("not a regular file")
@@ -123,7 +128,8 @@ class Cache:
     # -- writing ---------------------------------------------------------
 
     def store(
-        self, path: str, fingerprint: str, digest: str, profile: str | None, findings: list[Finding]
+        self, path: str, fingerprint: str, digest: str, profile: str | None, findings: list[Finding],
+        summary: dict[str, Any] | None = None,
     ) -> None:
         if not self.writable:
             return
@@ -136,9 +142,23 @@ class Cache:
             "digest": digest,
             "profile": profile,
             "findings": [_finding_to_json(f) for f in findings],
+            "summary": summary,
         }
-        data = json.dumps(payload, separators=(",", ":")).encode()
-        target = self.folder / self.entry_name(path, fingerprint)
+        self.write(self._name(path, fingerprint), json.dumps(payload, separators=(",", ":")).encode())
+
+    def sub(self, name: str) -> Cache:
+        """A cache kept in a folder of this one (project analysis keeps its
+        entries apart from the per-file ones)."""
+        sub = Cache(self.folder / name, stamp=self.stamp)
+        # Another suffix: tools that read the per-file entries never meet these.
+        sub.suffix = ".pjson"
+        return sub
+
+    def write(self, name: str, data: bytes) -> None:
+        """Write an entry of the cache folder atomically (never raises)."""
+        if not self.writable:
+            return
+        target = self.folder / name
         tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
         try:
             self._prepare()
@@ -167,13 +187,50 @@ class Cache:
         self._prepared = True
 
 
-class Entry:
-    __slots__ = ("profile", "findings")
+def _project_entry(root: str) -> str:
+    return "project-" + content_hash(os.path.abspath(root).encode())[:32] + ".pjson"
 
-    def __init__(self, profile: str | None, findings: list[Finding]) -> None:
+
+class ProjectCache:
+    """Project analysis results for one project root, valid for one key
+    (a digest of every project file's size and modification time, the
+    settings and loadlint's code): any change to any file recomputes them."""
+
+    def __init__(self, cache: Cache) -> None:
+        self.cache = cache
+
+    def load(self, root: str, key: str) -> dict[str, list[Finding]] | None:
+        """Findings by absolute path, if stored for this key."""
+        try:
+            raw = (self.cache.folder / _project_entry(root)).read_bytes()
+            data = json.loads(raw)
+            _expect(data, dict)
+            if data.get("key") != key or data.get("stamp") != self.cache.stamp:
+                return None
+            found = _expect(data.get("findings"), dict)
+            return {path: [_read_finding(f, path) for f in _expect(items, list)] for path, items in found.items()}
+        except (OSError, ValueError, _Invalid, TypeError, RecursionError):
+            return None
+
+    def store(self, root: str, key: str, findings: dict[str, list[Finding]]) -> None:
+        """Remember the findings for this key (never raises)."""
+        payload = {
+            "key": key,
+            "stamp": self.cache.stamp,
+            "findings": {path: [_finding_to_json(f) for f in items] for path, items in findings.items()},
+        }
+        self.cache.write(_project_entry(root), json.dumps(payload, separators=(",", ":")).encode())
+
+
+class Entry:
+    __slots__ = ("profile", "findings", "summary")
+
+    def __init__(self, profile: str | None, findings: list[Finding], summary: dict[str, Any] | None = None) -> None:
         #: profile_key() of the profile the rules consulted; None when none did.
         self.profile = profile
         self.findings = findings
+        #: The module's project summary (``loadlint.facts.summary``), when it was parsed.
+        self.summary = summary
 
 
 def is_cache_dir(folder: Path) -> bool:
@@ -301,6 +358,9 @@ def _parse_entry(raw: bytes, path: str, fingerprint: str, digest: str, stamp: st
         if profile is not None:
             _expect(profile, str)
         findings = [_read_finding(f, path) for f in _expect(data.get("findings"), list)]
+        summary = data.get("summary")
+        if summary is not None:
+            _expect(summary, dict)
     except (ValueError, _Invalid, TypeError, RecursionError):
         return None
-    return Entry(profile, findings)
+    return Entry(profile, findings, summary)

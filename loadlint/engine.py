@@ -13,11 +13,12 @@ import codecs
 import ast
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from loadlint.rules import CODES, ENGINE_CODES, name_of, rule_class
 from loadlint import slicing
 from loadlint.slicing import TOKENS, Slice
+from loadlint.syntax import interpreter_error, syntax_error
 from loadlint.source import DecodeError, decode, position_of_offset
 from loadlint.types import FileResult as FileResult  # re-exported: callers of lint_bytes name it
 from loadlint.types import Finding, Fix, Location
@@ -192,8 +193,21 @@ class Analysis:
     findings: list[Finding] = field(default_factory=list)
 
 
-def analyse(text: str, path: str, options: Options, *, notebook: bool = False) -> tuple[list[Finding], Analysis | None]:
-    """Lint one module's text.  Returns findings and, when parsed, the analysis."""
+#: Values a project's callers give a module's function parameters:
+#: function (``name`` or ``Class.method``) -> parameter -> value descriptor
+#: (``loadlint.facts.summary``; ``{"default": true}`` for the parameter's default).
+Bindings = dict[str, dict[str, dict[str, Any]]]
+
+
+def analyse(
+    text: str, path: str, options: Options, *, notebook: bool = False, bindings: Bindings | None = None,
+    summaries: list[dict[str, Any]] | None = None,
+) -> tuple[list[Finding], Analysis | None]:
+    """Lint one module's text.  Returns findings and, when parsed, the analysis.
+
+    ``bindings`` gives parameters the values a caller passes (the rules then
+    see them as if assigned in the function); ``summaries``, when given,
+    receives the module's project summary."""
     if not may_construct_loader(text):
         return [], None
     piece = sliced(text)
@@ -246,8 +260,16 @@ def analyse(text: str, path: str, options: Options, *, notebook: bool = False) -
         return [_engine_finding("LL901", message, path, row, column)], None
     try:
         info = collect(module)
+        if summaries is not None:
+            from loadlint.facts.summary import Numbering, summarise
+
+            summaries.append(summarise(info, Numbering()))
     except RecursionError:
         return _too_deep(path, options), None
+    if bindings:
+        from loadlint.facts.summary import inject
+
+        inject(info, bindings)
     if not info.calls and not info.distributed.samplers:
         return [], None
 
@@ -303,33 +325,6 @@ def _too_large(piece: Slice, path: str, options: Options) -> list[Finding]:
     return [_engine_finding("LL900", message, path)]
 
 
-def interpreter_error(text: str, *, top_level_await: bool = False) -> SyntaxError | None:
-    """The ``SyntaxError`` CPython raises for the text; None when it compiles
-    (or fails for another reason, such as a NUL byte on an older Python)."""
-    flags = ast.PyCF_ONLY_AST | (ast.PyCF_ALLOW_TOP_LEVEL_AWAIT if top_level_await else 0)
-    try:
-        compile(text, "<unknown>", "exec", flags, dont_inherit=True)
-    except SyntaxError as exc:
-        return exc
-    except (ValueError, MemoryError, RecursionError, OverflowError, UnicodeError):
-        return None
-    return None
-
-
-def syntax_error(text: str, exc: libcst.ParserSyntaxError, python: SyntaxError | None) -> tuple[str, int, int]:
-    """LL900's (message, row, column) for text libcst rejects: where the
-    interpreter reports the error, as users see it when they run the code;
-    libcst's own position only where the interpreter accepts the text
-    (syntax newer than libcst knows)."""
-    if python is None:
-        message = str(exc.message).strip().splitlines()[0] if exc.message else "invalid syntax"
-        return f"SyntaxError: {message}", exc.raw_line, exc.raw_column + 1
-    lines = re.split(r"\r\n|\r|\n", text)
-    row = min(max(python.lineno or 1, 1), len(lines))
-    column = min(max(python.offset or 1, 1), len(lines[row - 1]) + 1)
-    return f"SyntaxError: {python.msg or 'invalid syntax'}", row, column
-
-
 def _unrepr(text: str) -> str:
     try:
         value = ast.literal_eval(f"'{text}'")
@@ -372,7 +367,9 @@ def lint_bytes(data: bytes, path: str, options: Options) -> FileResult:
         return result
     result.source = source
     try:
-        result.findings = decided_findings(source.text, path, options)
+        summaries: list[dict[str, Any]] = []
+        result.findings = decided_findings(source.text, path, options, summaries=summaries)
+        result.summary = summaries[0] if summaries else None
     except Exception as exc:  # the engine never crashes on one file
         result.error = f"internal error while checking: {type(exc).__name__}: {exc}"
     return result
@@ -458,17 +455,21 @@ def _guard(options: Options) -> Options:
     return Options(options.select | frozenset(CODES) | crash_codes(), options.profile_factory, options.noqa)
 
 
-def decided_findings(text: str, path: str, options: Options, *, notebook: bool = False) -> list[Finding]:
+def decided_findings(
+    text: str, path: str, options: Options, *, notebook: bool = False, summaries: list[dict[str, Any]] | None = None,
+) -> list[Finding]:
     """``analyse``'s findings, with the fix markers ``fix`` honours: a fix
     that would introduce a finding is withheld, with its reason.  The
     comparison needs every rule; when some are not selected they run only
-    for files with a fix, as does the dry run."""
+    for files with a fix, as does the dry run.  ``summaries`` receives the
+    module's project summary, as in ``analyse``."""
     guard = _guard(options)
     if guard.select != options.select:
-        findings, _ = analyse(text, path, options, notebook=notebook)
+        findings, _ = analyse(text, path, options, notebook=notebook, summaries=summaries)
         if not any(f.fix is not None for f in findings):
             return findings
-    all_findings, analysis = analyse(text, path, guard, notebook=notebook)
+        summaries = None  # the first pass filled it
+    all_findings, analysis = analyse(text, path, guard, notebook=notebook, summaries=summaries)
     all_findings = _decided(text, path, options, guard, all_findings, analysis, notebook)
     return [f for f in all_findings if f.code in options.select]
 

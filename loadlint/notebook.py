@@ -334,7 +334,8 @@ def _cell_syntax_error(text: str) -> tuple[str, int, int] | None:
         pass
     import libcst as cst
 
-    from loadlint.engine import MAX_NESTING, syntax_error, too_deep_at
+    from loadlint.engine import MAX_NESTING, too_deep_at
+    from loadlint.syntax import syntax_error
 
     # libcst's native parser overflows its stack on deep nesting (SIGSEGV).
     at = too_deep_at(text)

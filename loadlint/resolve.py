@@ -12,7 +12,7 @@ Values are either a plain Python value or ``UNKNOWN``.  Rules stay silent on
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import libcst as cst
 
@@ -109,6 +109,19 @@ class Scope:
         return scope
 
 
+def imported_names(node: cst.ImportFrom) -> Iterator[tuple[str, str]]:
+    """(local name, imported name) of each alias of ``from m import ...``."""
+    if isinstance(node.names, cst.ImportStar):
+        return
+    for alias in node.names:
+        if not isinstance(alias.name, cst.Name):
+            continue
+        local = alias.name.value
+        if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+            local = alias.asname.name.value
+        yield local, alias.name.value
+
+
 class ImportTable:
     """Maps local names to fully qualified names, as the imports bind them.
 
@@ -139,13 +152,8 @@ class ImportTable:
         module = dotted_name(node.module)
         if module is None:
             return
-        for alias in node.names:
-            if not isinstance(alias.name, cst.Name):
-                continue
-            local = alias.name.value
-            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                local = alias.asname.name.value
-            self.names[local] = f"{module}.{alias.name.value}"
+        for local, name in imported_names(node):
+            self.names[local] = f"{module}.{name}"
 
     def shadow(self, name: str) -> None:
         """A local definition (class, def) replaces an imported name."""

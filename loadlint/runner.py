@@ -178,8 +178,13 @@ def lint_candidates(
     progress: Progress | None = None,
     profiles: ProfileCache | None = None,
     pool_min_saving: int = POOL_MIN_SAVING,
+    project: bool = True,
 ) -> Run:
-    """Check (or fix) candidates; the runner's core, without the report."""
+    """Check (or fix) candidates; the runner's core, without the report.
+
+    A check also runs project analysis (``loadlint.project``) over the
+    candidates' projects, unless ``project`` is off: findings that depend
+    on other files are added to the candidates' results."""
     profiles = profiles or ProfileCache()
     candidates = list(candidates)
     results: list[FileResult | None] = [None] * len(candidates)
@@ -219,7 +224,9 @@ def lint_candidates(
             if entry is not None and (entry.profile is None or entry.profile == profile_key_for(candidate.settings.target)):
                 if request is None or not _has_applicable_fix(entry.findings, request):
                     open_cache.hits += 1
-                    results[index] = _from_cache(path, data, entry.findings, fixing=request is not None)
+                    hit = _from_cache(path, data, entry.findings, fixing=request is not None)
+                    hit.summary = entry.summary
+                    results[index] = hit
                     continue
         work.append(item)
 
@@ -232,9 +239,15 @@ def lint_candidates(
             continue
         if result.error is None and result.fixed is None:
             profile = profile_key_for(item.candidate.settings.target) if consulted else None
-            open_cache.store(str(item.candidate.path), item.fingerprint, item.digest, profile, result.findings)
+            open_cache.store(
+                str(item.candidate.path), item.fingerprint, item.digest, profile, result.findings, result.summary
+            )
     if progress is not None:
         progress.close()
+    if request is None and project:
+        from loadlint.project.join import join_project
+
+        join_project(candidates, results, profiles, cache)
 
     run = Run.of([r for r in results if r is not None])
     run.files = len(candidates)

@@ -8,7 +8,7 @@ may import it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Literal
+from typing import TYPE_CHECKING, Any, Callable, Literal
 
 if TYPE_CHECKING:
     from loadlint.source import Source
@@ -152,6 +152,8 @@ class FileResult:
     cell_sources: dict[int, str] = field(default_factory=dict)
     #: (cell, before, after) for each notebook cell a fix changed.
     cell_changes: list[tuple[int, str, str]] = field(default_factory=list)
+    #: The module's project summary (``loadlint.facts.summary``), when parsed.
+    summary: dict[str, Any] | None = None
 
     @property
     def worth_reporting(self) -> bool:

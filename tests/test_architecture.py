@@ -35,9 +35,11 @@ LAYERS: list[tuple[str, ...]] = [
     ("api", "testing"),
     # Loops over files (pool, cache) and renders results; never the API or CLI.
     ("runner", "report", "formats"),
+    # Project analysis: phase 2, joining per-file summaries across modules.
+    ("project",),
     # One file, path or bytes or stdin, to one file result.
     ("pipeline",),
-    ("engine", "fixes", "notebook", "measured", "withhold", "positions"),
+    ("engine", "fixes", "notebook", "measured", "withhold", "positions", "summaries"),
     # Settings, file discovery, the cache and rule documentation: read by the
     # layers above, built on the rule registry.
     ("config", "discover", "cache", "docs"),
@@ -45,7 +47,7 @@ LAYERS: list[tuple[str, ...]] = [
     # Fact providers: what a rule may know about a file (and the machine).
     ("facts", "callsites", "resolve", "walk", "hardware"),
     # Plain types and leaf helpers: import nothing from loadlint above them.
-    ("slicing",),
+    ("slicing", "syntax"),
     ("types", "signature", "cpus", "source", "files", "nbjson", "__init__"),
 ]
 

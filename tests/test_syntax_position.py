@@ -9,7 +9,8 @@ import libcst as cst
 import pytest
 
 import loadlint.engine as engine
-from loadlint.engine import analyse, interpreter_error, syntax_error
+from loadlint.engine import analyse
+from loadlint.syntax import interpreter_error, syntax_error
 from loadlint.testing import EXAMPLE_PROFILE
 from loadlint.types import Options
 

@@ -15,6 +15,7 @@ from typing import Any, Callable
 import libcst as cst
 
 from loadlint.facts.accelerator import AcceleratorFacts, AcceleratorProvider
+from loadlint.facts.calls import CallFacts, CallProvider
 from loadlint.facts.cursor import Cursor
 from loadlint.facts.datasets import DatasetFacts, DatasetProvider
 from loadlint.facts.distributed import DistributedFacts, DistributedProvider
@@ -36,6 +37,8 @@ class ModuleFacts:
     distributed: DistributedFacts
     accelerator: AcceleratorFacts
     datasets: DatasetFacts
+    #: Calls between functions, returns, relative imports (project analysis).
+    calls_between: CallFacts
 
     @property
     def calls(self) -> list[LoaderCall]:
@@ -43,7 +46,7 @@ class ModuleFacts:
 
 
 #: In hook order.  A provider reads only the cursor and its own records.
-PROVIDERS = (LoaderProvider, IterationProvider, LoopProvider, DistributedProvider, AcceleratorProvider, DatasetProvider)
+PROVIDERS = (LoaderProvider, IterationProvider, LoopProvider, DistributedProvider, AcceleratorProvider, DatasetProvider, CallProvider)
 
 Hook = Callable[[Any, cst.CSTNode], Any]
 
@@ -95,8 +98,9 @@ def collect(module: cst.Module) -> ModuleFacts:
     distributed = DistributedProvider(collector, DistributedFacts())
     accelerator = AcceleratorProvider(collector, AcceleratorFacts())
     datasets = DatasetProvider(collector, DatasetFacts())
+    between = CallProvider(collector, CallFacts())
     # In the order of PROVIDERS, which the chained hooks index.
-    collector.providers = (loaders, iteration, loops, distributed, accelerator, datasets)
+    collector.providers = (loaders, iteration, loops, distributed, accelerator, datasets, between)
     # Our walker, not module.visit(): libcst's rebuilds every node it passes.
     walk(module, collector)
     accelerator.finish()
@@ -108,4 +112,5 @@ def collect(module: cst.Module) -> ModuleFacts:
         distributed.facts,
         accelerator.facts,
         datasets.facts,
+        between.facts,
     )

@@ -87,7 +87,13 @@ def create_server(debounce: float = DEBOUNCE) -> Any:
             return
         state.cancel(uri)
         if state.push and is_python(uri, ls.workspace.get_text_document(uri).language_id):
+            # A saved module may change what its project's other files are told.
+            state.linted.clear()
             publish(ls, state, uri)
+            cells = {cell.document for nb in ls.workspace.notebook_documents.values() for cell in nb.cells}
+            for other, doc in list(ls.workspace.text_documents.items()):
+                if other != uri and other not in cells and is_python(other, doc.language_id):
+                    publish(ls, state, other)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     async def did_close(ls: Any, params: types.DidCloseTextDocumentParams) -> None:

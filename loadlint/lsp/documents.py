@@ -107,9 +107,26 @@ def lint_document(state: State, uri: str, text: str) -> tuple[list[Finding], Set
         return last[1], settings
     if uri.startswith("file:") and is_excluded(Path(path), settings):
         return [], settings
-    findings = check_text(text, path, state.options_for(settings, path))
+    if uri.startswith("file:") and _saved(path, text):
+        # A saved document is checked with its project's facts (other files' callers and loops).
+        from loadlint.project.join import check_in_project
+        from loadlint.runner import lazy_cache
+
+        state.options_for(settings, path)  # creates the profile cache
+        assert state.profiles is not None
+        findings = check_in_project(Path(path), settings, state.profiles, lazy_cache(None)).findings
+    else:
+        findings = check_text(text, path, state.options_for(settings, path))
     state.linted[uri] = (key, findings)
     return findings, settings
+
+
+def _saved(path: str, text: str) -> bool:
+    try:
+        with open(path, encoding="utf-8", newline="") as handle:
+            return handle.read() == text
+    except (OSError, UnicodeDecodeError):
+        return False
 
 
 def lsp_range(doc: Any, start: Location, end: Location) -> Any:

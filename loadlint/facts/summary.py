@@ -1,0 +1,279 @@
+"""A module's facts as a plain, serialisable summary for project analysis.
+
+``summarise`` reads the ``ModuleFacts`` of one traversal (no second walk)
+and keeps what another module may need to know: the imports, and for each
+function (``"<module>"`` for the module body) its parameters and their
+defaults, the loaders it builds from them, what it does with the loaders it
+is given (iterates them, ``next(iter(...))`` in a loop, moves their batches),
+what it returns, and the calls it makes with their argument values.
+
+Keys are stable (module-level names, ``Class.method``), values are JSON.
+A value is a descriptor: ``{"value": 4}``, ``{"cpu_count": true}``,
+``{"param": "p"}``, ``{"loader": i}`` (the function's i-th loader),
+``{"call": i, "index": j}`` (part of the i-th call's result), or ``{}``
+(unknown).  A descriptor may carry a ``"note"`` saying where a value
+comes from; other fact sources can add one without changing the shape.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import libcst as cst
+
+from loadlint.facts.calls import CallSite
+from loadlint.facts.collect import ModuleFacts
+from loadlint.facts.names import FunctionFacts
+from loadlint.resolve import MISSING, UNKNOWN, Binding, Scope, evaluate, follow_name
+
+#: Names a node by a number: ``summarise`` keeps no positions (they cost a
+#: metadata pass); the numbers are turned into positions, for the few nodes
+#: a finding needs, by summarising again with a recording ``RefOf``.
+RefOf = Callable[[cst.CSTNode], int]
+Summary = dict[str, Any]
+MODULE = "<module>"
+#: The loader arguments project analysis reasons about (absent: torch's default).
+_LOADER_SETTINGS = ("num_workers", "persistent_workers", "pin_memory", "multiprocessing_context")
+#: Bumped when the shape changes, so cached summaries are not misread.
+VERSION = 1
+
+
+def summarise(facts: ModuleFacts, ref_of: RefOf) -> Summary:
+    """The serialisable summary of one module's facts."""
+    names = facts.names
+    imports = dict(names.imports.names)
+    imports.update(facts.calls_between.relative)
+    module_defs = {name for (owner, name) in names.defs if owner == id(names.module_scope)}
+    module_defs |= {name for (owner, name) in names.class_defs if owner == id(names.module_scope)}
+    groups = _Groups(facts)
+    functions: dict[str, Any] = {MODULE: _Function(groups, None, names.module_scope, ref_of).summary(imports, module_defs)}
+    for fn in names.functions:
+        if fn.nested:
+            continue
+        qual = f"{fn.class_name}.{fn.name}" if fn.class_name else fn.name
+        if qual not in functions:
+            functions[qual] = _Function(groups, fn, fn.scope, ref_of).summary(imports, module_defs)
+    return {"version": VERSION, "imports": imports, "functions": functions}
+
+
+class _Groups:
+    """The module's facts grouped by the function they belong to, once."""
+
+    def __init__(self, facts: ModuleFacts) -> None:
+        self.facts = facts
+        self.loaders: dict[int, list[Any]] = {}
+        for call in facts.loaders.calls:
+            self.loaders.setdefault(id(call.scope.function), []).append(call)
+        self.sites: dict[int, list[CallSite]] = {}
+        for site in facts.calls_between.sites:
+            self.sites.setdefault(id(site.function), []).append(site)
+        self.by_key: dict[int, list[tuple[str, Any]]] = {}
+        iteration = facts.iteration
+        items: list[tuple[str, Any]] = [("iter", it) for it in iteration.iterations]
+        items += [("next_iter", step) for step in iteration.next_iter]
+        items += [("transfer", t) for t in iteration.transfers]
+        for kind, item in items:
+            self.by_key.setdefault(item.key[0], []).append((kind, item))
+
+
+def _jsonable(value: Any) -> bool:
+    return value is None or type(value) in (int, float, str, bool)
+
+
+class _Function:
+    """Summarises one function (or the module body)."""
+
+    def __init__(self, groups: _Groups, fn: FunctionFacts | None, scope: Scope, ref_of: RefOf) -> None:
+        self.groups = groups
+        self.facts = groups.facts
+        self.fn = fn
+        self.scope = scope
+        self.ref_of = ref_of
+        self.params: list[str] = []
+        if fn is not None:
+            p = fn.node.params
+            self.params = list(fn.params) + [param.name.value for param in p.kwonly_params]
+        self.loaders = groups.loaders.get(id(scope), [])
+        self.loader_index = {id(c.node): i for i, c in enumerate(self.loaders)}
+        self.loader_vars = {c.key[1]: i for i, c in enumerate(self.loaders) if c.key is not None}
+        self.site_targets: dict[str, tuple[int, int | None]] = {}
+        #: id of a recorded call node -> its index in the summary's calls.
+        self.site_index: dict[int, int] = {}
+
+    def is_param(self, name: str) -> bool:
+        if name not in self.params:
+            return False
+        found = self.scope.lookup(name)
+        return found is not None and found[0] is self.scope and len(found[1]) == 1 and found[1][0].value is None
+
+    def describe(self, expr: cst.BaseExpression | None, scope: Scope) -> dict[str, Any]:
+        """The value descriptor of an expression."""
+        if expr is None:
+            return {}
+        if isinstance(expr, cst.Name) and scope is self.scope:
+            name = expr.value
+            if self.is_param(name):
+                return {"param": name}
+            if name in self.loader_vars:
+                return {"loader": self.loader_vars[name]}
+            if name in self.site_targets:
+                index, part = self.site_targets[name]
+                return {"call": index, "index": part}
+        if isinstance(expr, cst.Call) and id(expr) in self.loader_index:
+            return {"loader": self.loader_index[id(expr)]}
+        if isinstance(expr, cst.Call) and id(expr) in self.site_index:
+            return {"call": self.site_index[id(expr)], "index": None}
+        value = evaluate(expr, scope)
+        if value is not UNKNOWN and _jsonable(value):
+            return {"value": value}
+        target, _ = follow_name(expr, scope)
+        if isinstance(target, cst.Call) and id(target) in self.facts.loaders.cpu_count_calls:
+            return {"cpu_count": True}
+        return {}
+
+    def summary(self, imports: dict[str, str], module_defs: set[str]) -> dict[str, Any]:
+        out: dict[str, Any] = {"params": self.params}
+        fn = self.fn
+        if fn is not None:
+            out["at"] = self.ref_of(fn.node.name)
+            enclosing = self.scope.parent or self.scope
+            p = fn.node.params
+            defaults = {
+                param.name.value: self.describe(param.default, enclosing)
+                for param in (*p.posonly_params, *p.params, *p.kwonly_params)
+                if param.default is not None
+            }
+            out["defaults"] = {k: v for k, v in defaults.items() if v}
+            out["has_default"] = sorted(defaults)
+        out["loaders"] = [self._loader(call) for call in self.loaders]
+        out["calls"] = self._calls(imports, module_defs)
+        out["uses"] = self._uses()
+        returns = [value for owner, value in self.facts.calls_between.returns if owner is fn and fn is not None]
+        if returns:
+            last = returns[-1]
+            parts = last.elements if isinstance(last, cst.Tuple) else None
+            exprs = [e.value for e in parts] if parts is not None else [last]
+            out["returns"] = {"tuple": parts is not None, "values": [self.describe(e, self.scope) for e in exprs]}
+        return out
+
+    def _loader(self, call: Any) -> dict[str, Any]:
+        kw = {
+            name: arg.value.value
+            for name, arg in call.args.items()
+            if isinstance(arg.value, cst.Name) and self.is_param(arg.value.value)
+        }
+        values = {}
+        for name in _LOADER_SETTINGS:
+            value = call.value(name)
+            if value is MISSING:
+                continue
+            expr = call.expr(name)
+            values[name] = self.describe(expr, call.scope) if expr is not None else {}
+        return {"at": self.ref_of(call.node), "kw": kw, "values": values, "var": call.key[1] if call.key else None}
+
+    def _calls(self, imports: dict[str, str], module_defs: set[str]) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for site in self.groups.sites.get(id(self.fn), ()):
+            head, _, rest = site.callee.partition(".")
+            if head in self.scope.bindings and self.fn is not None:
+                continue  # a local variable's method, not a project function
+            if head in imports:
+                callee = imports[head] + ("." + rest if rest else "")
+            elif head in module_defs:
+                callee = ":" + site.callee
+            else:
+                continue
+            args: dict[str, Any] = {}
+            position = 0
+            for arg in site.node.args:
+                if arg.star:
+                    args["*"] = {}
+                    break
+                slot = arg.keyword.value if arg.keyword is not None else str(position)
+                if arg.keyword is None:
+                    position += 1
+                args[slot] = self.describe(arg.value, site.scope)
+            index = len(out)
+            for target in site.targets:
+                elements = target.elements if isinstance(target, (cst.Tuple, cst.List)) else None
+                if elements is None and isinstance(target, cst.Name):
+                    self.site_targets[target.value] = (index, None)
+                for i, element in enumerate(elements or ()):
+                    if isinstance(element.value, cst.Name):
+                        self.site_targets[element.value.value] = (index, i)
+            self.site_index[id(site.node)] = index
+            out.append({"callee": callee, "at": self.ref_of(site.node), "in_loop": site.in_loop, "guarded": site.in_main_guard, "args": args})
+        return out
+
+    def _uses(self) -> list[dict[str, Any]]:
+        """What the function does with loaders it is given or builds."""
+        out: list[dict[str, Any]] = []
+
+        def subject(key: tuple[int, str]) -> dict[str, Any] | None:
+            if self.is_param(key[1]):
+                return {"param": key[1]}
+            if key[1] in self.loader_vars:
+                return {"loader": self.loader_vars[key[1]]}
+            if key[1] in self.site_targets:
+                index, part = self.site_targets[key[1]]
+                return {"call": index, "index": part}
+            return None
+
+        for kind, item in self.groups.by_key.get(id(self.scope), ()):
+            who = subject(item.key)
+            if who is None:
+                continue
+            if kind == "iter":
+                out.append({"kind": kind, "of": who, "at": self.ref_of(item.node.iter), "in_loop": bool(item.outer)})
+            elif kind == "next_iter":
+                out.append({"kind": kind, "of": who, "at": self.ref_of(item.node), "in_loop": item.in_loop})
+            else:
+                out.append({
+                    "kind": kind, "of": who, "at": self.ref_of(item.node), "method": item.method,
+                    "non_blocking": item.non_blocking,
+                })
+        return out
+
+
+def inject(facts: ModuleFacts, bindings: dict[str, dict[str, dict[str, Any]]]) -> None:
+    """Bind parameters to the values a caller gives them: each rule then
+    resolves the parameter as a name assigned that value.  A parameter that
+    is assigned in its function keeps its bindings (the value is not the
+    caller's any more)."""
+    for fn in facts.names.functions:
+        qual = f"{fn.class_name}.{fn.name}" if fn.class_name else fn.name
+        given = bindings.get(qual)
+        if not given or fn.nested:
+            continue
+        p = fn.node.params
+        params = {param.name.value: param for param in (*p.posonly_params, *p.params, *p.kwonly_params)}
+        for name, descriptor in given.items():
+            current = fn.scope.bindings.get(name)
+            if name not in params or current is None or len(current) != 1 or current[0].value is not None:
+                continue
+            node = _expression(descriptor, params[name], facts)
+            if node is not None:
+                fn.scope.bindings[name] = [Binding(node)]
+
+
+def _expression(descriptor: dict[str, Any], param: cst.Param, facts: ModuleFacts) -> cst.BaseExpression | None:
+    if descriptor.get("default"):
+        return param.default
+    if "value" in descriptor and _jsonable(descriptor["value"]):
+        return cst.parse_expression(repr(descriptor["value"]))
+    if descriptor.get("cpu_count"):
+        node = cst.parse_expression("os.cpu_count()")
+        facts.loaders.cpu_count_calls.add(id(node))
+        return node
+    return None
+
+
+class Numbering:
+    """Numbers nodes in the order a summary names them."""
+
+    def __init__(self) -> None:
+        self.nodes: list[cst.CSTNode] = []
+
+    def __call__(self, node: cst.CSTNode) -> int:
+        self.nodes.append(node)
+        return len(self.nodes) - 1

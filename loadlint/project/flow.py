@@ -1,0 +1,196 @@
+"""Phase 2's walk: from each module's body along the calls it makes, with
+the values each call passes, into the functions of other project modules.
+
+Loaders built on the way are followed through returns and parameters to
+what is done with them (iterated, iterated every epoch, ``next(iter(...))``
+in a loop, batches moved).  The walk is bounded: ``MAX_DEPTH`` calls deep,
+``MAX_FRAMES`` functions entered in all; recursion and import cycles end a
+branch silently (a function already on the path is not entered again).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Union
+
+#: A module's summary (``loadlint.facts.summary``, not imported: a warm run
+#: never needs libcst, which that module's facts are built on).
+Summary = dict[str, Any]
+MODULE = "<module>"
+
+MAX_DEPTH = 6
+MAX_FRAMES = 20000
+
+
+@dataclass(eq=False)
+class Frame:
+    """One entered function: its module, name, parameter values and caller."""
+
+    path: str
+    function: str
+    env: dict[str, Value]
+    parent: Frame | None
+    #: The call in the parent that entered this frame.
+    site: dict[str, Any] | None
+    #: Entered (directly or further up) from inside a loop.
+    in_loop: bool
+
+    def on_path(self, path: str, function: str) -> bool:
+        frame: Frame | None = self
+        while frame is not None:
+            if frame.path == path and frame.function == function:
+                return True
+            frame = frame.parent
+        return False
+
+    def chain(self) -> list[Frame]:
+        """This frame and its callers, outermost (a module body) first."""
+        out: list[Frame] = []
+        frame: Frame | None = self
+        while frame is not None:
+            out.append(frame)
+            frame = frame.parent
+        return out[::-1]
+
+
+@dataclass(eq=False)
+class Event:
+    """Something a function does with a loader it was given."""
+
+    use: dict[str, Any]
+    frame: Frame
+    #: The use happens once per pass of some enclosing loop (its own or a caller's).
+    repeated: bool
+
+
+@dataclass(eq=False)
+class LoaderRef:
+    """One ``DataLoader(...)`` as built by one frame."""
+
+    frame: Frame
+    index: int
+    summary: dict[str, Any]
+    events: list[Event] = field(default_factory=list)
+
+    def setting(self, name: str) -> Value:
+        """The value of a loader argument in this frame; MISSING_VALUE when absent."""
+        values = self.summary.get("values", {})
+        if name not in values:
+            return MISSING_VALUE
+        return resolve(values[name], self.frame, [], [])
+
+
+class _Missing:
+    """The argument is absent from the call (torch's default applies)."""
+
+
+MISSING_VALUE = _Missing()
+#: A descriptor (``{"value": 4}``...), a loader, a tuple of values, or None (unknown).
+Value = Union[dict[str, Any], LoaderRef, tuple[Any, ...], None, _Missing]
+
+
+def resolve(descriptor: dict[str, Any], frame: Frame, loaders: list[LoaderRef], results: list[Value]) -> Value:
+    """A summary's value descriptor as a value in ``frame``."""
+    if "param" in descriptor:
+        return frame.env.get(descriptor["param"])
+    if "loader" in descriptor:
+        index = descriptor["loader"]
+        return loaders[index] if 0 <= index < len(loaders) else None
+    if "call" in descriptor:
+        index = descriptor["call"]
+        result = results[index] if 0 <= index < len(results) else None
+        part = descriptor.get("index")
+        if part is None:
+            return result
+        return result[part] if isinstance(result, tuple) and part < len(result) else None
+    return descriptor if descriptor else None
+
+
+class Walk:
+    """Walks a project's calls from module bodies; records loaders and uses."""
+
+    def __init__(
+        self,
+        summary_of: Callable[[str], Summary | None],
+        callee: Callable[[str, str], tuple[str, str] | None],
+        known: Callable[[str], bool],
+    ) -> None:
+        self.summary_of = summary_of
+        self.callee = callee
+        #: Whether a module's summary is at hand without parsing it.
+        self.known = known
+        self.frames = 0
+        self.loaders: list[LoaderRef] = []
+
+    def function(self, path: str, name: str) -> dict[str, Any] | None:
+        summary = self.summary_of(path)
+        if summary is None:
+            return None
+        found = summary.get("functions", {}).get(name)
+        return found if isinstance(found, dict) else None
+
+    def root(self, path: str) -> None:
+        """Walk from a module's body, then from each of its functions (a
+        function no module body calls still hands its loaders on; its
+        parameters are unknown)."""
+        summary = self.summary_of(path)
+        functions = summary.get("functions", {}) if summary else {}
+        for name in sorted(functions, key=lambda n: n != MODULE):
+            fn = functions[name]
+            if isinstance(fn, dict) and (name == MODULE or fn.get("calls") or fn.get("loaders")):
+                self._enter(Frame(path, name, {}, None, None, False), fn, 0)
+
+    def _enter(self, frame: Frame, fn: dict[str, Any], depth: int) -> Value:
+        self.frames += 1
+        loaders = [LoaderRef(frame, i, loader) for i, loader in enumerate(fn.get("loaders", []))]
+        self.loaders.extend(loaders)
+        results: list[Value] = []
+        for call in fn.get("calls", []):
+            results.append(self._call(frame, call, loaders, results, depth))
+        for use in fn.get("uses", []):
+            subject = resolve(use.get("of", {}), frame, loaders, results)
+            if isinstance(subject, LoaderRef):
+                repeated = frame.in_loop or bool(use.get("in_loop"))
+                subject.events.append(Event(use, frame, repeated))
+        returns = fn.get("returns")
+        if not returns:
+            return None
+        values = tuple(resolve(d, frame, loaders, results) for d in returns.get("values", []))
+        return values if returns.get("tuple") else (values[0] if values else None)
+
+    def _call(self, frame: Frame, call: dict[str, Any], loaders: list[LoaderRef], results: list[Value], depth: int) -> Value:
+        if depth >= MAX_DEPTH or self.frames >= MAX_FRAMES:
+            return None
+        target = self.callee(frame.path, call.get("callee", ""))
+        if target is None or frame.on_path(*target):
+            return None  # outside the project, or recursion / an import cycle
+        args = call.get("args", {})
+        if not self.known(target[0]) and not any(
+            _holds_loader(resolve(d, frame, loaders, results)) for d in args.values()
+        ):
+            # A module that builds no loader matters only when given one:
+            # parsing every module a project calls would cost a cold run.
+            return None
+        fn = self.function(*target)
+        if fn is None or not (fn.get("loaders") or fn.get("uses") or fn.get("calls")):
+            return None
+        params: list[str] = fn.get("params", [])
+        env: dict[str, Value] = {}
+        for slot, descriptor in args.items():
+            if slot == "*":
+                return None  # unpacked arguments: which parameter gets what is unknown
+            name = params[int(slot)] if slot.isdigit() and int(slot) < len(params) else slot
+            if name in params:
+                env[name] = resolve(descriptor, frame, loaders, results)
+        defaults = fn.get("defaults", {})
+        for name in fn.get("has_default", []):
+            if name not in env:
+                env[name] = {**defaults.get(name, {}), "default": True}
+        child = Frame(target[0], target[1], env, frame, call, frame.in_loop or bool(call.get("in_loop")))
+        return self._enter(child, fn, depth + 1)
+
+
+def _holds_loader(value: Value) -> bool:
+    if isinstance(value, tuple):
+        return any(_holds_loader(v) for v in value)
+    return isinstance(value, LoaderRef)

@@ -1,0 +1,224 @@
+"""The runner's side of project analysis: group a run's files by project,
+give phase 2 their summaries (phase 1's, or the cache's, or made on demand
+for files the run did not parse), and add its findings to the results.
+
+The project root of a file is the nearest folder above it with a config
+file or a version-control folder (``modules.ROOT_MARKERS``); the file's
+folder when there is none.  Every Python file under the root may be read for
+facts (a bounded walk that does not follow links); findings are reported
+only in the run's own files, so a pre-commit run given one staged file
+still sees how the rest of the project calls it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+from loadlint.config import Settings
+from loadlint.discover import Candidate
+from loadlint.engine import passes_prefilter
+from loadlint.summaries import summarise_text
+from loadlint.files import read_source
+from loadlint.pipeline import ProfileCache, options_for
+from loadlint.project import MAX_FILES, Project
+from loadlint.project.modules import project_root
+from loadlint.source import DecodeError, decode
+from loadlint.types import FileResult, Finding, Options
+
+if TYPE_CHECKING:
+    from loadlint.cache import Cache
+
+#: Folders never read for facts: caches, environments, build output.
+SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", "venv", "env", "build", "dist"})
+#: The cache's configuration fingerprint for a summary made on demand.
+SUMMARY_ONLY = "project-summary"
+
+
+def python_files(root: Path, limit: int = MAX_FILES) -> Iterator[str]:
+    """Python files under ``root``, sorted, at most ``limit``; hidden and
+    environment folders skipped, links to folders not followed."""
+    count = 0
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIP_DIRS)
+        for name in sorted(files):
+            if name.endswith(".py"):
+                yield os.path.join(folder, name)
+                count += 1
+                if count >= limit:
+                    return
+
+
+def join_project(
+    candidates: list[Candidate],
+    results: list[FileResult | None],
+    profiles: ProfileCache,
+    cache: Callable[[], Cache] | None,
+) -> None:
+    """Add project findings to ``results`` (parallel to ``candidates``)."""
+    groups: dict[Path, list[int]] = {}
+    roots: dict[Path, Path] = {}
+    for index, candidate in enumerate(candidates):
+        folder = Path(os.path.abspath(candidate.path)).parent
+        if folder not in roots:
+            roots[folder] = project_root(folder)
+        groups.setdefault(roots[folder], []).append(index)
+    for root, indexes in groups.items():
+        try:
+            _join_one(root, indexes, candidates, results, profiles, cache)
+        except (OSError, ValueError, RecursionError, MemoryError):
+            # Project findings are extra: a project that cannot be read
+            # whole still gets every file's own findings.
+            continue
+
+
+def project_key(root: Path, files: list[str], settings: str) -> str:
+    """A digest of every project file's name, size and modification time,
+    and the settings: equal keys, equal project findings."""
+    import hashlib
+
+    digest = hashlib.blake2b(f"{root}\0{settings}".encode(), digest_size=20)
+    for path in files:
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        digest.update(f"\0{path}\0{st.st_size}\0{st.st_mtime_ns}".encode(errors="surrogateescape"))
+    return digest.hexdigest()
+
+
+def _join_one(
+    root: Path,
+    indexes: list[int],
+    candidates: list[Candidate],
+    results: list[FileResult | None],
+    profiles: ProfileCache,
+    cache: Callable[[], Cache] | None,
+) -> None:
+    original: dict[str, int] = {os.path.abspath(candidates[i].path): i for i in indexes}
+    summaries: dict[str, dict[str, Any]] = {}
+    for path, i in original.items():
+        result = results[i]
+        if result is not None and result.summary is not None:
+            summaries[path] = result.summary
+    files = list(python_files(root))
+    first = candidates[indexes[0]]
+    phase1 = cache() if cache is not None else None
+    opened = phase1.sub("project") if phase1 is not None else None
+    # The settings as the root sees them: one key whichever files a run is given.
+    key = project_key(root, files, f"{first.settings.fingerprint(str(root / '__init__.py'))}\0{first.settings.target!r}")
+    found: dict[str, list[Finding]] | None = None
+    if opened is not None:
+        from loadlint.cache import ProjectCache
+
+        found = ProjectCache(opened).load(str(root), key)
+    if found is None:
+        found = _analyse(root, files, original, candidates, summaries, profiles, opened, phase1, results)
+        if opened is not None:
+            ProjectCache(opened).store(str(root), key, found)
+    for path, findings in found.items():
+        if path in original:
+            _add(results, original[path], candidates, findings)
+
+
+def _analyse(
+    root: Path,
+    files: list[str],
+    original: dict[str, int],
+    candidates: list[Candidate],
+    summaries: dict[str, dict[str, Any]],
+    profiles: ProfileCache,
+    opened: Cache | None,
+    phase1: Cache | None,
+    results: list[FileResult | None],
+) -> dict[str, list[Finding]]:
+    """Phase 2 over the whole project: findings for every file of it."""
+    first = candidates[next(iter(original.values()))]
+    texts: dict[str, str | None] = {}
+
+    def read_text(path: str) -> str | None:
+        if path not in texts:
+            try:
+                texts[path] = decode(read_source(Path(path))).text
+            except (OSError, DecodeError):
+                texts[path] = None
+        return texts[path]
+
+    def summary_of(path: str) -> dict[str, Any] | None:
+        if path in summaries:
+            return summaries[path]
+        if path.endswith(".ipynb"):
+            return None
+        try:
+            data = read_source(Path(path))
+        except OSError:
+            return None
+        digest = ""
+        if opened is not None:
+            from loadlint.cache import content_hash
+
+            digest = content_hash(data)
+            # Phase 1's entry of a run over the whole project, else our own.
+            for store, fingerprint in ((phase1, first.settings.fingerprint(path)), (opened, SUMMARY_ONLY)):
+                entry = store.load(path, fingerprint, digest) if store is not None else None
+                if entry is not None and (entry.summary is not None or store is opened):
+                    return entry.summary
+        try:
+            summary = summarise_text(decode(data).text)
+        except DecodeError:
+            summary = None
+        if opened is not None:
+            opened.store(path, SUMMARY_ONLY, digest, None, [], summary)
+        return summary
+
+    # Files the run was not given but that build loaders are roots too.
+    for path in files:
+        if path in summaries:
+            continue
+        try:
+            data = read_source(Path(path))
+        except OSError:
+            continue
+        if passes_prefilter(data):
+            summary = summary_of(path)
+            if summary is not None:
+                summaries[path] = summary
+
+    def options(path: str) -> Options:
+        candidate = candidates[original[path]] if path in original else first
+        return options_for(candidate.settings, path if path not in original else str(candidate.path), profiles)
+
+    def own_findings(path: str) -> list[Finding] | None:
+        result = results[original[path]] if path in original else None
+        return None if result is None or result.error is not None else list(result.findings)
+
+    project = Project(root, summaries, summary_of, read_text, lambda: iter(files), options, own_findings)
+    return project.findings(set(files) | set(original))
+
+
+def _add(results: list[FileResult | None], index: int, candidates: list[Candidate], findings: list[Finding]) -> None:
+    result = results[index]
+    if result is None:
+        result = results[index] = FileResult(str(candidates[index].path))
+    for finding in findings:
+        finding.path = result.path
+    result.findings = sorted(result.findings + findings, key=lambda f: (f.location.row, f.location.column, f.code))
+    if result.source is None:
+        try:
+            result.source = decode(read_source(Path(candidates[index].path)))
+        except (OSError, DecodeError):
+            pass
+
+
+def check_in_project(path: Path, settings: Settings, profiles: ProfileCache, cache: Callable[[], Cache] | None) -> FileResult:
+    """One file's result with its project findings, from the files on disk
+    (the language server's view of a saved document)."""
+    from loadlint.pipeline import check_path
+
+    candidate = Candidate(path, settings, True)
+    results: list[FileResult | None] = [check_path(path, options_for(settings, str(path), profiles))]
+    join_project([candidate], results, profiles, cache)
+    result = results[0]
+    assert result is not None
+    return result

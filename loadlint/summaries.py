@@ -1,0 +1,62 @@
+"""Project summaries of whole module texts: for a dependency the run was
+not given (its facts without its findings), and where the nodes a cached
+summary numbered stand in the text when a finding needs its position."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from loadlint.engine import too_deep_at
+from loadlint.facts.summary import Numbering
+from loadlint.types import Location
+
+if TYPE_CHECKING:
+    import libcst
+
+
+def summarise_text(text: str) -> dict[str, Any] | None:
+    """The project summary of a module's text, whether or not it builds a
+    loader; None when it does not parse."""
+    from loadlint.facts.collect import collect
+    from loadlint.facts.summary import summarise
+
+    module = parse_quietly(text)
+    if module is None:
+        return None
+    try:
+        return summarise(collect(module), Numbering())
+    except RecursionError:
+        return None
+
+
+def locate(text: str, refs: list[int] | None = None) -> dict[int, tuple[Location, Location]]:
+    """Where the nodes a summary numbered ``refs`` (all when None) are in ``text``."""
+    import libcst as cst
+
+    from loadlint.facts.collect import collect
+    from loadlint.facts.summary import summarise
+    from loadlint.fixes import Positions
+
+    module = parse_quietly(text)
+    if module is None:
+        return {}
+    numbering = Numbering()
+    try:
+        summarise(collect(module), numbering)
+        positions = Positions(module, text)
+        count = len(numbering.nodes)
+        wanted = range(count) if refs is None else [r for r in refs if 0 <= r < count]
+        return {r: positions.range(numbering.nodes[r]) for r in wanted}
+    except (RecursionError, KeyError, cst.CSTValidationError):
+        return {}
+
+
+def parse_quietly(text: str) -> libcst.Module | None:
+    import libcst as cst
+
+    if too_deep_at(text) is not None:
+        return None
+    try:
+        return cst.parse_module(text)
+    except Exception:  # a dependency that does not parse has no facts
+        return None

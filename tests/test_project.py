@@ -1,0 +1,137 @@
+"""Project analysis: golden multi-module projects, and bad input.
+
+Each folder of tests/fixtures/projects is a project (its own root marker);
+``expected.txt`` holds ``loadlint check`` concise output run inside it.
+Regenerate with ``LOADLINT_REGEN=1`` and review the diff.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from loadlint.cli import cli
+from loadlint.summaries import summarise_text
+from loadlint.project.modules import Resolver, project_root
+
+PROJECTS = Path(__file__).parent / "fixtures" / "projects"
+EXAMPLE = Path(__file__).parents[1] / "examples" / "modular"
+TARGET = "cpus=8,gpus=1,memory=64,shm=16,platform=linux,python=3.14"
+ENV = {"NO_COLOR": "1", "LOADLINT_CACHE_DIR": None}
+
+
+def check(folder: Path, *args: str) -> str:
+    old = os.getcwd()
+    os.chdir(folder)
+    try:
+        result = CliRunner().invoke(
+            cli,
+            ["check", "--isolated", "--select", "ALL", "--target", TARGET, "--output-format", "concise", "-q", *args],
+            env=ENV,
+            catch_exceptions=False,
+        )
+    finally:
+        os.chdir(old)
+    return result.output
+
+
+@pytest.mark.parametrize("case", sorted(p.name for p in PROJECTS.iterdir() if p.is_dir()))
+def test_project_golden(case: str) -> None:
+    folder = PROJECTS / case
+    actual = check(folder, "--no-cache", ".")
+    expected = folder / "expected.txt"
+    if os.environ.get("LOADLINT_REGEN"):
+        expected.write_text(actual, encoding="utf-8")
+    assert actual == expected.read_text(encoding="utf-8")
+
+
+def example_project(tmp_path: Path) -> Path:
+    """The README's multi-module example, as a project of its own."""
+    project = tmp_path / "modular"
+    shutil.copytree(EXAMPLE, project)
+    (project / "pyproject.toml").touch()
+    return project
+
+
+def test_example_project_reports_its_chains(tmp_path: Path) -> None:
+    out = check(example_project(tmp_path), "--no-cache", ".")
+    assert out.count("LL204") == 2 and "from train.py:17" in out
+    assert "train.py:17:1: LL013" in out and "(engine.py:9, in `train_step`)" in out
+
+
+def test_finding_follows_a_dependency_edit(tmp_path: Path) -> None:
+    project = example_project(tmp_path)
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    first = check(project, *cache, ".")
+    assert "LL204" in first and "test_step" in first
+    engine = project / "engine.py"
+    engine.write_text(engine.read_text().replace("for epoch in range(epochs):", "if epochs:\n        epoch = 0"))
+    second = check(project, *cache, ".")
+    assert second != first and "test_step" not in second
+    # Only the staged file is reported; the rest of the project is read.
+    staged = check(project, *cache, "data_setup.py")
+    assert all(line.startswith("data_setup.py") for line in staged.splitlines())
+    engine.write_text(engine.read_text().replace("if epochs:\n        epoch = 0", "for epoch in range(epochs):"))
+    assert "test_step" in check(project, *cache, "data_setup.py")
+
+
+def test_percent_cells_mark_a_notebook_script(tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    shutil.copytree(PROJECTS / "percent_script", plain)
+    script = plain / "tutorial.py"
+    script.write_text(script.read_text().replace("# %%\n", ""))
+    assert "LL013" in check(plain, "--no-cache", ".")
+
+
+def test_staged_factory_sees_its_callers(tmp_path: Path) -> None:
+    project = tmp_path / "p"
+    shutil.copytree(PROJECTS / "factory_values", project)
+    out = check(project, "--no-cache", "loaders.py")
+    assert "LL201" in out and "train.py:5" in out
+    assert "train.py" not in {line.split(":")[0] for line in out.splitlines()}
+
+
+def test_summary_is_plain_data() -> None:
+    import json
+
+    text = (EXAMPLE / "data_setup.py").read_text()
+    summary = summarise_text(text)
+    assert summary is not None
+    assert json.loads(json.dumps(summary)) == summary
+    factory = summary["functions"]["create_dataloaders"]
+    assert factory["defaults"]["num_workers"] == {"cpu_count": True}
+    assert factory["loaders"][0]["kw"]["num_workers"] == "num_workers"
+    assert factory["returns"]["values"][0] == {"loader": 0}
+    assert summarise_text("def broken(:\n") is None
+
+
+def test_same_module_name_in_two_folders_resolves_to_the_nearest(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").touch()
+    for folder in ("one", "two"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "data.py").write_text("def f(): pass\n")
+        (tmp_path / folder / "train.py").write_text("import data\n")
+    resolver = Resolver(project_root(tmp_path / "one"))
+    assert resolver.module_file(str(tmp_path / "one" / "train.py"), "data.f") == (str(tmp_path / "one" / "data.py"), "f")
+    assert resolver.module_file(str(tmp_path / "two" / "train.py"), "data.f") == (str(tmp_path / "two" / "data.py"), "f")
+    assert resolver.module_file(str(tmp_path / "two" / "train.py"), "torch.utils.data.DataLoader") is None
+
+
+def test_symlink_loop_and_large_tree_stay_bounded(tmp_path: Path) -> None:
+    project = example_project(tmp_path)
+    (project / "loop").mkdir()
+    os.symlink(project / "loop", project / "loop" / "again")
+    os.symlink(project / "missing.py", project / "dangling.py")
+    many = project / "many"
+    many.mkdir()
+    for i in range(10000):
+        (many / f"m{i}.py").write_text(f"import data_setup\nX = {i}\n" if i % 1000 == 0 else f"X = {i}\n")
+    start = time.monotonic()
+    out = check(project, "--no-cache", "train.py", "data_setup.py")
+    assert "LL204" in out and "LL013" in out
+    assert time.monotonic() - start < 60
