@@ -28,21 +28,21 @@ if TYPE_CHECKING:
     from loadlint.fixes import Positions
     from loadlint.rules.base import FixSpec, Report
 
-#: A file that never contains one of these cannot construct a DataLoader and
-#: is not parsed at all.
-PREFILTER = ("DataLoader",)
+#: A file that never contains one of these cannot construct a DataLoader (or
+#: have a framework build one: ``TrainingArguments``) and is not parsed at all.
+PREFILTER = ("DataLoader", "TrainingArguments")
 
 # Constructing one needs a call or an alias: ``DataLoader(``, ``X.DataLoader
 # (`` or ``import DataLoader as DL``.  Files that only name the class (type
 # hints, isinstance checks, imports) are skipped: in real trees that is most
 # of the files mentioning it, and parsing is by far the largest cost.
-_CONSTRUCTS = re.compile(r"DataLoader\s*\(|DataLoader\s+as\s")
-_CONSTRUCTS_BYTES = re.compile(rb"DataLoader\s*\(|DataLoader\s+as\s")
+_CONSTRUCTS = re.compile(r"DataLoader\s*\(|DataLoader\s+as\s|TrainingArguments\s*\(")
+_CONSTRUCTS_BYTES = re.compile(rb"DataLoader\s*\(|DataLoader\s+as\s|TrainingArguments\s*\(")
 
 
 def may_construct_loader(text: str) -> bool:
     """The text pre-filter: False means no DataLoader can be built here."""
-    return "DataLoader" in text and _CONSTRUCTS.search(text) is not None
+    return any(word in text for word in PREFILTER) and _CONSTRUCTS.search(text) is not None
 
 #: Nesting beyond this (see ``nesting_depth``) is reported as too complex
 #: instead of being handed to a recursive parser and visitor: libcst's native
@@ -256,7 +256,7 @@ def analyse(text: str, path: str, options: Options, *, notebook: bool = False) -
         info = collect(module)
     except RecursionError:
         return _too_deep(path, options), None
-    if not info.calls and not info.distributed.samplers:
+    if not info.calls and not info.distributed.samplers and not info.cli.training_arguments:
         return [], None
 
     positions = Positions(module, text)
@@ -316,7 +316,7 @@ def passes_prefilter(data: bytes) -> bool:
     """Whether these bytes may construct a DataLoader.  UTF-16/32 text is
     searched in its own encoding: Python cannot read it (LL901), and a
     training script saved that way must not pass as clean."""
-    if b"DataLoader" in data and _CONSTRUCTS_BYTES.search(data) is not None:
+    if (b"DataLoader" in data or b"TrainingArguments" in data) and _CONSTRUCTS_BYTES.search(data) is not None:
         return True
     for bom, codec in _WIDE_BOMS:
         if data.startswith(bom):

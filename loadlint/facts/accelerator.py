@@ -129,7 +129,9 @@ def device_kind(node: cst.BaseExpression | None, scope: Scope | None, imports: I
     """
     if node is None or depth > 8:
         return None
-    value = evaluate(node, scope) if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)) else None
+    # A string, or a command-line default (``--device cuda``).
+    strings = (cst.SimpleString, cst.ConcatenatedString, cst.Attribute, cst.Subscript)
+    value = evaluate(node, scope) if isinstance(node, strings) else None
     if isinstance(value, str):
         return _device_string(value)
     if isinstance(node, cst.FormattedString):

@@ -15,6 +15,7 @@ from typing import Any, Callable
 import libcst as cst
 
 from loadlint.facts.accelerator import AcceleratorFacts, AcceleratorProvider
+from loadlint.facts.cli_args import CliFacts, CliProvider
 from loadlint.facts.cursor import Cursor
 from loadlint.facts.datasets import DatasetFacts, DatasetProvider
 from loadlint.facts.distributed import DistributedFacts, DistributedProvider
@@ -36,6 +37,8 @@ class ModuleFacts:
     distributed: DistributedFacts
     accelerator: AcceleratorFacts
     datasets: DatasetFacts
+    #: Command-line defaults and the module's exported values.
+    cli: CliFacts
 
     @property
     def calls(self) -> list[LoaderCall]:
@@ -43,7 +46,10 @@ class ModuleFacts:
 
 
 #: In hook order.  A provider reads only the cursor and its own records.
-PROVIDERS = (LoaderProvider, IterationProvider, LoopProvider, DistributedProvider, AcceleratorProvider, DatasetProvider)
+PROVIDERS = (
+    LoaderProvider, IterationProvider, LoopProvider, DistributedProvider, AcceleratorProvider, DatasetProvider,
+    CliProvider,
+)
 
 Hook = Callable[[Any, cst.CSTNode], Any]
 
@@ -95,10 +101,13 @@ def collect(module: cst.Module) -> ModuleFacts:
     distributed = DistributedProvider(collector, DistributedFacts())
     accelerator = AcceleratorProvider(collector, AcceleratorFacts())
     datasets = DatasetProvider(collector, DatasetFacts())
+    cli = CliProvider(collector, CliFacts())
     # In the order of PROVIDERS, which the chained hooks index.
-    collector.providers = (loaders, iteration, loops, distributed, accelerator, datasets)
+    collector.providers = (loaders, iteration, loops, distributed, accelerator, datasets, cli)
     # Our walker, not module.visit(): libcst's rebuilds every node it passes.
     walk(module, collector)
+    # Namespaces first: a device may be a command-line default.
+    cli.finish()
     accelerator.finish()
     return ModuleFacts(
         collector.names,
@@ -108,4 +117,5 @@ def collect(module: cst.Module) -> ModuleFacts:
         distributed.facts,
         accelerator.facts,
         datasets.facts,
+        cli.facts,
     )

@@ -2,13 +2,44 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from loadlint.resolve import MISSING
+from loadlint.facts.loaders import LoaderCall
+from loadlint.hardware import suggest_num_workers
+from loadlint.resolve import MISSING, Origin
 from loadlint.rules import worker_hazards
 from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
-from loadlint.rules.shared import profile_note, suggested_workers
+from loadlint.rules.shared import origin_note, origin_of, profile_note, ranks, set_argument_fix, suggested_workers
 from loadlint.types import HardwareProfile
 
 _CPU16 = HardwareProfile(usable_cpus=16, gpu_count=0, declared=frozenset({"cpus", "gpus"}))
+
+
+def _default_fix(call: LoaderCall, n: int, found: Origin, hazards: list[str]) -> FixSpec:
+    """Raise the command-line default the worker count comes from."""
+    fix = set_argument_fix(call.node, "num_workers", str(n), found, f"Set `num_workers={n}`")
+    if hazards:
+        fix.applicability = "unsafe"
+        fix.message += f" (unsafe: {'; '.join(hazards)})"
+    return fix
+
+
+def _training_arguments(ctx: Context) -> Iterator[Report]:
+    """``TrainingArguments(...)`` without loader workers: the Trainer's
+    loaders load in the training process."""
+    for call in ctx.values.training_arguments:
+        value = call.value("dataloader_num_workers")
+        if value is not MISSING and (type(value) is not int or value != 0):
+            continue
+        batch = call.effective("per_device_train_batch_size")
+        n = suggest_num_workers(ctx.profile, ranks(ctx), batch if type(batch) is int and batch > 0 else None)
+        found = call.origin("dataloader_num_workers")
+        what = ("`dataloader_num_workers` is not set" if value is MISSING
+                else "`dataloader_num_workers=0`" + origin_note(found))
+        message = (
+            f"{what}: the Trainer loads every batch in the training process, the accelerator waits; "
+            f"use `dataloader_num_workers={n}` ({profile_note(ctx)})"
+        )
+        fix = set_argument_fix(call.node, "dataloader_num_workers", str(n), found, f"Set `dataloader_num_workers={n}`")
+        yield Report(call.node, message, fix)
 
 
 class SynchronousLoading(Rule):
@@ -72,18 +103,23 @@ class SynchronousLoading(Rule):
             if ctx.is_tensor_dataset(call):
                 continue
             n = suggested_workers(ctx, call)
-            what = "`num_workers` is not set" if value is MISSING else "`num_workers=0`"
+            found = origin_of(call, "num_workers")
+            what = "`num_workers` is not set" if value is MISSING else "`num_workers=0`" + origin_note(found)
             message = (
                 f"{what}: batches are loaded in the training process, the accelerator waits; "
                 f"use `num_workers={n}` ({profile_note(ctx)})"
             )
             hazards = worker_hazards(ctx, call)
-            fix = FixSpec(
-                "unsafe" if hazards else "safe",
-                f"Set `num_workers={n}`" + (f" (unsafe: {'; '.join(hazards)})" if hazards else ""),
-                calls=[CallChange(call.node, {"num_workers": str(n)})],
-            )
+            if found is None:
+                fix = FixSpec(
+                    "unsafe" if hazards else "safe",
+                    f"Set `num_workers={n}`" + (f" (unsafe: {'; '.join(hazards)})" if hazards else ""),
+                    calls=[CallChange(call.node, {"num_workers": str(n)})],
+                )
+            else:
+                fix = _default_fix(call, n, found, hazards)
             yield Report(call.node, message, fix)
+        yield from _training_arguments(ctx)
 
     VALID = [
         Valid("""

@@ -3,8 +3,22 @@ from __future__ import annotations
 from typing import Iterator
 
 from loadlint.resolve import MISSING
-from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
-from loadlint.rules.shared import dataset_touches_cuda
+from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
+from loadlint.rules.shared import dataset_touches_cuda, origin_note, origin_of, set_argument_fix
+
+
+def _training_arguments(ctx: Context) -> Iterator[Report]:
+    """``TrainingArguments(dataloader_pin_memory=False)`` in a module that uses the GPU."""
+    for call in ctx.values.training_arguments:
+        if call.value("dataloader_pin_memory") is not False or call.value("use_cpu") is True:
+            continue
+        found = call.origin("dataloader_pin_memory")
+        message = (
+            f"`dataloader_pin_memory=False`{origin_note(found)} but the Trainer moves batches to the GPU: copies "
+            "from pageable memory block and cannot overlap compute; set `dataloader_pin_memory=True`"
+        )
+        fix = set_argument_fix(call.node, "dataloader_pin_memory", "True", found, "Set `dataloader_pin_memory=True`")
+        yield Report(call.node, message, fix)
 
 
 class MissingPinMemory(Rule):
@@ -63,13 +77,16 @@ class MissingPinMemory(Rule):
                 continue
             if dataset_touches_cuda(ctx, call):
                 continue
-            what = "`pin_memory` is not set" if value is MISSING else "`pin_memory=False`"
+            found = origin_of(call, "pin_memory")
+            what = "`pin_memory` is not set" if value is MISSING else "`pin_memory=False`" + origin_note(found)
             message = (
                 f"{what} but batches go to the GPU: copies from pageable memory block and cannot overlap compute; "
                 "set `pin_memory=True`"
             )
-            fix = FixSpec("safe", "Set `pin_memory=True`", calls=[CallChange(call.node, {"pin_memory": "True"})])
+            fix = set_argument_fix(call.node, "pin_memory", "True", found, "Set `pin_memory=True`")
             yield Report(call.node, message, fix)
+        yield from _training_arguments(ctx)
+
 
     VALID = [
         # No accelerator in sight.

@@ -4,9 +4,10 @@ from typing import Iterator
 
 import libcst as cst
 
+from loadlint.hardware import suggest_num_workers
 from loadlint.resolve import follow_name
-from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
-from loadlint.rules.shared import profile_note, ranks, suggested_workers
+from loadlint.rules.base import Context, FixSpec, Invalid, Report, Rule, Valid
+from loadlint.rules.shared import origin_note, origin_of, profile_note, ranks, set_argument_fix, suggested_workers
 from loadlint.types import HardwareProfile
 
 #: Divides the CPUs this process may use among the ranks torchrun starts on
@@ -18,6 +19,26 @@ PER_RANK_WORKERS = (
 
 _T8 = HardwareProfile(usable_cpus=16, gpu_count=8, declared=frozenset({"cpus", "gpus"}))
 _T1 = HardwareProfile(usable_cpus=4, gpu_count=1, declared=frozenset({"cpus", "gpus"}))
+
+
+def _training_arguments(ctx: Context) -> Iterator[Report]:
+    """``TrainingArguments(dataloader_num_workers=N)`` with more workers per node than usable CPUs."""
+    for call in ctx.values.training_arguments:
+        value = call.value("dataloader_num_workers")
+        per_node = ranks(ctx)
+        if type(value) is not int or value * per_node <= ctx.profile.usable_cpus:
+            continue
+        batch = call.effective("per_device_train_batch_size")
+        n = suggest_num_workers(ctx.profile, per_node, batch if type(batch) is int and batch > 0 else None)
+        found = call.origin("dataloader_num_workers")
+        started = f"`dataloader_num_workers={value}`" + origin_note(found)
+        started += f" × {per_node} ranks = {value * per_node} workers" if per_node > 1 else ""
+        message = (
+            f"{started} on {ctx.profile.usable_cpus} usable CPUs: the Trainer's workers compete for cores and "
+            f"memory; use `dataloader_num_workers={n}` ({profile_note(ctx)})"
+        )
+        fix = set_argument_fix(call.node, "dataloader_num_workers", str(n), found, f"Set `dataloader_num_workers={n}`")
+        yield Report(call.node, message, fix)
 
 
 class WorkerOversubscription(Rule):
@@ -102,13 +123,17 @@ class WorkerOversubscription(Rule):
             if total <= usable:
                 continue
             n = suggested_workers(ctx, call)
-            started = f"`num_workers={value}`" + (f" × {per_node} ranks = {total} workers" if per_node > 1 else "")
+            found = origin_of(call, "num_workers")
+            started = f"`num_workers={value}`" + origin_note(found)
+            started += f" × {per_node} ranks = {total} workers" if per_node > 1 else ""
             message = (
                 f"{started} on {usable} usable CPUs: workers compete for cores and memory; "
                 f"use `num_workers={n}` ({profile_note(ctx)})"
             )
-            fix = FixSpec("safe", f"Set `num_workers={n}`", calls=[CallChange(call.node, {"num_workers": str(n)})])
+            fix = set_argument_fix(call.node, "num_workers", str(n), found, f"Set `num_workers={n}`")
             yield Report(call.node, message, fix)
+        yield from _training_arguments(ctx)
+
 
     VALID = [
         Valid("""
