@@ -16,8 +16,9 @@ from loadlint.types import HardwareProfile
 
 
 def ranks(ctx: Context) -> int:
-    """Ranks per node of the target (1 unless the module runs distributed)."""
-    return ranks_per_node(ctx.profile, ctx.distributed)
+    """Ranks per node of the target (1 unless the module runs distributed);
+    the module's own count when it sets one (Lightning's ``devices=N``)."""
+    return ctx.launch.ranks_per_node or ranks_per_node(ctx.profile, ctx.distributed)
 
 
 def suggested_workers(ctx: Context, call: LoaderCall) -> int:
