@@ -62,6 +62,15 @@ class SynchronousLoading(Rule):
 
     The rule stays silent for an in-memory `TensorDataset` (workers only add
     overhead there) and when `num_workers` cannot be resolved statically.
+    A command-line default counts (`num_workers=args.workers` with
+    `parser.add_argument("--workers", default=0)`, dataclass fields parsed by
+    `HfArgumentParser`): it is what the script runs with unless the user
+    passes the option, and the message names it.
+
+    Hugging Face's `Trainer` builds its loaders from `TrainingArguments`
+    (`dataloader_num_workers` defaults to 0): a `TrainingArguments(...)` or
+    `Seq2SeqTrainingArguments(...)` call without workers is reported too.
+    Arguments parsed from the command line stay silent.
 
     ## Example
     ```python
@@ -161,6 +170,29 @@ class SynchronousLoading(Rule):
             from torch.utils.data import DataLoader
             loader = DataLoader(ds, 32, True, None, None, 4)
         """),
+            # A command-line option without a default, or one the code changes: unknown.
+        Valid("""
+            import argparse
+            from torch.utils.data import DataLoader
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--workers", type=int, required=True)
+            args = parser.parse_args()
+            loader = DataLoader(ds, num_workers=args.workers)
+        """),
+        # TrainingArguments read from the command line or a file: the user's choice.
+        Valid("""
+            import sys
+            from transformers import HfArgumentParser, TrainingArguments
+            parser = HfArgumentParser((ModelArguments, TrainingArguments))
+            if sys.argv[1].endswith(".json"):
+                model_args, training_args = parser.parse_json_file(sys.argv[1])
+            else:
+                model_args, training_args = parser.parse_args_into_dataclasses()
+        """),
+        Valid("""
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="out", dataloader_num_workers=4)
+        """),
     ]
     INVALID = [
         Invalid(
@@ -256,5 +288,42 @@ class SynchronousLoading(Rule):
             loader = DataLoader(ds, collate_fn=lambda b: b, num_workers=1)
             """,
         ),
+            Invalid(
+            """
+            import argparse
+            from torch.utils.data import DataLoader
+            parser = argparse.ArgumentParser()
+            parser.add_argument("-j", "--workers", default=0, type=int)
+            args = parser.parse_args()
+            loader = DataLoader(ds, batch_size=64, num_workers=args.workers)
+            """,
+            message="`num_workers=0` (with the default `--workers 0`): batches are loaded in the training process, "
+            "the accelerator waits; use `num_workers=15` (target: 16 CPUs, 0 GPUs)",
+            fixed="""
+            import argparse
+            from torch.utils.data import DataLoader
+            parser = argparse.ArgumentParser()
+            parser.add_argument("-j", "--workers", default=15, type=int)
+            args = parser.parse_args()
+            loader = DataLoader(ds, batch_size=64, num_workers=args.workers)
+            """,
+            profile=_CPU16,
+            line=6,
+        ),
+        Invalid(
+            """
+            from transformers import Trainer, TrainingArguments
+            args = TrainingArguments(output_dir="out", per_device_train_batch_size=32)
+            Trainer(model=model, args=args, train_dataset=ds).train()
+            """,
+            message="`dataloader_num_workers` is not set: the Trainer loads every batch in the training process, "
+            "the accelerator waits; use `dataloader_num_workers=15` (target: 16 CPUs, 0 GPUs)",
+            fixed="""
+            from transformers import Trainer, TrainingArguments
+            args = TrainingArguments(output_dir="out", per_device_train_batch_size=32, dataloader_num_workers=15)
+            Trainer(model=model, args=args, train_dataset=ds).train()
+            """,
+            profile=_CPU16,
+            line=2,
+        ),
     ]
-

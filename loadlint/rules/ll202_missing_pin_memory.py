@@ -38,7 +38,11 @@ class MissingPinMemory(Rule):
 
     The rule is silent when the module shows no sign of an accelerator (a
     CPU-only script is not told to pin memory), and when the Dataset itself
-    returns CUDA tensors (pinning those fails; see LL105).
+    returns CUDA tensors (pinning those fails; see LL105).  Signs include a
+    `--device` option that defaults to `"cuda"`, `DistributedDataParallel`
+    with `device_ids`, accelerate's `accelerator.device` and Lightning's
+    `Trainer(accelerator="gpu")`.  `TrainingArguments(dataloader_pin_memory=False)`
+    in such a module is reported as well (the Trainer pins by default).
 
     ## Example
     ```python
@@ -128,6 +132,11 @@ class MissingPinMemory(Rule):
             for x in loader:
                 x = x.to(device)
         """),
+            # No accelerator in sight for the Trainer's loader.
+        Valid("""
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="out", dataloader_pin_memory=False)
+        """),
     ]
     INVALID = [
         Invalid(
@@ -193,6 +202,44 @@ class MissingPinMemory(Rule):
             from torch.utils.data import DataLoader
             dist.init_process_group(backend="nccl")
             loader = DataLoader(ds, num_workers=2, sampler=s, pin_memory=True)
+            """,
+        ),
+            Invalid(
+            """
+            import argparse
+            import torch
+            from torch.utils.data import DataLoader
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--device", default="cuda")
+            args = parser.parse_args()
+            loader = DataLoader(ds, num_workers=2)
+            for x in loader:
+                x = x.to(torch.device(args.device))
+            """,
+            fixed="""
+            import argparse
+            import torch
+            from torch.utils.data import DataLoader
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--device", default="cuda")
+            args = parser.parse_args()
+            loader = DataLoader(ds, num_workers=2, pin_memory=True)
+            for x in loader:
+                x = x.to(torch.device(args.device))
+            """,
+        ),
+        Invalid(
+            """
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="out", dataloader_num_workers=4, dataloader_pin_memory=False)
+            model.cuda()
+            """,
+            message="`dataloader_pin_memory=False` but the Trainer moves batches to the GPU: copies from pageable "
+            "memory block and cannot overlap compute; set `dataloader_pin_memory=True`",
+            fixed="""
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="out", dataloader_num_workers=4, dataloader_pin_memory=True)
+            model.cuda()
             """,
         ),
     ]

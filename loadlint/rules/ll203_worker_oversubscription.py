@@ -61,6 +61,11 @@ class WorkerOversubscription(Rule):
     PyTorch only warns about one loader in one process
     (`check_worker_number_rationality`); it never adds up the ranks.
 
+    The ranks per node are Lightning's `Trainer(devices=N)` when the module
+    sets them.  `TrainingArguments(dataloader_num_workers=N)` is checked the
+    same way, and a command-line default counts (the message names it; the
+    fix changes the default, so the option still overrides it).
+
     "Usable CPUs" is the smallest of the logical CPUs, this process's
     affinity and the cgroup CPU quota of this machine, or `cpus` of the
     declared target.
@@ -152,6 +157,10 @@ class WorkerOversubscription(Rule):
             dist.init_process_group("nccl")
             loader = DataLoader(ds, sampler=s, num_workers=1)
         """, profile=_T8),
+            Valid("""
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="out", dataloader_num_workers=3)
+        """, profile=_T1),
     ]
     INVALID = [
         Invalid(
@@ -222,5 +231,43 @@ class WorkerOversubscription(Rule):
                 model = DistributedDataParallel(net)
                 return DataLoader(ds, sampler=s, num_workers=workers)
             """ % PER_RANK_WORKERS,
+        ),
+            Invalid(
+            """
+            import argparse
+            from torch.utils.data import DataLoader
+            def main(args):
+                return DataLoader(ds, batch_size=2, num_workers=args.workers)
+            if __name__ == "__main__":
+                parser = argparse.ArgumentParser()
+                parser.add_argument("-j", "--workers", default=16, type=int)
+                main(parser.parse_args())
+            """,
+            message="`num_workers=16` (with the default `--workers 16`) on 4 usable CPUs: workers compete for cores "
+            "and memory; use `num_workers=2` (target: 4 CPUs, 1 GPU)",
+            fixed="""
+            import argparse
+            from torch.utils.data import DataLoader
+            def main(args):
+                return DataLoader(ds, batch_size=2, num_workers=args.workers)
+            if __name__ == "__main__":
+                parser = argparse.ArgumentParser()
+                parser.add_argument("-j", "--workers", default=2, type=int)
+                main(parser.parse_args())
+            """,
+            profile=_T1,
+        ),
+        Invalid(
+            """
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="out", dataloader_num_workers=16)
+            """,
+            message="`dataloader_num_workers=16` on 4 usable CPUs: the Trainer's workers compete for cores and "
+            "memory; use `dataloader_num_workers=3` (target: 4 CPUs, 1 GPU)",
+            fixed="""
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="out", dataloader_num_workers=3)
+            """,
+            profile=_T1,
         ),
     ]

@@ -50,6 +50,11 @@ class NonPersistentWorkers(Rule):
 
     A loader constructed inside the loop is LL206's finding, not this one.
 
+    Hugging Face's `Trainer` iterates its training loader once per epoch:
+    `TrainingArguments` with `dataloader_num_workers` and without
+    `dataloader_persistent_workers=True` is reported unless it trains a
+    single epoch.
+
     ## Example
     ```python
     loader = DataLoader(dataset, batch_size=32, num_workers=8)
@@ -141,6 +146,15 @@ class NonPersistentWorkers(Rule):
                     for batch in loader:
                         step(batch)
         """),
+            # One epoch: the Trainer iterates its loader once.
+        Valid("""
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="out", dataloader_num_workers=4, num_train_epochs=1)
+        """),
+        Valid("""
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="out", dataloader_num_workers=4, dataloader_persistent_workers=True)
+        """),
     ]
     INVALID = [
         Invalid(
@@ -200,6 +214,18 @@ class NonPersistentWorkers(Rule):
             class Data(L.LightningDataModule):
                 def train_dataloader(self):
                     return DataLoader(self.train, batch_size=32, num_workers=4, persistent_workers=True)
+            """,
+        ),
+            Invalid(
+            """
+            from transformers import Seq2SeqTrainingArguments
+            args = Seq2SeqTrainingArguments(output_dir="out", dataloader_num_workers=4)
+            """,
+            message="`dataloader_persistent_workers` is not set: the Trainer iterates its loader every epoch and "
+            "starts its 4 workers again each time; set `dataloader_persistent_workers=True`",
+            fixed="""
+            from transformers import Seq2SeqTrainingArguments
+            args = Seq2SeqTrainingArguments(output_dir="out", dataloader_num_workers=4, dataloader_persistent_workers=True)
             """,
         ),
     ]
