@@ -3,11 +3,12 @@ from __future__ import annotations
 from typing import Iterator
 
 from loadlint.facts.loaders import LoaderCall
-from loadlint.hardware import suggest_num_workers
 from loadlint.resolve import MISSING, Origin
 from loadlint.rules import worker_hazards
 from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
-from loadlint.rules.shared import origin_note, origin_of, profile_note, ranks, set_argument_fix, suggested_workers
+from loadlint.rules.shared import (
+    origin_note, origin_of, profile_note, set_argument_fix, suggested_workers, trainer_workers,
+)
 from loadlint.types import HardwareProfile
 
 _CPU16 = HardwareProfile(usable_cpus=16, gpu_count=0, declared=frozenset({"cpus", "gpus"}))
@@ -29,8 +30,7 @@ def _training_arguments(ctx: Context) -> Iterator[Report]:
         value = call.value("dataloader_num_workers")
         if value is not MISSING and (type(value) is not int or value != 0):
             continue
-        batch = call.effective("per_device_train_batch_size")
-        n = suggest_num_workers(ctx.profile, ranks(ctx), batch if type(batch) is int and batch > 0 else None)
+        n = trainer_workers(ctx, call)
         found = call.origin("dataloader_num_workers")
         what = ("`dataloader_num_workers` is not set" if value is MISSING
                 else "`dataloader_num_workers=0`" + origin_note(found))

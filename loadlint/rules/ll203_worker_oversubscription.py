@@ -4,10 +4,11 @@ from typing import Iterator
 
 import libcst as cst
 
-from loadlint.hardware import suggest_num_workers
 from loadlint.resolve import follow_name
 from loadlint.rules.base import Context, FixSpec, Invalid, Report, Rule, Valid
-from loadlint.rules.shared import origin_note, origin_of, profile_note, ranks, set_argument_fix, suggested_workers
+from loadlint.rules.shared import (
+    origin_of, oversubscribed, profile_note, ranks, set_argument_fix, suggested_workers, trainer_workers,
+)
 from loadlint.types import HardwareProfile
 
 #: Divides the CPUs this process may use among the ranks torchrun starts on
@@ -28,13 +29,10 @@ def _training_arguments(ctx: Context) -> Iterator[Report]:
         per_node = ranks(ctx)
         if type(value) is not int or value * per_node <= ctx.profile.usable_cpus:
             continue
-        batch = call.effective("per_device_train_batch_size")
-        n = suggest_num_workers(ctx.profile, per_node, batch if type(batch) is int and batch > 0 else None)
+        n = trainer_workers(ctx, call)
         found = call.origin("dataloader_num_workers")
-        started = f"`dataloader_num_workers={value}`" + origin_note(found)
-        started += f" × {per_node} ranks = {value * per_node} workers" if per_node > 1 else ""
         message = (
-            f"{started} on {ctx.profile.usable_cpus} usable CPUs: the Trainer's workers compete for cores and "
+            f"{oversubscribed('dataloader_num_workers', value, found, per_node)} on {ctx.profile.usable_cpus} usable CPUs: the Trainer's workers compete for cores and "
             f"memory; use `dataloader_num_workers={n}` ({profile_note(ctx)})"
         )
         fix = set_argument_fix(call.node, "dataloader_num_workers", str(n), found, f"Set `dataloader_num_workers={n}`")
@@ -129,10 +127,8 @@ class WorkerOversubscription(Rule):
                 continue
             n = suggested_workers(ctx, call)
             found = origin_of(call, "num_workers")
-            started = f"`num_workers={value}`" + origin_note(found)
-            started += f" × {per_node} ranks = {total} workers" if per_node > 1 else ""
             message = (
-                f"{started} on {usable} usable CPUs: workers compete for cores and memory; "
+                f"{oversubscribed('num_workers', value, found, per_node)} on {usable} usable CPUs: workers compete for cores and memory; "
                 f"use `num_workers={n}` ({profile_note(ctx)})"
             )
             fix = set_argument_fix(call.node, "num_workers", str(n), found, f"Set `num_workers={n}`")

@@ -7,6 +7,7 @@ from typing import AbstractSet
 
 import libcst as cst
 
+from loadlint.facts.cli_args import TrainingArgumentsCall
 from loadlint.facts.datasets import WORKER_METHODS
 from loadlint.facts.loaders import LoaderCall
 from loadlint.hardware import ranks_per_node, suggest_num_workers
@@ -28,6 +29,18 @@ def suggested_workers(ctx: Context, call: LoaderCall) -> int:
     batch = call.value("batch_size")
     batch_size = batch if type(batch) is int and batch > 0 else None
     return suggest_num_workers(ctx.profile, ranks(ctx), batch_size)
+
+
+def trainer_workers(ctx: Context, call: TrainingArgumentsCall) -> int:
+    """The ``dataloader_num_workers`` to suggest for a ``TrainingArguments`` call."""
+    batch = call.effective("per_device_train_batch_size")
+    return suggest_num_workers(ctx.profile, ranks(ctx), batch if type(batch) is int and batch > 0 else None)
+
+
+def oversubscribed(name: str, value: int, found: Origin | None, per_node: int) -> str:
+    """How LL203 quotes the workers a node starts: `` `num_workers=8` × 4 ranks = 32 workers``."""
+    started = f"`{name}={value}`" + origin_note(found)
+    return started + (f" × {per_node} ranks = {value * per_node} workers" if per_node > 1 else "")
 
 
 def profile_note(ctx: Context) -> str:
