@@ -22,6 +22,7 @@ from loadlint.rules.base import CallChange, FixSpec
 from loadlint.signature import DEFAULTS, POSITIONAL
 from loadlint.source import LINE_BREAK, line_starts
 from loadlint.types import Edit, Fix, Location
+from loadlint.walk import statement_index, statement_lines
 
 
 class FixError(Exception):
@@ -45,11 +46,37 @@ class Positions:
     def _starts(self) -> list[int]:
         return line_starts(self.text)
 
+    @cached_property
+    def _statements(self) -> tuple[dict[cst.CSTNode, int], list[int]] | None:
+        """(node -> its top-level statement, each statement's first line):
+        positions are then computed only for the statements holding the nodes
+        asked for, which is much faster than for the whole module."""
+        lines = statement_lines(self.module, self.text)
+        return None if lines is None else (statement_index(self.module), lines)
+
+    @cached_property
+    def _local(self) -> dict[int, tuple[Mapping[cst.CSTNode, CodeRange], int]]:
+        return {}
+
     def range(self, node: cst.CSTNode) -> tuple[Location, Location]:
         """1-based rows and 1-based columns, end exclusive."""
-        code_range = self._ranges[node]
+        statements = None if "_ranges" in self.__dict__ else self._statements
+        index = statements[0].get(node) if statements is not None else None
+        if statements is None or index is None:
+            code_range, shift = self._ranges[node], 0
+        else:
+            if index not in self._local:
+                from libcst.metadata import MetadataWrapper, PositionProvider
+
+                stmt = self.module.body[index]
+                # The module's defaults (indent, newline) render the statement as in the file.
+                alone = MetadataWrapper(self.module.with_changes(body=[stmt], header=(), footer=()), unsafe_skip_copy=True)
+                ranges = alone.resolve(PositionProvider)
+                self._local[index] = ranges, statements[1][index] - ranges[stmt].start.line
+            ranges, shift = self._local[index]
+            code_range = ranges[node]
         start, end = code_range.start, code_range.end
-        return Location(start.line, start.column + 1), Location(end.line, end.column + 1)
+        return Location(start.line + shift, start.column + 1), Location(end.line + shift, end.column + 1)
 
     def offset(self, location: Location) -> int:
         """The character offset of ``location`` in the text."""

@@ -387,10 +387,73 @@ def _check(name: str, data: bytes, options: Options, fix: FixRequest | None, res
     if "LL901" in options.select:
         for problem in problems:
             result.findings.append(_finding("LL901", f"cannot read cell: {problem}", name, cell=problem.cell))
-    if not any(word in cell.source for cell in cells for word in PREFILTER):
+    checked = analyse_cells(cells, name, options, fix)
+    result.cell_sources.update(checked.sources)
+    result.applied = checked.applied
+    if checked.error is not None:
+        result.error = checked.error
+    result.findings = sorted(result.findings + checked.findings, key=lambda f: (f.cell or 0, f.location.row, f.location.column, f.code))
+    if fix is None:
         return
-    masker = _Masker()
-    module = Module()
+    changes = checked.changed_cells(checked.text)
+    for index, new in changes.items():
+        result.cell_changes.append((index, checked.sources[index], new))
+    if changes:
+        result.fixed = splice(text, doc, changes)
+
+
+@dataclass
+class Checked:
+    """A notebook's Python cells analysed as one module (see ``analyse_cells``)."""
+
+    #: Findings in cell coordinates, by cell, row, column and code.
+    findings: list[Finding] = field(default_factory=list)
+    #: The checked cells' sources (index -> source), as given.
+    sources: dict[int, str] = field(default_factory=dict)
+    #: The joined module the findings' edits (``start``/``end``) refer to:
+    #: the fixed one when fixing.
+    text: str = ""
+    applied: dict[str, int] = field(default_factory=dict)
+    error: str | None = None
+    module: Module = field(default_factory=Module)
+    masker: _Masker = field(default_factory=_Masker)
+
+    def changed_cells(self, text: str) -> dict[int, str]:
+        """The cells whose source differs in ``text`` (the joined module after
+        edits), unmasked: index -> new source."""
+        if text == self.module.text():
+            return {}
+        new_sources = split_cells(text)
+        changes: dict[int, str] = {}
+        for part in self.module.parts:
+            new = new_sources.get(part.cell.index)
+            if new is None:
+                continue
+            if part.added_newline and new.endswith("\n"):
+                new = new[:-1]
+            new = self.masker.unmask(new)
+            if new != part.cell.source:
+                changes[part.cell.index] = new
+        return changes
+
+    def apply(self, edits: tuple[Edit, ...] | list[Edit]) -> dict[int, str]:
+        """The cells changed by ``edits`` (offsets into ``text``, applied together)."""
+        text = self.text
+        for edit in sorted(edits, key=lambda e: e.start, reverse=True):
+            text = text[: edit.start] + edit.content + text[edit.end :]
+        return self.changed_cells(text)
+
+
+def analyse_cells(cells: list[Cell], name: str, options: Options, fix: FixRequest | None = None) -> Checked:
+    """Analyse code ``cells`` (in order) as one module, as Jupyter runs them:
+    non-Python cells are skipped, a cell that does not parse is an LL900 at
+    that cell and is left out.  With ``fix``, the findings are those left
+    after fixing and ``text`` is the fixed module."""
+    checked = Checked()
+    if not any(word in cell.source for cell in cells for word in PREFILTER):
+        return checked
+    masker = checked.masker
+    module = checked.module
     engine_findings: list[Finding] = []
     for cell in cells:
         masked = masker.mask(cell.source)
@@ -403,7 +466,7 @@ def _check(name: str, data: bytes, options: Options, fix: FixRequest | None, res
             continue
         added = bool(masked) and not masked.endswith(("\n", "\r"))
         module.parts.append(_Part(cell, masked, added))
-        result.cell_sources[cell.index] = cell.source
+        checked.sources[cell.index] = cell.source
     joined = module.text()
     findings: list[Finding] = []
     fixed_joined = joined
@@ -414,12 +477,12 @@ def _check(name: str, data: bytes, options: Options, fix: FixRequest | None, res
                 findings, _ = analyse(joined, name, options, notebook=True)
                 fixed_joined = joined
             else:
-                fixed_joined, findings, result.applied = fix_text(joined, name, options, unsafe=fix.unsafe, notebook=True)
+                fixed_joined, findings, checked.applied = fix_text(joined, name, options, unsafe=fix.unsafe, notebook=True)
         except FixFailed as exc:
             findings, _ = analyse(joined, name, options, notebook=True)
             fixed_joined = joined
             rows = cell_rows(joined)
-            result.error = re.sub(
+            checked.error = re.sub(
                 r"\bat line (\d+)",
                 lambda m: "at cell {}, line {}".format(*_locate(rows, int(m.group(1)))),
                 str(exc),
@@ -433,24 +496,7 @@ def _check(name: str, data: bytes, options: Options, fix: FixRequest | None, res
         module.parts = [p for p in module.parts if p.cell.index != index]
         engine_findings.append(_finding("LL900", broken[0].message, name, row, broken[0].location.column, index))
     rows = cell_rows(fixed_joined)
-    mapped = [_map(f, rows) for f in findings]
-    all_findings = result.findings + engine_findings + mapped
-    all_findings.sort(key=lambda f: (f.cell or 0, f.location.row, f.location.column, f.code))
-    result.findings = all_findings
-    if fix is None or fixed_joined == joined:
-        return
-    new_sources = split_cells(fixed_joined)
-    changes: dict[int, str] = {}
-    for part in module.parts:
-        new = new_sources.get(part.cell.index)
-        if new is None:
-            continue
-        if part.added_newline and new.endswith("\n"):
-            new = new[:-1]
-        new = masker.unmask(new)
-        if new != part.cell.source:
-            changes[part.cell.index] = new
-            result.cell_changes.append((part.cell.index, part.cell.source, new))
-    if not changes:
-        return
-    result.fixed = splice(text, doc, changes)
+    checked.text = fixed_joined
+    checked.findings = engine_findings + [_map(f, rows) for f in findings]
+    checked.findings.sort(key=lambda f: (f.cell or 0, f.location.row, f.location.column, f.code))
+    return checked

@@ -1,6 +1,9 @@
 """``loadlint lsp`` driven over stdio by pygls's own LanguageClient: open a
 document, receive diagnostics, request code actions, apply the edit, and
-receive the empty diagnostic list."""
+receive the empty diagnostic list.  Notebooks (LSP 3.17 notebook sync) too:
+diagnostics land on the cell the finding is in, follow edits and cell moves,
+quick fixes, "disable for this line" and fix-all edit the right cells, and
+closing clears everything."""
 
 from __future__ import annotations
 
@@ -327,5 +330,255 @@ def test_config_of_the_files_project(tmp_path):
                 params = await s.diagnostics_any()
                 seen[params.uri] = [d.code for d in params.diagnostics]
             assert seen == {uri_a: [], uri_b: ["LL202"]}
+
+    run(scenario())
+
+
+# -- notebooks ------------------------------------------------------------------
+
+NOTEBOOK_FIX_ALL = "notebook.source.fixAll.loadlint"
+CAPABILITIES = types.ClientCapabilities(
+    notebook_document=types.NotebookDocumentClientCapabilities(
+        synchronization=types.NotebookDocumentSyncClientCapabilities()
+    )
+)
+
+#: (kind, language, source) of each cell: the loader sits in cell 3, under a
+#: cell magic; a shell line, a markdown cell and a %%bash cell are skipped.
+CELLS = [
+    ("markdown", "markdown", "# Training\n\nDataLoader( in prose\n"),
+    ("code", "python", "!pip install torch\nimport torch\nfrom torch.utils.data import DataLoader\n"),
+    ("code", "python", "%%time\nloader = DataLoader(ds, batch_size=32)\nfor x in loader:\n    model(x.cuda())"),
+    ("code", "python", "%%bash\necho 'DataLoader(ds)'\n"),
+]
+LOADER = "loader = DataLoader(ds, batch_size=32)"
+
+
+class NotebookSession(Session):
+    """A session that also opens and edits notebooks."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root, CAPABILITIES)
+        self.notebook_version = 0
+
+    def open_notebook(self, path: Path, cells=CELLS) -> tuple[str, list[str]]:
+        uri = from_fs_path(str(path))
+        cell_uris = [f"vscode-notebook-cell:{path}#C{i}" for i in range(len(cells))]
+        self.notebook_version = 1
+        for cell_uri, (_, _, text) in zip(cell_uris, cells):
+            self.versions[cell_uri] = 1
+            self.texts[cell_uri] = text
+        self.client.notebook_document_did_open(
+            types.DidOpenNotebookDocumentParams(
+                notebook_document=types.NotebookDocument(
+                    uri=uri,
+                    notebook_type="jupyter-notebook",
+                    version=1,
+                    cells=[
+                        types.NotebookCell(
+                            kind=types.NotebookCellKind.Code if kind == "code" else types.NotebookCellKind.Markup,
+                            document=cell_uri,
+                        )
+                        for cell_uri, (kind, _, _) in zip(cell_uris, cells)
+                    ],
+                ),
+                cell_text_documents=[
+                    types.TextDocumentItem(uri=cell_uri, language_id=language, version=1, text=text)
+                    for cell_uri, (_, language, text) in zip(cell_uris, cells)
+                ],
+            )
+        )
+        return uri, cell_uris
+
+    def notebook_change(self, uri: str, **cells) -> None:
+        self.notebook_version += 1
+        self.client.notebook_document_did_change(
+            types.DidChangeNotebookDocumentParams(
+                notebook_document=types.VersionedNotebookDocumentIdentifier(uri=uri, version=self.notebook_version),
+                change=types.NotebookDocumentChangeEvent(cells=types.NotebookDocumentCellChanges(**cells)),
+            )
+        )
+
+    def edit_cell(self, uri: str, cell_uri: str, text: str) -> None:
+        """Replace a cell's text, as an incremental change over the whole old text."""
+        old = self.texts[cell_uri]
+        lines = old.splitlines(keepends=True) or [""]
+        end = types.Position(line=len(lines) - 1, character=len(lines[-1]))
+        if lines[-1].endswith("\n"):
+            end = types.Position(line=len(lines), character=0)
+        self.versions[cell_uri] += 1
+        self.texts[cell_uri] = text
+        change = types.TextDocumentContentChangePartial(
+            range=types.Range(start=types.Position(line=0, character=0), end=end), text=text
+        )
+        self.notebook_change(
+            uri,
+            text_content=[
+                types.NotebookDocumentCellContentChanges(
+                    document=types.VersionedTextDocumentIdentifier(uri=cell_uri, version=self.versions[cell_uri]),
+                    changes=[change],
+                )
+            ],
+        )
+
+    def apply_cells(self, uri: str, action: types.CodeAction) -> None:
+        for cell_uri, edits in action.edit.changes.items():
+            self.edit_cell(uri, cell_uri, apply_edits(self.texts[cell_uri], list(edits)))
+
+    async def published_for(self, *uris: str) -> dict[str, list[types.Diagnostic]]:
+        """The diagnostics published for each of ``uris`` (waiting for all)."""
+        seen: dict[str, list[types.Diagnostic]] = {}
+        while not set(uris) <= set(seen):
+            params = await self.diagnostics_any()
+            seen[params.uri] = list(params.diagnostics)
+        return seen
+
+    async def quiet(self) -> None:
+        """Nothing more is published (the debounce has long passed)."""
+        await asyncio.sleep(0.3)
+        assert self.published.empty()
+
+
+def span(diagnostic: types.Diagnostic) -> tuple[int, int, int, int]:
+    r = diagnostic.range
+    return r.start.line, r.start.character, r.end.line, r.end.character
+
+
+def test_diagnostics_per_cell_follow_edits_and_cells(project):
+    async def scenario():
+        async with NotebookSession(project) as s:
+            sync = s.init.capabilities.notebook_document_sync
+            assert sync is not None and sync.save
+            assert NOTEBOOK_FIX_ALL in s.init.capabilities.code_action_provider.code_action_kinds
+            uri, cells = s.open_notebook(project / "train.ipynb")
+            first = await s.published_for(cells[2])
+            # Only cell 3 has findings: row 2 of the cell (under %%time), the
+            # columns of the call as `loadlint check` gives them (1-based 2:10-2:39).
+            assert set(first) == {cells[2]}
+            assert sorted(d.code for d in first[cells[2]]) == ["LL201", "LL202"]
+            assert {span(d) for d in first[cells[2]]} == {(1, 9, 1, 38)}
+            assert "num_workers=3" in next(d for d in first[cells[2]] if d.code == "LL201").message
+            await s.quiet()
+            # Saving lints again at once (no debounce), with the same result.
+            s.client.notebook_document_did_save(
+                types.DidSaveNotebookDocumentParams(notebook_document=types.NotebookDocumentIdentifier(uri=uri))
+            )
+            assert (await s.published_for(cells[2])) == first
+
+            # Two lines typed above the loader: the diagnostics move down.
+            s.edit_cell(uri, cells[2], "%%time\n# the loader\n\n" + CELLS[2][2].split("\n", 1)[1])
+            moved = await s.published_for(cells[2])
+            assert {span(d) for d in moved[cells[2]]} == {(3, 9, 3, 38)}
+
+            # A cell inserted before cell 3, with a loader of its own: both cells
+            # have their diagnostics, cell 3's where they were.
+            new_cell = f"vscode-notebook-cell:{project / 'train.ipynb'}#new"
+            s.texts[new_cell] = "early = DataLoader(ds)\n"
+            s.versions[new_cell] = 1
+            s.notebook_change(
+                uri,
+                structure=types.NotebookDocumentCellChangeStructure(
+                    array=types.NotebookCellArrayChange(
+                        start=2, delete_count=0, cells=[types.NotebookCell(kind=types.NotebookCellKind.Code, document=new_cell)]
+                    ),
+                    did_open=[types.TextDocumentItem(uri=new_cell, language_id="python", version=1, text=s.texts[new_cell])],
+                ),
+            )
+            both = await s.published_for(new_cell, cells[2])
+            assert {span(d) for d in both[new_cell]} == {(0, 8, 0, 22)}
+            assert {span(d) for d in both[cells[2]]} == {(3, 9, 3, 38)}
+
+            # The cell removed again: its diagnostics are cleared.
+            s.notebook_change(
+                uri,
+                structure=types.NotebookDocumentCellChangeStructure(
+                    array=types.NotebookCellArrayChange(start=2, delete_count=1),
+                    did_close=[types.TextDocumentIdentifier(uri=new_cell)],
+                ),
+            )
+            removed = await s.published_for(new_cell, cells[2])
+            assert removed[new_cell] == [] and len(removed[cells[2]]) == 2
+
+            # Moving the import cell after the loader: the name no longer
+            # resolves to torch's DataLoader when the loader runs, as in Jupyter.
+            import_cell = types.NotebookCell(kind=types.NotebookCellKind.Code, document=cells[1])
+            loader_cell = types.NotebookCell(kind=types.NotebookCellKind.Code, document=cells[2])
+            s.notebook_change(
+                uri,
+                structure=types.NotebookDocumentCellChangeStructure(
+                    array=types.NotebookCellArrayChange(start=1, delete_count=2, cells=[loader_cell, import_cell])
+                ),
+            )
+            assert (await s.published_for(cells[2]))[cells[2]] == []
+
+            s.client.notebook_document_did_close(
+                types.DidCloseNotebookDocumentParams(
+                    notebook_document=types.NotebookDocumentIdentifier(uri=uri),
+                    cell_text_documents=[types.TextDocumentIdentifier(uri=c) for c in cells],
+                )
+            )
+            closed = await s.published_for(*cells)
+            assert all(items == [] for items in closed.values())
+
+    run(scenario())
+
+
+def test_quick_fix_disable_and_fix_all_edit_the_right_cells(project):
+    async def scenario():
+        async with NotebookSession(project) as s:
+            uri, cells = s.open_notebook(project / "train.ipynb")
+            diagnostics = (await s.published_for(cells[2]))[cells[2]]
+            ll201 = next(d for d in diagnostics if d.code == "LL201")
+            actions = await s.actions(cells[2], ll201.range, [ll201])
+            titles = [a.title for a in actions]
+            assert "loadlint (LL201): Set `num_workers=3`" in titles
+            assert "loadlint: Disable LL201 for this line" in titles
+            fix = next(a for a in actions if a.title == "loadlint (LL201): Set `num_workers=3`")
+            assert list(fix.edit.changes) == [cells[2]] and fix.is_preferred
+            s.apply_cells(uri, fix)
+            assert "DataLoader(ds, batch_size=32, num_workers=3)" in s.texts[cells[2]]
+            # The magic line and the rest of the cell are untouched.
+            assert s.texts[cells[2]].startswith("%%time\n") and s.texts[cells[2]].endswith("model(x.cuda())")
+            after = (await s.published_for(cells[2]))[cells[2]]
+            assert [d.code for d in after] == ["LL202"]
+
+            # A pulled report for a cell gives the same.
+            pulled = await asyncio.wait_for(
+                s.client.text_document_diagnostic_async(
+                    types.DocumentDiagnosticParams(text_document=types.TextDocumentIdentifier(uri=cells[2]))
+                ),
+                TIMEOUT,
+            )
+            assert [d.code for d in pulled.items] == ["LL202"]
+
+            disable = next(
+                a for a in await s.actions(cells[2], after[0].range, after) if a.title == "loadlint: Disable LL202 for this line"
+            )
+            assert list(disable.edit.changes) == [cells[2]]
+            s.apply_cells(uri, disable)
+            assert s.texts[cells[2]].splitlines()[1].endswith("num_workers=3)  # noqa: LL202")
+            assert (await s.published_for(cells[2]))[cells[2]] == []
+
+            # Fix-all over a notebook with loaders in two cells: one action,
+            # an edit for each cell.
+            two = [*CELLS, ("code", "python", "val = DataLoader(ds)\n")]
+            uri2, cells2 = s.open_notebook(project / "two.ipynb", two)
+            await s.published_for(cells2[2], cells2[4])
+            whole = types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0))
+            actions = await s.actions(cells2[4], whole, only=[FIX_ALL])
+            assert [a.kind for a in actions] == [FIX_ALL]
+            assert set(actions[0].edit.changes) == {cells2[2], cells2[4]}
+            notebook_kind = await s.actions(cells2[4], whole, only=["notebook.source.fixAll"])
+            assert [a.kind for a in notebook_kind] == [NOTEBOOK_FIX_ALL]
+            # Asked on the notebook's own uri: the same fix-all, nothing else.
+            on_notebook = await s.actions(uri2, whole)
+            assert [a.kind for a in on_notebook] == [FIX_ALL]
+            assert on_notebook[0].edit.changes == actions[0].edit.changes
+            s.apply_cells(uri2, actions[0])
+            assert s.texts[cells2[4]] == "val = DataLoader(ds, num_workers=3, pin_memory=True)\n"
+            assert "DataLoader(ds, batch_size=32, num_workers=3, pin_memory=True)" in s.texts[cells2[2]]
+            cleared = await s.published_for(cells2[2], cells2[4])
+            assert cleared == {cells2[2]: [], cells2[4]: []}
+            assert await s.actions(cells2[4], whole, only=[FIX_ALL]) == []
 
     run(scenario())
