@@ -114,6 +114,8 @@ class Scope:
     globals_: set[str] = field(default_factory=set)
     #: Names bound (once) to a parsed namespace, filled after the traversal.
     namespaces: dict[str, Namespace] = field(default_factory=dict)
+    #: Parameters whose default every call in the module relies on.
+    defaults: dict[str, Option] = field(default_factory=dict)
 
     def bind(self, name: str, value: cst.BaseExpression | None, path: tuple[int, ...] = (), order: int = 0) -> None:
         self.bindings.setdefault(name, []).append(Binding(value, path, order))
@@ -256,6 +258,8 @@ def evaluate(node: cst.BaseExpression | None, scope: Scope | None, _depth: int =
         if found is None:
             return UNKNOWN
         owner, bindings = found
+        if len(bindings) == 1 and bindings[0].value is None and node.value in owner.defaults:
+            return owner.defaults[node.value].value
         if len(bindings) != 1 or bindings[0].value is None:
             return UNKNOWN
         return evaluate(bindings[0].value, owner, _depth + 1)
@@ -345,6 +349,10 @@ def option_of(node: cst.BaseExpression | None, scope: Scope | None) -> Option | 
     None.  A name bound once to such a read is followed."""
     if node is None:
         return None
+    if isinstance(node, cst.Name) and scope is not None:
+        found = scope.lookup(node.value)
+        if found is not None and len(found[1]) == 1 and node.value in found[0].defaults:
+            return found[0].defaults[node.value]
     node, scope = follow_name(node, scope)
     path = _attribute_path(node)
     if path is None or scope is None:

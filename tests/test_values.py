@@ -113,3 +113,23 @@ def test_module_values_are_exported_as_plain_data() -> None:
     assert values.constants == {"NUM_WORKERS": 4, "BATCH": 32}
     assert values.parser_functions == {"get_args_parser": {"workers": (4, "with the default `--workers 4`")}}
     assert values.namespaces == {"args": {"workers": (4, "with the default `--workers 4`")}}
+
+
+def test_parameter_defaults_every_call_relies_on() -> None:
+    code = """
+        from torch.utils.data import DataLoader
+        def build(ds, batch_size=32, *, workers=2):
+            return DataLoader(ds, batch_size=batch_size, num_workers=workers)
+        def given(ds, workers=2):
+            return DataLoader(ds, num_workers=workers)
+        build(a, 8)
+        build(b)
+        given(a)
+        given(b, 4)
+    """
+    facts = collect(cst.parse_module(textwrap.dedent(code)))
+    built, passed = facts.calls
+    assert built.value("num_workers") == 2 and built.value("batch_size") is UNKNOWN
+    found = origin(built.expr("num_workers"), built.scope)
+    assert found is not None and found.text == "with the default `workers=2` of `build()`"
+    assert passed.value("num_workers") is UNKNOWN

@@ -108,6 +108,8 @@ class CliProvider(Provider[CliFacts]):
         self._changed_names: set[str] = set()
         self._vars_reads: set[int] = set()
         self._vars_calls: list[cst.Call] = []
+        #: How often each name appears (a function passed around is called elsewhere too).
+        self._name_reads: dict[str, int] = {}
 
     # -- traversal ------------------------------------------------------------
 
@@ -152,6 +154,9 @@ class CliProvider(Provider[CliFacts]):
                 args[arg.keyword.value] = arg
         name = qualified.rpartition(".")[2]
         self.facts.training_arguments.append(TrainingArgumentsCall(node, self.cursor.scope, name, args, opaque))
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self._name_reads[node.value] = self._name_reads.get(node.value, 0) + 1
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         if isinstance(node.value, cst.Call):
@@ -209,6 +214,7 @@ class CliProvider(Provider[CliFacts]):
             for target, value, scope in self._assigns:
                 self._bind(target, value, scope)
         self._flow_into_parameters()
+        self._parameter_defaults()
         self._export()
 
     def _parser_of(self, expr: cst.BaseExpression, scope: Scope, depth: int) -> _Parser | None:
@@ -389,6 +395,29 @@ class CliProvider(Provider[CliFacts]):
                     if complete and len(passed) == 1:
                         fn.scope.namespaces[param] = next(iter(passed.values()))
 
+    def _parameter_defaults(self) -> None:
+        """``def build(ds, workers=4)`` that every call in the module leaves
+        ``workers`` out of: inside it, ``workers`` is 4."""
+        for fn in self._names.functions:
+            calls = [(c, s) for c, s in self._calls.get(fn.name, ()) if self._local_function(c, s) is fn]
+            # Only a function the module calls, and never refers to otherwise (the def names it once).
+            if fn.class_name is not None or not calls or self._name_reads.get(fn.name, 0) != len(calls) + 1:
+                continue
+            if any(arg.star for call, _ in calls for arg in call.args):
+                continue
+            params = fn.node.params
+            positional = [*params.posonly_params, *params.params]
+            for index, param in enumerate([*positional, *params.kwonly_params]):
+                if param.default is None:
+                    continue
+                name = param.name.value
+                at = index if index < len(positional) else None
+                if any(_passes(call, at, name) for call, _ in calls):
+                    continue
+                value = evaluate(param.default, fn.scope.parent)
+                text = f"with the default `{name}={_code(param.default)}` of `{fn.name}()`"
+                fn.scope.defaults[name] = Option(value, Origin(text, param.default))
+
     def _passed(self, call: cst.Call, scope: Scope, index: int, param: str) -> Namespace | None:
         position = 0
         for arg in call.args:
@@ -418,6 +447,18 @@ class CliProvider(Provider[CliFacts]):
             built = self._argparse_namespace(parser) if parser is not None and parser.kind == "argparse" else None
             if built is not None:
                 values.parser_functions[fn.name] = _plain(built)
+
+
+def _passes(call: cst.Call, index: int | None, name: str) -> bool:
+    """The call gives the parameter at ``index`` (positional) or named ``name``."""
+    positional = sum(1 for arg in call.args if arg.keyword is None)
+    return (index is not None and index < positional) or any(
+        arg.keyword is not None and arg.keyword.value == name for arg in call.args
+    )
+
+
+def _code(node: cst.BaseExpression) -> str:
+    return cst.Module([]).code_for_node(node)
 
 
 def _plain(ns: Namespace) -> dict[str, tuple[object, str]]:

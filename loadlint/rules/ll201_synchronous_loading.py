@@ -65,7 +65,9 @@ class SynchronousLoading(Rule):
     A command-line default counts (`num_workers=args.workers` with
     `parser.add_argument("--workers", default=0)`, dataclass fields parsed by
     `HfArgumentParser`): it is what the script runs with unless the user
-    passes the option, and the message names it.
+    passes the option, and the message names it.  So is the default of a
+    parameter that every call in the module leaves out
+    (`def build(ds, workers=0)` called as `build(train_ds)`).
 
     Hugging Face's `Trainer` builds its loaders from `TrainingArguments`
     (`dataloader_num_workers` defaults to 0): a `TrainingArguments(...)` or
