@@ -253,7 +253,7 @@ def analyse(text: str, path: str, options: Options, *, notebook: bool = False) -
         message = f"cannot read source: U+{ord(text[exc.start]):04X} (a lone surrogate) is not valid Unicode"
         return [_engine_finding("LL901", message, path, row, column)], None
     try:
-        info = collect(module)
+        info = collect(module, text)
     except RecursionError:
         return _too_deep(path, options), None
     if not info.calls and not info.distributed.samplers and not info.cli.training_arguments:

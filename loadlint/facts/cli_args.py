@@ -16,6 +16,8 @@ module's plain values are exported for the project-wide join.
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 import libcst as cst
@@ -43,6 +45,9 @@ FRAMEWORK_ARGUMENTS = {
 _ALIASING = {"add_argument_group", "add_mutually_exclusive_group", "add_subparsers", "add_parser"}
 _PARSE = {"parse_args", "parse_known_args", "parse_args_into_dataclasses"}
 _CONVERT = {"int": int, "float": float, "str": str}
+_VARS_WRITE = re.compile(r"\bvars\(\s*(\w+)\s*\)(?!\s*\[)")
+_WORD = re.compile(r"\w+")
+_DICT = re.compile(r"\b(\w+)\.__dict__\b")
 
 #: A binding place: the scope a name is bound in, and the name.
 Place = tuple[Scope, str]
@@ -106,10 +111,9 @@ class CliProvider(Provider[CliFacts]):
         self._calls: dict[str, list[tuple[cst.Call, Scope]]] = {}
         self._changed_attrs: set[str] = set()
         self._changed_names: set[str] = set()
-        self._vars_reads: set[int] = set()
-        self._vars_calls: list[cst.Call] = []
-        #: How often each name appears (a function passed around is called elsewhere too).
-        self._name_reads: dict[str, int] = {}
+        self._module = cst.Module([])
+        self._code: str | None = None
+        self._words: Counter[str] | None = None
 
     # -- traversal ------------------------------------------------------------
 
@@ -126,8 +130,6 @@ class CliProvider(Provider[CliFacts]):
         elif isinstance(func, cst.Name):
             if func.value == "setattr" and node.args and isinstance(node.args[0].value, cst.Name):
                 self._changed_names.add(node.args[0].value.value)
-            elif func.value == "vars":
-                self._vars_calls.append(node)
             elif node.args:
                 self._calls.setdefault(func.value, []).append((node, cursor.scope))
         if not isinstance(func, cst.Attribute):
@@ -154,17 +156,6 @@ class CliProvider(Provider[CliFacts]):
                 args[arg.keyword.value] = arg
         name = qualified.rpartition(".")[2]
         self.facts.training_arguments.append(TrainingArgumentsCall(node, self.cursor.scope, name, args, opaque))
-
-    def visit_Name(self, node: cst.Name) -> None:
-        self._name_reads[node.value] = self._name_reads.get(node.value, 0) + 1
-
-    def visit_Subscript(self, node: cst.Subscript) -> None:
-        if isinstance(node.value, cst.Call):
-            self._vars_reads.add(id(node.value))
-
-    def visit_Attribute(self, node: cst.Attribute) -> None:
-        if node.attr.value == "__dict__" and isinstance(node.value, cst.Name):
-            self._changed_names.add(node.value.value)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
@@ -198,11 +189,14 @@ class CliProvider(Provider[CliFacts]):
 
     # -- after the traversal ----------------------------------------------------
 
-    def finish(self) -> None:
-        """Bind every parsed namespace to the names that hold it."""
-        for call in self._vars_calls:
-            if id(call) not in self._vars_reads and call.args and isinstance(call.args[0].value, cst.Name):
-                self._changed_names.add(call.args[0].value.value)
+    def finish(self, module: cst.Module, text: str | None = None) -> None:
+        """Bind every parsed namespace to the names that hold it; ``text`` is
+        the module's source (printed from the tree when not given)."""
+        self._module, self._code = module, text
+        if self._parses:
+            # ``vars(args).update(...)``, ``args.__dict__``: the namespace changes.
+            code = self._source()
+            self._changed_names.update(_VARS_WRITE.findall(code), _DICT.findall(code))
         for method, receiver, node, scope in self._members:
             parser = self._parser_of(receiver, scope, 0)
             if parser is None:
@@ -401,7 +395,10 @@ class CliProvider(Provider[CliFacts]):
         for fn in self._names.functions:
             calls = [(c, s) for c, s in self._calls.get(fn.name, ()) if self._local_function(c, s) is fn]
             # Only a function the module calls, and never refers to otherwise (the def names it once).
-            if fn.class_name is not None or not calls or self._name_reads.get(fn.name, 0) != len(calls) + 1:
+            if fn.class_name is not None or not calls or not any(p.default for p in _parameters(fn)):
+                continue
+            # The def and the calls are the only mentions (a function passed around is called elsewhere too).
+            if self._mentions()[fn.name] != len(calls) + 1:
                 continue
             if any(arg.star for call, _ in calls for arg in call.args):
                 continue
@@ -417,6 +414,18 @@ class CliProvider(Provider[CliFacts]):
                 value = evaluate(param.default, fn.scope.parent)
                 text = f"with the default `{name}={_code(param.default)}` of `{fn.name}()`"
                 fn.scope.defaults[name] = Option(value, Origin(text, param.default))
+
+    def _mentions(self) -> Counter[str]:
+        """How often each word occurs in the source (comments and strings
+        included: an over-count only keeps a default unknown)."""
+        if self._words is None:
+            self._words = Counter(_WORD.findall(self._source()))
+        return self._words
+
+    def _source(self) -> str:
+        if self._code is None:
+            self._code = self._module.code
+        return self._code
 
     def _passed(self, call: cst.Call, scope: Scope, index: int, param: str) -> Namespace | None:
         position = 0
@@ -447,6 +456,11 @@ class CliProvider(Provider[CliFacts]):
             built = self._argparse_namespace(parser) if parser is not None and parser.kind == "argparse" else None
             if built is not None:
                 values.parser_functions[fn.name] = _plain(built)
+
+
+def _parameters(fn: FunctionFacts) -> list[cst.Param]:
+    params = fn.node.params
+    return [*params.posonly_params, *params.params, *params.kwonly_params]
 
 
 def _passes(call: cst.Call, index: int | None, name: str) -> bool:

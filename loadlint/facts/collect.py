@@ -92,8 +92,9 @@ def _compose() -> type[_Collector]:
 _COLLECTOR = _compose()
 
 
-def collect(module: cst.Module) -> ModuleFacts:
-    """The facts of one parsed module, from one traversal."""
+def collect(module: cst.Module, text: str | None = None) -> ModuleFacts:
+    """The facts of one parsed module, from one traversal; ``text`` is its
+    source when the caller has it (printing the tree again is slow)."""
     collector = _COLLECTOR()
     loaders = LoaderProvider(collector, LoaderFacts())
     iteration = IterationProvider(collector, IterationFacts())
@@ -107,7 +108,7 @@ def collect(module: cst.Module) -> ModuleFacts:
     # Our walker, not module.visit(): libcst's rebuilds every node it passes.
     walk(module, collector)
     # Namespaces first: a device may be a command-line default.
-    cli.finish()
+    cli.finish(module, text)
     accelerator.finish()
     return ModuleFacts(
         collector.names,
