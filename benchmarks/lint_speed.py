@@ -17,8 +17,11 @@ a work folder outside the repository (``$LOADLINT_BENCH_DIR``, default
 It prints, in one run: the corpus, wall time (median of several runs) and
 peak memory of loadlint cold and warm, TorchFix and grep, the targets of the
 speed issue with the measured ratios, the scaling table (the corpus padded
-to 2x and 4x its size with files that never mention DataLoader) and the
-comparison of TorchFix's TOR401 findings with loadlint's LL201 findings.
+to 2x and 4x its size with files that never mention DataLoader), the
+large-file growth curve (generated modules of 0.1 to 10 MB with one
+DataLoader call: wall, CPU and peak memory; ``--growth-only`` runs just
+that) and the comparison of TorchFix's TOR401 findings with loadlint's
+LL201 findings.
 
 Peak memory is that of the whole process tree (workers included), polled
 every 10 ms (every 100 ms after the first 5 s) as the sum of each
@@ -274,6 +277,55 @@ def loadlint_runs(tree: Path, cache: Path, repeat: int) -> dict:
             "peak_pss": memory.peak_pss_mb, "peak_rss": memory.peak_rss_mb, "warm_peak_pss": warm_memory.peak_pss_mb}
 
 
+# -- large files -----------------------------------------------------------
+
+#: Sizes of the generated modules of the growth curve, in MB.
+GROWTH_SIZES = (0.1, 0.5, 1.0, 2.0, 5.0, 10.0)
+
+
+def large_module(size: int) -> str:
+    """A generated module of about ``size`` bytes: simple assignments, with
+    one DataLoader call (and the loop over it) in the middle."""
+    head = "import torch\nfrom torch.utils.data import DataLoader\n\n"
+    middle = "loader = DataLoader(range(10), batch_size=4)\nfor batch in loader:\n    print(batch)\n"
+    lines: list[str] = []
+    total = len(head) + len(middle)
+    while total < size:
+        line = f"value_{len(lines):07d} = {len(lines)} * 2 + {len(lines) % 7}\n"
+        lines.append(line)
+        total += len(line)
+    half = len(lines) // 2
+    return head + "".join(lines[:half]) + middle + "".join(lines[half:])
+
+
+def growth_curve(scratch: Path, limit: float) -> list[tuple[float, int, Measure]]:
+    """(MB, lines, measure) of ``loadlint check`` on each generated module."""
+    rows = []
+    for mb in GROWTH_SIZES:
+        path = scratch / f"large_{mb:g}mb.py"
+        text = large_module(int(mb * 1e6))
+        path.write_text(text)
+        log(f"large file {mb:g} MB")
+        cmd = [*loadlint_command(), "check", "--isolated", "--no-cache", "--output-format", "concise", path.name]
+        rows.append((mb, text.count("\n"), run(cmd, scratch, poll=True, capture=True, limit=limit)))
+        path.unlink()
+    return rows
+
+
+def print_growth(rows: list[tuple[float, int, Measure]], limit: float) -> None:
+    print("Large files: a generated module of simple assignments with one DataLoader call, "
+          "`loadlint check --no-cache` (goals: 1 MB < 5 s, 10 MB < 30 s or reported too large)")
+    print()
+    print("| size | lines | wall | CPU | peak RSS | peak PSS | result |")
+    print("|---:|---:|---:|---:|---:|---:|---|")
+    for mb, lines, m in rows:
+        codes = sorted(set(re.findall(r": (LL\d{3}) ", m.stdout)))
+        result = f"stopped at {limit:.0f} s" if m.timed_out else (", ".join(codes) or "no finding")
+        bound = "> " if m.timed_out else ""
+        print(f"| {mb:g} MB | {lines:,} | {bound}{fmt_s(m.wall)} | {bound}{fmt_s(m.cpu)} | {fmt_mb(m.peak_rss_mb)} | "
+              f"{fmt_mb(m.peak_pss_mb)} | {result} |")
+
+
 # -- findings --------------------------------------------------------------
 
 TOR401 = re.compile(r"^(?P<path>.+?):(?P<row>\d+):(?P<col>\d+): TOR401 ")
@@ -357,7 +409,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-torchfix", action="store_true", help="leave TorchFix out (quick iterations)")
     parser.add_argument("--torchfix-limit", type=float, default=None, metavar="SECONDS",
                         help="stop TorchFix after this long; its time is then a lower bound")
+    parser.add_argument("--growth-only", action="store_true",
+                        help="only the large-file growth curve (no corpus, no TorchFix)")
+    parser.add_argument("--growth-limit", type=float, default=300.0, metavar="SECONDS",
+                        help="stop a large-file run after this long; its time is then a lower bound")
     args = parser.parse_args(argv)
+
+    if args.growth_only:
+        scratch = Path(tempfile.mkdtemp(prefix="loadlint-bench-"))
+        try:
+            load = os.getloadavg()[0]
+            rows = growth_curve(scratch, args.growth_limit)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        print(f"Load average {load:.1f} before, {os.getloadavg()[0]:.1f} after")
+        print_growth(rows, args.growth_limit)
+        return 0
 
     work: Path = args.work
     work.mkdir(parents=True, exist_ok=True)
@@ -406,6 +473,7 @@ def main(argv: list[str] | None = None) -> int:
             runs = ll if scale == 1 else loadlint_runs(tree, scratch / f"cache-{scale}", args.repeat)
             scaling.append((scale, len(tree_files), tree_bytes, runs["cold"], runs["warm"],
                             median_wall(grep_cmd, tree, 3), runs["cold_cpu"]))
+        growth = growth_curve(scratch, args.growth_limit)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     load_after = os.getloadavg()
@@ -461,6 +529,9 @@ def main(argv: list[str] | None = None) -> int:
     for scale, n, nbytes, cold, warm, grep_s, cold_cpu in scaling:
         print(f"| {scale}× | {n} | {nbytes / 1e6:.1f} | {fmt_s(cold)} ({fmt_s(cold_cpu)}) | "
               f"{cold / scaling[0][3] - 1:+.0%} | {fmt_s(warm)} | {fmt_s(grep_s)} |")
+
+    print()
+    print_growth(growth, args.growth_limit)
 
     if tf is not None and tf.timed_out:
         print()

@@ -37,7 +37,7 @@ from loadlint.types import Edit, Finding, Fix, HardwareProfile, Location
 
 DEFAULT_DIR = ".loadlint_cache"
 #: Bumped whenever the entry layout changes.
-SCHEMA = 1
+SCHEMA = 2
 CACHEDIR_TAG = (
     "Signature: 8a477f597d28d172789f06886806bc55\n"
     "# This file is a cache directory tag created by loadlint.\n"
@@ -210,6 +210,8 @@ def _finding_to_json(f: Finding) -> dict[str, Any]:
         "cell": f.cell,
         "fix": None,
     }
+    if f.fix_withheld is not None:
+        out["fix_withheld"] = f.fix_withheld
     if f.fix is not None:
         out["fix"] = {
             "applicability": f.fix.applicability,
@@ -266,6 +268,9 @@ def _read_finding(raw: Any, path: str) -> Finding:
     cell = raw.get("cell")
     if cell is not None:
         _expect(cell, int)
+    withheld = raw.get("fix_withheld")
+    if withheld is not None:
+        _expect(withheld, str)
     return Finding(
         _expect(raw.get("code"), str),
         _expect(raw.get("name"), str),
@@ -275,6 +280,7 @@ def _read_finding(raw: Any, path: str) -> Finding:
         _read_location(raw.get("end_location")),
         fix,
         cell,
+        withheld,
     )
 
 

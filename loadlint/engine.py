@@ -16,10 +16,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
 from loadlint.rules import CODES, ENGINE_CODES, name_of, rule_class
+from loadlint import slicing
+from loadlint.slicing import TOKENS, Slice
 from loadlint.source import DecodeError, decode, position_of_offset
 from loadlint.types import FileResult as FileResult  # re-exported: callers of lint_bytes name it
 from loadlint.types import Finding, Fix, Location
 from loadlint.types import Options as Options  # re-exported: the engine's entry points take it
+from loadlint.withhold import Candidate, Decision, Outcome, decide, declared, offered, withhold
 
 if TYPE_CHECKING:
     import libcst
@@ -87,25 +90,6 @@ def _is_suppressed(finding: Finding, line: str, file_level: set[str]) -> bool:
     return codes is not None and ("*" in codes or finding.code in codes)
 
 
-_SCAN = re.compile(
-    r"""
-    (?P<string>(?:(?<!\w)[rRbBuUfFtT]{1,2})?
-        (?:'''(?:[^'\\]|\\[\s\S]?|'(?!''))*(?:'''|\Z)
-          |\"\"\"(?:[^"\\]|\\[\s\S]?|"(?!""))*(?:\"\"\"|\Z)
-          |'(?:[^'\\\r\n]|\\(?:\r\n|[\s\S])?)*'?
-          |"(?:[^"\\\r\n]|\\(?:\r\n|[\s\S])?)*"?))
-    |(?P<comment>\#[^\r\n]*)
-    |(?P<number>\d(?:[\w.]|(?<=[eE])[-+])*)
-    |(?P<name>[^\W\d]\w*)
-    |(?P<open>[(\[{])
-    |(?P<close>[)\]}])
-    |(?P<sep>[,;])
-    |(?P<cont>\\(?:\r\n|\r|\n))
-    |(?P<newline>\r\n|\r|\n)
-    |(?P<op>\*\*=?|//=?|<<=?|>>=?|->|[-+*/%@&|^~<>:=!]=?|\.)
-    """,
-    re.VERBOSE,
-)
 _STATEMENT = re.compile(r"[ \t]*(?:def|class|import|return|pass|raise|with|while|try|except|finally|global|nonlocal|del|assert|break|continue|elif)\b")
 #: Keywords that nest what follows them (or chain with what precedes them).
 _NESTING_KEYWORDS = frozenset({"not", "lambda", "await", "if", "else", "and", "or", "in", "is", "yield", "for"})
@@ -130,7 +114,7 @@ def _nesting(text: str, limit: int = MAX_NESTING) -> tuple[int, int]:
     levels = [0]  # open chain length per bracket level, outermost first
     total = deepest = where = 0
     operand = False  # the previous token ends an operand: a bracket is a call or subscript
-    for match in _SCAN.finditer(text):
+    for match in TOKENS.finditer(text):
         kind = match.lastgroup
         if kind == "comment" or kind == "cont":
             continue
@@ -212,13 +196,18 @@ def analyse(text: str, path: str, options: Options, *, notebook: bool = False) -
     """Lint one module's text.  Returns findings and, when parsed, the analysis."""
     if not may_construct_loader(text):
         return [], None
-    at = too_deep_at(text)
+    piece = sliced(text)
+    # A statement can nest no deeper than it is long: dropped short ones need no scan.
+    at = too_deep_at(text if piece is None else piece.blanked(longer_than=MAX_NESTING // 2))
     if at is not None:
         if "LL900" in options.select:
             row, column = at
             message = f"file too complex to analyse: expressions nested more than {MAX_NESTING} deep"
             return [_engine_finding("LL900", message, path, row, column)], None
         return [], None
+
+    if piece is not None and piece.too_large:
+        return _too_large(piece, path, options), None
 
     import libcst as cst
 
@@ -227,7 +216,7 @@ def analyse(text: str, path: str, options: Options, *, notebook: bool = False) -
     from loadlint.rules.base import Context, Settings
 
     try:
-        module = cst.parse_module(text)
+        module, piece = slicing.parse(text, piece)
     except cst.ParserSyntaxError as exc:
         if "LL900" not in options.select:
             return [], None
@@ -249,8 +238,10 @@ def analyse(text: str, path: str, options: Options, *, notebook: bool = False) -
         # escapes, an editor's buffer) can hold a lone surrogate.
         if "LL901" not in options.select:
             return [], None
-        row, column = position_of_offset(text, exc.start)
-        message = f"cannot read source: U+{ord(text[exc.start]):04X} (a lone surrogate) is not valid Unicode"
+        parsed = text if piece is None else piece.text
+        row, column = position_of_offset(parsed, exc.start)
+        row = row if piece is None else piece.row(row)
+        message = f"cannot read source: U+{ord(parsed[exc.start]):04X} (a lone surrogate) is not valid Unicode"
         return [_engine_finding("LL901", message, path, row, column)], None
     try:
         info = collect(module, text)
@@ -259,7 +250,7 @@ def analyse(text: str, path: str, options: Options, *, notebook: bool = False) -
     if not info.calls and not info.distributed.samplers and not info.cli.training_arguments:
         return [], None
 
-    positions = Positions(module, text)
+    positions = Positions(module, text, piece)
     analysis = Analysis(text, module, positions, info)
     settings = Settings(options.profile)
     # A rule reads the profile only if it declares so (detection is lazy).
@@ -293,6 +284,22 @@ def analyse(text: str, path: str, options: Options, *, notebook: bool = False) -
     analysis.findings = [f for f, _ in pairs]
     analysis.reports = [r for _, r in pairs]
     return analysis.findings, analysis
+
+
+def sliced(text: str) -> Slice | None:
+    """The statements of ``text`` to parse when it is too long to parse
+    whole (see ``loadlint.slicing``); None to parse all of it."""
+    return slicing.slice_module(text) if len(text) > slicing.SLICE_ABOVE else None
+
+
+def _too_large(piece: Slice, path: str, options: Options) -> list[Finding]:
+    if "LL900" not in options.select:
+        return []
+    message = (
+        f"file too large to analyse: {piece.size:,} characters, {piece.kept:,} of them in statements that can "
+        f"reach a DataLoader (at most {slicing.MAX_PARSE:,} are parsed); split the module or exclude it"
+    )
+    return [_engine_finding("LL900", message, path)]
 
 
 def _unrepr(text: str) -> str:
@@ -337,7 +344,7 @@ def lint_bytes(data: bytes, path: str, options: Options) -> FileResult:
         return result
     result.source = source
     try:
-        result.findings, _ = analyse(source.text, path, options)
+        result.findings = decided_findings(source.text, path, options)
     except Exception as exc:  # the engine never crashes on one file
         result.error = f"internal error while checking: {type(exc).__name__}: {exc}"
     return result
@@ -374,77 +381,129 @@ def fix_text(
 ) -> tuple[str, list[Finding], dict[str, int]]:
     """Apply fixes until none applies; return (new text, remaining findings, applied counts).
 
-    Each round applies every applicable fix at once, in one set of edits
-    (changes to one call merged).  The result must parse and must not gain a
-    crash-class finding (those rules run for the check even when they are not
-    selected); otherwise ``FixFailed`` is raised and nothing is kept.
+    Each round applies the applicable fixes at once, in one set of edits
+    (changes to one call merged).  The result must parse (else ``FixFailed``
+    is raised and nothing is kept) and must not gain a finding of any code
+    (every rule runs for the comparison, selected or not): a fix that would
+    add one is withheld, the other fixes of its call and file still apply
+    (``loadlint.withhold``).  The remaining findings carry only the fixes a
+    further run would apply; a withheld one says why (``fix_withheld``).
 
     ``external`` replaces the rules' fixes by other ones (``--from-verify``),
-    applied in a single round under the same checks.  ``notebook`` analyses
-    the text as a notebook's joined cells (as ``analyse`` does).
+    applied in a single round, all or nothing, with crash findings as the
+    veto.  ``notebook`` analyses the text as a notebook's joined cells (as
+    ``analyse`` does).
     """
-    guard = Options(options.select | crash_codes(), options.profile_factory)
+    guard = _guard(options)
+    if external is not None:
+        return _fix_external(text, path, options, guard, external, notebook)
     applied: dict[str, int] = {}
     all_findings, analysis = analyse(text, path, guard, notebook=notebook)
     original_compiles = _compiles(text, path)
-    for _ in range(1 if external is not None else 8):
-        if external is not None:
-            from loadlint.fixes import FixError
-
-            try:
-                chosen = external(text, analysis)
-            except FixError as exc:
-                raise FixFailed(str(exc)) from None
-        elif analysis is None:
+    settled = False
+    for _ in range(8):
+        if analysis is None:
             break
-        else:
-            chosen = [
-                (code, report.fix)
-                for (code, report), finding in zip(analysis.reports, analysis.findings)
-                if code in options.select
-                and report.fix is not None
-                and finding.fix is not None
-                and (unsafe or report.fix.applicability == "safe")
-            ]
-        if not chosen:
+        candidates = offered(all_findings, analysis.reports, options.select, unsafe)
+        if not candidates:
+            settled = unsafe
             break
-        new_text, kept = _apply_round(text, analysis, chosen)
-        if external is not None and len(kept) < len(chosen):
-            # Asked for explicitly: all of it or nothing.
-            missing = [spec.message for item in chosen if not any(item is k for k in kept) for spec in item[1:]]
-            raise FixFailed(f"cannot apply: {'; '.join(missing)}; file left unchanged")
-        if not kept or new_text == text:
+        decision = _decide(text, path, guard, analysis, candidates, unsafe, notebook, original_compiles)
+        outcome = decision.outcome
+        if outcome is None or outcome.text == text:
+            withhold(all_findings, decision.withheld)
+            settled = unsafe
             break
-        _check_parses(new_text, path, original_compiles)
-        new_all, new_analysis = analyse(new_text, path, guard, notebook=notebook)
-        _check_no_new_crash(all_findings, new_all)
-        for label, _ in kept:
-            applied[label] = applied.get(label, 0) + 1
-        text, all_findings, analysis = new_text, new_all, new_analysis
+        for candidate in decision.kept:
+            applied[candidate.label] = applied.get(candidate.label, 0) + 1
+        text, all_findings, analysis = outcome.text, outcome.findings, outcome.analysis
+    if not settled:
+        # What a further run (or ``check``) would say about the fixes left.
+        all_findings = _decided(text, path, options, guard, all_findings, analysis, notebook)
+    elif analysis is not None:
+        declared(all_findings, analysis.reports)
     return text, [f for f in all_findings if f.code in options.select], applied
 
 
-def _apply_round(text: str, analysis: Analysis | None, chosen: Chosen) -> tuple[str, Chosen]:
-    """The text with as many of ``chosen`` applied as render together.
+def _guard(options: Options) -> Options:
+    """The options of the comparison: every rule runs, selected or not."""
+    return Options(options.select | frozenset(CODES) | crash_codes(), options.profile_factory, options.noqa)
 
-    A fix that cannot be rendered alongside the others (overlapping edits, a
-    layout it cannot reproduce) is left out of this round; its finding stays
-    and is reported as remaining.
-    """
-    import libcst as cst
 
+def decided_findings(text: str, path: str, options: Options, *, notebook: bool = False) -> list[Finding]:
+    """``analyse``'s findings, with the fix markers ``fix`` honours: a fix
+    that would introduce a finding is withheld, with its reason.  The
+    comparison needs every rule; when some are not selected they run only
+    for files with a fix, as does the dry run."""
+    guard = _guard(options)
+    if guard.select != options.select:
+        findings, _ = analyse(text, path, options, notebook=notebook)
+        if not any(f.fix is not None for f in findings):
+            return findings
+    all_findings, analysis = analyse(text, path, guard, notebook=notebook)
+    all_findings = _decided(text, path, options, guard, all_findings, analysis, notebook)
+    return [f for f in all_findings if f.code in options.select]
+
+
+def _decided(
+    text: str, path: str, options: Options, guard: Options, all_findings: list[Finding],
+    analysis: Analysis | None, notebook: bool,
+) -> list[Finding]:
+    if analysis is None:
+        return all_findings
+    declared(all_findings, analysis.reports)
+    candidates = offered(all_findings, analysis.reports, options.select, True)
+    if candidates:
+        decision = _decide(text, path, guard, analysis, candidates, True, notebook, _compiles(text, path))
+        withhold(all_findings, decision.withheld)
+    return all_findings
+
+
+def _decide(
+    text: str, path: str, guard: Options, analysis: Analysis, candidates: list[Candidate],
+    unsafe: bool, notebook: bool, original_compiles: bool,
+) -> Decision[Analysis | None]:
     from loadlint.fixes import Builder, Positions, apply_edits
 
+    assert isinstance(analysis.positions, Positions)
+    builder = Builder(analysis.positions.module, analysis.positions)
+
+    def trial(chosen: list[Candidate]) -> Outcome[Analysis | None] | None:
+        try:
+            new_text = apply_edits(text, builder.edits([c.spec for c in chosen]))
+        except Exception:  # edits that cannot be rendered together
+            return None
+        if new_text == text:
+            return Outcome(text, analysis.findings, analysis)
+        _check_parses(new_text, path, original_compiles)
+        findings, new_analysis = analyse(new_text, path, guard, notebook=notebook)
+        return Outcome(new_text, findings, new_analysis)
+
+    def fixable(finding: Finding) -> bool:
+        return finding.fix is not None and finding.code in guard.select and (unsafe or finding.fix.applicability == "safe")
+
+    return decide(candidates, trial, analysis.findings, fixable)
+
+
+def _fix_external(
+    text: str, path: str, options: Options, guard: Options, external: SpecSource, notebook: bool
+) -> tuple[str, list[Finding], dict[str, int]]:
+    from loadlint.fixes import Builder, FixError, Positions, apply_edits
+
+    import libcst as cst
+
+    all_findings, analysis = analyse(text, path, guard, notebook=notebook)
+    try:
+        chosen = external(text, analysis)
+    except FixError as exc:
+        raise FixFailed(str(exc)) from None
+    if not chosen:
+        return text, [f for f in all_findings if f.code in options.select], {}
     if analysis is not None and isinstance(analysis.positions, Positions):
         positions = analysis.positions
     else:
         positions = Positions(cst.parse_module(text), text)
     builder = Builder(positions.module, positions)
-    specs = [spec for _, spec in chosen]
-    try:
-        return apply_edits(text, builder.edits(specs)), chosen
-    except Exception:
-        pass
     kept: Chosen = []
     for item in chosen:
         try:
@@ -452,9 +511,20 @@ def _apply_round(text: str, analysis: Analysis | None, chosen: Chosen) -> tuple[
         except Exception:
             continue
         kept.append(item)
-    if not kept:
-        return text, []
-    return apply_edits(text, builder.edits([s for _, s in kept])), kept
+    if len(kept) < len(chosen):
+        # Asked for explicitly: all of it or nothing.
+        missing = [spec.message for item in chosen if not any(item is k for k in kept) for spec in item[1:]]
+        raise FixFailed(f"cannot apply: {'; '.join(missing)}; file left unchanged")
+    new_text = apply_edits(text, builder.edits([s for _, s in kept]))
+    if new_text == text:
+        return text, [f for f in all_findings if f.code in options.select], {}
+    _check_parses(new_text, path, _compiles(text, path))
+    new_all, _ = analyse(new_text, path, guard, notebook=notebook)
+    _check_no_new_crash(all_findings, new_all)
+    applied: dict[str, int] = {}
+    for label, _ in kept:
+        applied[label] = applied.get(label, 0) + 1
+    return new_text, [f for f in new_all if f.code in options.select], applied
 
 
 def _compiles(text: str, path: str) -> bool:
@@ -468,10 +538,12 @@ def _compiles(text: str, path: str) -> bool:
 
 
 def _check_parses(text: str, path: str, original_compiles: bool) -> None:
-    import libcst as cst
-
     try:
-        cst.parse_module(text)
+        # A large module as ``analyse`` parses it: its other statements are
+        # checked by Python's parser (a fix on a megabyte must not take minutes).
+        piece = sliced(text)
+        if piece is None or not piece.too_large:
+            slicing.parse(text, piece)
     except Exception as exc:
         raise FixFailed(f"fixed code does not parse ({type(exc).__name__}); file left unchanged") from None
     # libcst accepts some code Python rejects; hold the result to Python's

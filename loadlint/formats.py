@@ -195,6 +195,8 @@ def _sarif_result(finding: Finding, rule_index: dict[str, int], root: Path, fing
             "cell": finding.cell,
             "cellRegion": _region(finding.location, finding.end_location),
         }
+    if finding.fix_withheld is not None:
+        result.setdefault("properties", {})["fix_withheld"] = finding.fix_withheld
     # A notebook fix's positions are in cell coordinates: applied to the
     # .ipynb file as SARIF replacements they would corrupt it.
     if finding.fix is not None and finding.cell is None:

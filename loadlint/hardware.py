@@ -39,6 +39,7 @@ __all__ = [
     "TARGET_KEYS",
     "WORKER_MEMORY_BYTES",
     "Probes",
+    "SMALL_MACHINE_CPUS",
     "TargetError",
     "detect",
     "format_profile",
@@ -58,6 +59,9 @@ GIB = 1024**3
 #: ``prefetch_factor`` decoded batches. 1 GiB is a middle-of-the-road figure
 #: for image/text pipelines; the cap only bites on small-memory machines.
 WORKER_MEMORY_BYTES = 1 * GIB
+#: Up to this many usable CPUs, a single process gets one worker per CPU
+#: rather than keeping one CPU for itself (measured: README, hardware section).
+SMALL_MACHINE_CPUS = 2
 
 #: Keys accepted by ``--target`` and ``[tool.loadlint.target]``, in the
 #: order error messages list them.
@@ -438,8 +442,12 @@ def suggest_num_workers(
     process: ``max(1, usable_cpus // ranks_per_node - 1)``. This is
     Lightning's ``suggested_max_num_workers``; it stays below torch's
     ``check_worker_number_rationality`` warning, which fires when one
-    loader starts more workers than the process's affinity allows. Then cap
-    it, each cap only when its input is known:
+    loader starts more workers than the process's affinity allows. On a
+    small machine (a single rank with at most :data:`SMALL_MACHINE_CPUS`
+    CPUs) every CPU gets a worker instead: the main process mostly waits
+    for batches there, and one worker on two CPUs measured no faster than
+    none (``loadlint verify``; the README's hardware section has the data).
+    Then cap it, each cap only when its input is known:
 
     * by the physical cores per rank: beyond them, workers share cores
       through hyperthreads and decoding throughput stops growing;
@@ -452,7 +460,9 @@ def suggest_num_workers(
     is always better than loading on the training thread.
     """
     ranks = max(1, ranks_per_node)
-    workers = max(1, profile.usable_cpus // ranks - 1)
+    per_rank = profile.usable_cpus // ranks
+    small = ranks == 1 and per_rank <= SMALL_MACHINE_CPUS
+    workers = max(1, per_rank if small else per_rank - 1)
     if profile.physical_cores:
         workers = min(workers, max(1, profile.physical_cores // ranks))
     if batch_size is not None and batch_size >= 1:

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 
-from loadlint.engine import PREFILTER, FixFailed, analyse, fix_text
+from loadlint.engine import PREFILTER, FixFailed, analyse, decided_findings, fix_text
 from loadlint.nbjson import splice
 from loadlint.files import write_fixes
 from loadlint.rules import name_of
@@ -474,7 +474,7 @@ def analyse_cells(cells: list[Cell], name: str, options: Options, fix: FixReques
         joined = module.text()
         try:
             if fix is None:
-                findings, _ = analyse(joined, name, options, notebook=True)
+                findings = decided_findings(joined, name, options, notebook=True)
                 fixed_joined = joined
             else:
                 fixed_joined, findings, checked.applied = fix_text(joined, name, options, unsafe=fix.unsafe, notebook=True)

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from loadlint import notebook
 from loadlint.config import Settings
-from loadlint.engine import FixFailed, SpecSource, analyse, fix_text, lint_bytes, passes_prefilter
+from loadlint.engine import FixFailed, SpecSource, analyse, decided_findings, fix_text, lint_bytes, passes_prefilter
 from loadlint.files import read_source, write_fixes
 from loadlint.source import DecodeError, decode
 from loadlint.types import FileResult, Finding, FixRequest, HardwareProfile, Location, Options
@@ -166,8 +166,7 @@ def fix_stdin(data: bytes, name: str, options: Options, request: FixRequest) -> 
 
 def check_text(text: str, path: str, options: Options) -> list[Finding]:
     """Findings for source text that never was a file's bytes (an editor's buffer)."""
-    findings, _ = analyse(text, path, options)
-    return findings
+    return decided_findings(text, path, options)
 
 
 def fix_source_text(text: str, path: str, options: Options, *, unsafe: bool) -> tuple[str, list[Finding], dict[str, int]]:

@@ -167,6 +167,8 @@ def full_lines(run: Run, summary: Summary, style: Style, sources: Sources) -> li
                 out.append(style.blue(f"{gutter} |") + " " + " " * (finding.location.column - 1) + style.red("^" * width))
                 if finding.fix is not None:
                     out.append(style.blue(f"{gutter} =") + f" help: {finding.fix.message}")
+                elif finding.fix_withheld is not None:
+                    out.append(style.blue(f"{gutter} =") + f" help: {finding.fix_withheld}")
             out.append("")
         if result.error:
             out.append(f"{style.bold(result.path)}: {style.red('error')}: {result.error}")
@@ -195,7 +197,8 @@ def format_concise(run: Run, summary: Summary, style: Style, sources: Sources) -
 
 
 def finding_to_dict(finding: Finding) -> dict[str, Any]:
-    """ruff's JSON shape (1-based columns, end exclusive), plus ``name``."""
+    """ruff's JSON shape (1-based columns, end exclusive), plus ``name``, and
+    ``fix_withheld`` where a fix would have introduced a finding."""
     fix = None
     if finding.fix is not None:
         fix = {
@@ -210,7 +213,7 @@ def finding_to_dict(finding: Finding) -> dict[str, Any]:
                 for edit in finding.fix.edits
             ],
         }
-    return {
+    out = {
         "cell": finding.cell,
         "code": finding.code,
         "name": finding.name,
@@ -223,6 +226,9 @@ def finding_to_dict(finding: Finding) -> dict[str, Any]:
         "severity": severity(finding.code),
         "noqa_row": finding.location.row,
     }
+    if finding.fix_withheld is not None:
+        out["fix_withheld"] = finding.fix_withheld
+    return out
 
 
 def format_json(run: Run, summary: Summary, style: Style, sources: Sources) -> str:

@@ -57,6 +57,8 @@ class Finding:
     fix: Fix | None = None
     #: 1-based notebook cell index; None for plain Python files.
     cell: int | None = None
+    #: Why the rule's fix is not offered here (it would introduce a finding).
+    fix_withheld: str | None = None
 
     @property
     def fixable(self) -> bool:

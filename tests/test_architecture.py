@@ -37,7 +37,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("runner", "report", "formats"),
     # One file, path or bytes or stdin, to one file result.
     ("pipeline",),
-    ("engine", "fixes", "notebook", "measured"),
+    ("engine", "fixes", "notebook", "measured", "withhold", "positions"),
     # Settings, file discovery, the cache and rule documentation: read by the
     # layers above, built on the rule registry.
     ("config", "discover", "cache", "docs"),
@@ -45,6 +45,7 @@ LAYERS: list[tuple[str, ...]] = [
     # Fact providers: what a rule may know about a file (and the machine).
     ("facts", "callsites", "resolve", "walk", "hardware"),
     # Plain types and leaf helpers: import nothing from loadlint above them.
+    ("slicing",),
     ("types", "signature", "cpus", "source", "files", "nbjson", "__init__"),
 ]
 

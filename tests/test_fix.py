@@ -204,7 +204,7 @@ def test_diff_reports_a_file_that_cannot_be_fixed(tmp_path: Path, monkeypatch) -
     assert "error: fixed code does not parse" in result.stderr
 
 
-def test_new_crash_class_finding_vetoes_the_fix(monkeypatch) -> None:
+def test_new_finding_withholds_only_its_fix(monkeypatch) -> None:
     real = engine.analyse
 
     def analyse(text, path, options, **kw):
@@ -215,8 +215,14 @@ def test_new_crash_class_finding_vetoes_the_fix(monkeypatch) -> None:
         return findings, analysis
 
     monkeypatch.setattr(engine, "analyse", analyse)
-    with pytest.raises(FixFailed, match=r"fixing would introduce LL001 at line 3 \(boom\); file left unchanged"):
-        fix(SIMPLE)
+    # Only the fix that introduces the finding is withheld, with its reason;
+    # the other fix on the same call still applies.
+    fixed, remaining, applied = fix(SIMPLE)
+    assert "pin_memory=True" in fixed and "num_workers" not in fixed
+    assert applied == {"LL202": 1}
+    [left] = [f for f in remaining if f.code == "LL201"]
+    assert left.fix is None
+    assert left.fix_withheld == "no fix: set `num_workers=3` would introduce LL001 (prefetch-without-workers): boom"
 
 
 def test_crash_check_counts_occurrences() -> None:

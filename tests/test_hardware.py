@@ -621,8 +621,11 @@ def test_ranks_per_node(gpus, distributed, expected):
 @pytest.mark.parametrize(
     ("cpus", "gpus", "expected"),
     [
-        (2, 0, 1),
-        (2, 1, 1),
+        # A single rank on a small machine: a worker per CPU (measured, README).
+        (1, 0, 1),
+        (2, 0, 2),
+        (2, 1, 2),
+        (3, 0, 2),
         (2, 8, 1),
         (16, 0, 15),
         (16, 1, 15),

@@ -589,18 +589,24 @@ def test_fix_mode_sees_the_notebook_rules(tmp_path):
     assert positions(checked) == positions(fixed) == [("LL012", 2, 1, 10)]
 
 
-def test_turning_workers_on_over_notebook_code_is_an_unsafe_fix(tmp_path):
+def test_turning_workers_on_over_notebook_code_is_withheld(tmp_path):
     path = FIXTURES / "course_custom_dataset.ipynb"
     result = run_check(path, profile=PORTABLE, select={"LL201"})
     [finding] = result.findings
-    assert finding.fix is not None and finding.fix.applicability == "unsafe"
-    assert "`FaceDataset` defined in the notebook cannot be imported by spawned workers" in finding.fix.message
+    # The fix would introduce LL012: it is withheld, and the finding says why.
+    assert finding.fix is None
+    assert finding.fix_withheld.startswith("no fix: set `num_workers=")
+    assert "would introduce LL012 (notebook-worker-code): `FaceDataset`" in finding.fix_withheld
     copy = tmp_path / "course.ipynb"
     shutil.copyfile(path, copy)
     before = copy.read_bytes()
     result = run_fix(copy, profile=PORTABLE, select={"LL001", "LL201", "LL012"})
     assert result.error is None and result.applied == {"LL001": 1}
     assert_only_sources_changed(before, copy.read_bytes(), {5})
-    # Forced with --unsafe-fixes, the guard against new crashes names the cell.
+    # Not even --unsafe-fixes applies it: the notebook stays as it is.
+    before = copy.read_bytes()
     result = run_fix(copy, profile=PORTABLE, select={"LL201", "LL012"}, unsafe=True)
-    assert result.error.startswith("fixing would introduce LL012 at cell 5, line 3")
+    assert result.error is None and result.applied == {}
+    assert copy.read_bytes() == before
+    [finding] = [f for f in result.findings if f.code == "LL201"]
+    assert finding.fix is None and "would introduce LL012" in finding.fix_withheld

@@ -38,6 +38,8 @@ class LoaderCall:
     function: str | None
     class_name: str | None
     returned_from: str | None
+    #: Built under ``if __name__ == "__main__":`` (spawned workers skip it).
+    in_main_guard: bool = False
 
     def expr(self, name: str) -> cst.BaseExpression | None:
         arg = self.args.get(name)
@@ -189,6 +191,7 @@ class LoaderProvider(Provider[LoaderFacts]):
                 function=fn.name if fn else None,
                 class_name=fn.class_name if fn else None,
                 returned_from=fn.name if fn and id(node) in cursor.pending_return else None,
+                in_main_guard=cursor.main_guard_depth > 0,
             )
         )
 

@@ -59,6 +59,9 @@ class FixSpec:
     #: Insert a statement (with its own newlines) at module level before the
     #: statement containing the node (for hoisting helpers out of functions).
     hoist: list[tuple[cst.CSTNode, str]] = field(default_factory=list)
+    #: Set when the rule's own condition says the fix must not be applied
+    #: here: why ("no fix: ..."), shown instead of the fix.
+    withheld: str | None = None
 
 
 @dataclass

@@ -3,13 +3,37 @@ from __future__ import annotations
 from typing import Iterator
 
 import libcst as cst
+import libcst.matchers as m
 
 from loadlint.facts.loaders import LoaderCall
-from loadlint.resolve import MISSING, dotted_name
+from loadlint.resolve import MISSING, canonical, dotted_name
 from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
 
 _IMPORT = "from torch.utils.data.distributed import DistributedSampler"
 _SAMPLER_NAMES = ("torch.utils.data.DistributedSampler",)
+
+
+def conditional_start(ctx: Context, call: LoaderCall) -> str | None:
+    """The condition of the ``if`` under which the loader's function starts
+    distributed training, when every call there that shows it is inside one
+    (``if args.distributed: model = DDP(model)``): a run may have no process
+    group, and a ``DistributedSampler`` fails without one."""
+    found = [f for f in ctx.names.functions if f.name == call.function and f.class_name == call.class_name]
+    if call.function is None or len(found) != 1:
+        return None
+    evidence = set(ctx.launch.evidence)
+    shown = [
+        node for node in m.findall(found[0].node, m.Call())
+        if isinstance(node, cst.Call) and canonical(ctx.names.imports.qualify(node.func)) in evidence
+    ]
+    guards: dict[int, cst.If] = {}
+    for branch in m.findall(found[0].node, m.If()):
+        assert isinstance(branch, cst.If)
+        for inner in m.findall(branch.body, m.Call()):
+            guards.setdefault(id(inner), branch)
+    if not shown or not all(id(node) in guards for node in shown):
+        return None
+    return cst.Module([]).code_for_node(guards[id(shown[0])].test)
 
 
 class MissingDistributedSampler(Rule):
@@ -61,7 +85,11 @@ class MissingDistributedSampler(Rule):
     inserts `<loader>.sampler.set_epoch(<epoch>)` as the loop body's first
     statement.  It is unsafe: it changes which samples each rank sees (which
     is the point, but the user must read it).  No fix is offered when the
-    dataset argument is not a plain name (it would be built twice).
+    dataset argument is not a plain name (it would be built twice).  The fix
+    is withheld, and the finding says why, when the function that builds
+    the loader starts distributed training only under a condition
+    (`if args.distributed: model = DDP(model)`): an unconditional
+    `DistributedSampler` would fail in the runs without a process group.
 
     ## References
     - [`DistributedSampler`](https://pytorch.org/docs/stable/data.html#torch.utils.data.distributed.DistributedSampler)
@@ -103,6 +131,13 @@ class MissingDistributedSampler(Rule):
             calls=[CallChange(call.node, {"sampler": sampler}, ("shuffle",))],
             imports=[] if self._has_import(ctx) else [_IMPORT],
         )
+        condition = conditional_start(ctx, call)
+        if condition is not None:
+            spec.withheld = (
+                f"no fix: this function trains distributed only `if {condition}:`, and a `DistributedSampler` fails "
+                "without a process group (\"Default process group has not been initialized\"); pass one under the "
+                f"same condition, e.g. `sampler=DistributedSampler(dataset) if {condition} else None`"
+            )
         if not ctx.loops.set_epoch_called:
             for frame, iteration in ctx.epoch_uses(call):
                 if iteration is None or frame.var is None or iteration.scope.function is not call.scope.function:

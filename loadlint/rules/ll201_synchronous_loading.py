@@ -2,16 +2,140 @@ from __future__ import annotations
 
 from typing import Iterator
 
+import libcst as cst
+import libcst.matchers as m
+
 from loadlint.facts.loaders import LoaderCall
-from loadlint.resolve import MISSING, Origin
+from loadlint.facts.names import FunctionFacts
+from loadlint.resolve import MISSING, Origin, follow_name
 from loadlint.rules import worker_hazards
 from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
 from loadlint.rules.shared import (
-    origin_note, origin_of, profile_note, set_argument_fix, suggested_workers, trainer_workers,
+    module_spawn_reason, origin_note, origin_of, profile_note, set_argument_fix, suggested_workers, trainer_workers,
 )
 from loadlint.types import HardwareProfile
 
 _CPU16 = HardwareProfile(usable_cpus=16, gpu_count=0, declared=frozenset({"cpus", "gpus"}))
+
+#: The examples' replay buffer: the training loop keeps filling it.
+_REPLAY = """
+from torch.utils.data import DataLoader, IterableDataset, get_worker_info
+class Replay(IterableDataset):
+    def __init__(self, buffer):
+        self.buffer = buffer
+    def __iter__(self):
+        {iterate}
+def train(buffer):
+    loader = DataLoader(Replay(buffer), batch_size=8{workers})
+    for batch in loader:
+        buffer.append(step(batch))
+"""
+
+#: Methods that change a container in place (a replay buffer, a queue).
+_MUTATORS = frozenset({"append", "appendleft", "extend", "extendleft", "insert", "push", "put", "put_nowait", "add", "update"})
+
+
+def live_source(ctx: Context, call: LoaderCall) -> tuple[str, str, str] | None:
+    """(class, object, mutating method) when the loader's dataset is a local
+    IterableDataset that never asks which worker it runs in and whose
+    ``__iter__`` reads an object passed to its constructor that the code
+    building the loader keeps changing (in the same function, or in any
+    method of the same class for a ``self.`` attribute).  Workers would each
+    sample a frozen copy of that object.  Conservative: None when unsure."""
+    _, cls = ctx.dataset_class(call)
+    if cls is None or ctx.is_iterable_dataset(call) is not True:
+        return None
+    names = ctx.names
+    init, iterate = names.method_of(cls, "__init__"), names.method_of(cls, "__iter__")
+    if init is None or iterate is None:
+        return None
+    callers = ctx.datasets.worker_info_callers
+    if any(fn in callers for klass in names.class_hierarchy(cls) for fn in klass.methods.values()):
+        return None
+    ctor = call.expr("dataset")
+    ctor = follow_name(ctor, call.scope)[0] if ctor is not None else None
+    if not isinstance(ctor, cst.Call):
+        return None
+    read = {a.attr.value for a in m.findall(iterate.node, m.Attribute(value=m.Name("self"))) if isinstance(a, cst.Attribute)}
+    for attr, param in _stored_params(init).items():
+        arg = _argument(ctor, init.params, param) if attr in read else None
+        target = _dotted(arg) if arg is not None else None
+        method = _mutation(ctx, call, target) if target is not None else None
+        if target is not None and method is not None:
+            return cls.name, target, method
+    return None
+
+
+def unguarded_script(ctx: Context, call: LoaderCall) -> str | None:
+    """Why workers at a loader built at a script's module level may crash:
+    its workers may start with spawn or forkserver and re-run the module-level
+    code, no loop over the loader is visibly in a function or under the main
+    guard, and a function iterates a parameter (the module level may hand it
+    the loader: LL013 does not follow such calls).  None otherwise."""
+    if ctx.is_notebook or call.function is not None or call.class_name is not None or call.in_main_guard:
+        return None
+    if not any(ctx.iteration.iterated_params.values()):
+        return None
+    keys = ctx.keys_of(call)
+    if any(it.key in keys and (it.in_main_guard or not it.at_module_level) for it in ctx.iteration.iterations):
+        return None
+    why = module_spawn_reason(ctx, call)
+    if why is None:
+        return None
+    name = f"`{call.key[1]}`" if call.key is not None else "this DataLoader"
+    return (
+        f"no fix: {name} is built at the module level of a script whose workers may start with spawn or forkserver "
+        f"({why}): every worker re-imports the script and runs that code again, and nothing shows the loader is "
+        f"iterated only under `if __name__ == \"__main__\":`; move the code that builds and iterates it there "
+        "(e.g. into `main()`) first (LL013)"
+    )
+
+
+def _stored_params(init: FunctionFacts) -> dict[str, str]:
+    """``self.attr = param`` assignments of ``__init__``: attr -> param."""
+    out = {}
+    pattern = m.Assign(targets=[m.AssignTarget(target=m.Attribute(value=m.Name("self")))], value=m.Name())
+    for node in m.findall(init.node, pattern):
+        assert isinstance(node, cst.Assign)
+        target, value = node.targets[0].target, node.value
+        if isinstance(target, cst.Attribute) and isinstance(value, cst.Name) and value.value in init.params:
+            out[target.attr.value] = value.value
+    return out
+
+
+def _argument(ctor: cst.Call, params: list[str], param: str) -> cst.BaseExpression | None:
+    for arg in ctor.args:
+        if arg.keyword is not None and arg.keyword.value == param:
+            return arg.value
+    positional = [a for a in ctor.args if a.keyword is None and not a.star]
+    index = params.index(param)
+    return positional[index].value if index < len(positional) else None
+
+
+def _dotted(expr: cst.BaseExpression) -> str | None:
+    if isinstance(expr, cst.Name):
+        return expr.value
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+        return f"self.{expr.attr.value}"
+    return None
+
+
+def _mutation(ctx: Context, call: LoaderCall, target: str) -> str | None:
+    """The mutating method called on ``target`` where the loader is built."""
+    if call.function is None:
+        return None
+    if target.startswith("self."):
+        cls = ctx.names.classes.get(call.class_name) if call.class_name else None
+        scopes = list(cls.methods.values()) if cls is not None else []
+    else:
+        scopes = [f for f in ctx.names.functions if f.name == call.function and f.class_name == call.class_name]
+    for fn in scopes:
+        for node in m.findall(fn.node, m.Call(func=m.Attribute(attr=m.Name()))):
+            assert isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+            owner = _dotted(node.func.value)
+            if owner == target and node.func.attr.value in _MUTATORS:
+                return node.func.attr.value
+    return None
 
 
 def _default_fix(call: LoaderCall, n: int, found: Origin, hazards: list[str]) -> FixSpec:
@@ -74,6 +198,12 @@ class SynchronousLoading(Rule):
     `Seq2SeqTrainingArguments(...)` call without workers is reported too.
     Arguments parsed from the command line stay silent.
 
+    Where workers would change what is loaded, the finding says so instead
+    of suggesting a worker count: an `IterableDataset` whose `__iter__`
+    reads an object handed in by the training code (a replay buffer, a
+    queue) that this code keeps changing, and that never calls
+    `get_worker_info()`.  Each worker would sample its own frozen copy.
+
     ## Example
     ```python
     from torch.utils.data import DataLoader
@@ -90,10 +220,24 @@ class SynchronousLoading(Rule):
 
     ## Fix safety
     The fix adds `num_workers=<suggestion>` (or replaces the `0`).  It is safe
-    when nothing at the call forbids multi-process loading.  It is unsafe, and
-    its message says why, when a `collate_fn`/`worker_init_fn` is a lambda or
-    a nested function (it cannot be pickled for spawn/forkserver workers), the
-    Dataset uses CUDA, or an `IterableDataset` does not shard by worker.
+    when nothing at the call forbids multi-process loading.  `loadlint fix`
+    never applies a fix that would introduce a finding, so this one is
+    withheld, and the finding's help line says why ("no fix: ... would
+    introduce ..."), where workers would make another rule fire: a script
+    that iterates the loader at module level without
+    `if __name__ == "__main__":` while workers start with spawn or
+    forkserver (LL013), a Dataset defined in a notebook under spawn or
+    forkserver (LL012), an `IterableDataset` that does not shard by worker
+    (LL104), a `collate_fn`/`worker_init_fn` that cannot be pickled for
+    spawned workers (LL007), CUDA in the Dataset (LL105), or a random
+    generator every worker would copy (LL103).  It is also withheld for a
+    loader built at a script's module level (outside the main guard) under
+    spawn or forkserver when
+    no loop over it is visibly in a function or under the main guard and a
+    function iterates a parameter: the module level may hand it the loader
+    (`train(train_dataloader)`), which LL013 does not follow.  The other
+    fixes on the same call (such as LL202's `pin_memory=True`) still apply.  The finding for a
+    live data source (above) has no fix.
 
     ## References
     - [PyTorch: Multi-process data loading](https://pytorch.org/docs/stable/data.html#multi-process-data-loading)
@@ -103,7 +247,7 @@ class SynchronousLoading(Rule):
     code = "LL201"
     name = "synchronous-loading"
     summary = "`num_workers` missing or 0: batches load on the training thread"
-    fix_availability = "always"
+    fix_availability = "sometimes"
     needs_hardware = True
 
     def check(self, ctx: Context) -> Iterator[Report]:
@@ -113,9 +257,20 @@ class SynchronousLoading(Rule):
                 continue
             if ctx.is_tensor_dataset(call):
                 continue
-            n = suggested_workers(ctx, call)
             found = origin_of(call, "num_workers")
             what = "`num_workers` is not set" if value is MISSING else "`num_workers=0`" + origin_note(found)
+            live = live_source(ctx, call)
+            if live is not None:
+                cls, target, method = live
+                message = (
+                    f"{what}, but workers would change what is sampled: `{cls}.__iter__` reads `{target}`, which the "
+                    f"training code keeps changing (`{target}.{method}(...)`), and each worker would sample its own "
+                    "frozen copy of it; keep loading in the training process, or hand the workers the live data "
+                    "explicitly (e.g. through a queue)"
+                )
+                yield Report(call.node, message)
+                continue
+            n = suggested_workers(ctx, call)
             message = (
                 f"{what}: batches are loaded in the training process, the accelerator waits; "
                 f"use `num_workers={n}` ({profile_note(ctx)})"
@@ -126,9 +281,11 @@ class SynchronousLoading(Rule):
                     "unsafe" if hazards else "safe",
                     f"Set `num_workers={n}`" + (f" (unsafe: {'; '.join(hazards)})" if hazards else ""),
                     calls=[CallChange(call.node, {"num_workers": str(n)})],
+                    withheld=unguarded_script(ctx, call),
                 )
             else:
                 fix = _default_fix(call, n, found, hazards)
+                fix.withheld = unguarded_script(ctx, call)
             yield Report(call.node, message, fix)
         yield from _training_arguments(ctx)
 
@@ -198,6 +355,19 @@ class SynchronousLoading(Rule):
     ]
     INVALID = [
         Invalid(
+            _REPLAY.format(iterate="yield from self.buffer.sample(32)", workers=""),
+            message="`num_workers` is not set, but workers would change what is sampled: `Replay.__iter__` reads "
+            "`buffer`, which the training code keeps changing (`buffer.append(...)`), and each worker would sample "
+            "its own frozen copy of it; keep loading in the training process, or hand the workers the live data "
+            "explicitly (e.g. through a queue)",
+            line=8,
+        ),
+        # A stream that shards by worker is an ordinary case.
+        Invalid(
+            _REPLAY.format(iterate="yield from self.buffer.sample(32, get_worker_info())", workers=""),
+            fixed=_REPLAY.format(iterate="yield from self.buffer.sample(32, get_worker_info())", workers=", num_workers=1"),
+        ),
+        Invalid(
             """
             from torch.utils.data import DataLoader
             loader = DataLoader(ds, batch_size=64)
@@ -233,7 +403,7 @@ class SynchronousLoading(Rule):
             fixed="""
             import torch.utils.data as tud
             NUM_WORKERS = 0
-            loader = tud.DataLoader(ds, num_workers=1)
+            loader = tud.DataLoader(ds, num_workers=2)
             """,
         ),
         Invalid(
@@ -243,7 +413,7 @@ class SynchronousLoading(Rule):
             """,
             fixed="""
             from torch.utils.data import DataLoader as DL
-            loader = DL(ds, 8, True, None, None, 1)
+            loader = DL(ds, 8, True, None, None, 2)
             """,
         ),
         Invalid(
@@ -259,7 +429,7 @@ class SynchronousLoading(Rule):
             loader = data.DataLoader(
                 ds,
                 batch_size=8,  # small batches
-                num_workers=1,
+                num_workers=2,
             )
             """,
         ),
@@ -276,7 +446,7 @@ class SynchronousLoading(Rule):
             def main():
                 kwargs = {"batch_size": 8}
                 kwargs.update({"shuffle": True})
-                return T.utils.data.dataloader.DataLoader(ds, **kwargs, num_workers=1)
+                return T.utils.data.dataloader.DataLoader(ds, **kwargs, num_workers=2)
             """,
         ),
         Invalid(
@@ -287,7 +457,7 @@ class SynchronousLoading(Rule):
             message=None,
             fixed="""
             from torch.utils.data import DataLoader
-            loader = DataLoader(ds, collate_fn=lambda b: b, num_workers=1)
+            loader = DataLoader(ds, collate_fn=lambda b: b, num_workers=2)
             """,
         ),
             Invalid(

@@ -10,7 +10,23 @@ class SyntaxErrorRule(Rule):
     ## What it does
     Reports a file that calls `DataLoader(` (or imports it under another
     name) but cannot be parsed, at the position of the syntax error, and
-    files too deeply nested to analyse.
+    files too deeply nested or too large to analyse.
+
+    A module over 200,000 characters is not parsed whole: loadlint parses
+    its top-level statements that can matter (those mentioning `DataLoader`,
+    imports, loops, calls, main guards, anything that is not a plain
+    assignment or a definition, and every statement sharing a name with one
+    of these) and reports findings at their rows in the whole file: the
+    findings a full parse gives.  The other statements are still checked
+    with Python's own parser, so a syntax error among them is reported too.
+    When the statements that can matter hold more than 1,000,000 characters
+    (ten seconds or more of parsing), the file is reported at line 1:
+
+    ```text
+    LL900 file too large to analyse: 12,000,000 characters, 2,500,000 of them in statements that can reach a DataLoader (at most 1,000,000 are parsed); split the module or exclude it
+    ```
+
+    Split the module, or exclude it (`extend-exclude`) when it is generated.
 
     ## Why is this bad?
     A file that does not parse cannot be checked: its DataLoader calls could

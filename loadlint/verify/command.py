@@ -10,16 +10,19 @@ from __future__ import annotations
 import os
 import shlex
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import click
 
 from loadlint.verify import measure
+from loadlint.verify.progress import ProgressLine
 from loadlint.verify.runner import Outcome, Workdir, run_shim
 
 EXIT_OK = 0
 EXIT_FAILED = 2
+DEFAULT_BUDGET_S = 90.0
 
 
 class VerifyError(Exception):
@@ -75,8 +78,14 @@ def _parse_try(values: tuple[str, ...]) -> list[dict[str, Any]]:
 @click.option("--at", "at", metavar="FILE:LINE",
               help="The DataLoader call to measure (default: the first with a static finding, "
                    "else the first built).")
-@click.option("--tune", is_flag=True,
-              help="Also sweep num_workers, persistent_workers and prefetch_factor.")
+@click.option("--tune", "tune", flag_value="sweep",
+              help="Sweep every num_workers, persistent_workers and prefetch_factor point "
+                   "instead of the adaptive search (slower).")
+@click.option("--no-tune", "tune", flag_value="none",
+              help="Compare only the configuration as written, the suggested one and --try.")
+@click.option("--budget", type=click.FloatRange(min=1.0), default=DEFAULT_BUDGET_S,
+              show_default=True, metavar="SECONDS",
+              help="Seconds of measuring for the search and the paired rounds together.")
 @click.option("--try", "tries", multiple=True, metavar="KEY=VALUE[,KEY=VALUE]",
               help="Measure this configuration too, e.g. --try num_workers=4,persistent_workers=True.")
 @click.option("--step-ms", type=click.FloatRange(min=0), default=None,
@@ -89,7 +98,8 @@ def _parse_try(values: tuple[str, ...]) -> list[dict[str, Any]]:
 @click.option("--nproc", type=click.IntRange(min=1), default=None,
               help="Run under torch.distributed.run with N ranks and check each rank's data split.")
 @click.option("--repeats", type=click.IntRange(min=1), default=5, show_default=True,
-              help="Runs per candidate (3 or more for a verdict).")
+              help="Paired rounds before a verdict is considered; more follow while one is "
+                   f"undecided (a verdict needs {measure.MIN_PAIRS} pairs).")
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=300.0, show_default=True,
               help="Seconds the script may run without building its loader (or a run without progress).")
 @click.option("--min-seconds", type=click.FloatRange(min=0.0), default=None,
@@ -101,15 +111,21 @@ def _parse_try(values: tuple[str, ...]) -> list[dict[str, Any]]:
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="Also write the JSON report to this file (for loadlint fix --from-verify).")
 @click.option("--plot", type=click.Path(dir_okay=False), default=None, metavar="FILE.png",
-              help="Draw throughput per candidate with every run (needs matplotlib).")
+              help="Draw every run per candidate, the paired ratios with their interval and, "
+                   "when sampled, GPU utilisation (needs matplotlib).")
 @click.option("--show-output", is_flag=True, help="Show the script's own output on stderr.")
+@click.option("--aa", is_flag=True, hidden=True,
+              help="A/A test of the verdict: the configuration as written against itself.")
 def verify(script: str | None, args: tuple[str, ...], entry: str | None, at: str | None,
-           tune: bool, tries: tuple[str, ...], step_ms: float | None, in_situ: bool,
+           tune: str | None, budget: float, tries: tuple[str, ...], step_ms: float | None,
+           in_situ: bool,
            steps: int | None, nproc: int | None, repeats: int, timeout: float,
            min_seconds: float | None, min_batches: int | None, output_format: str,
-           output: str | None, plot: str | None, show_output: bool) -> None:
-    """Measure the DataLoader of SCRIPT (run as `python SCRIPT ARGS`): the
-    configuration as written against the one `loadlint fix` would write.
+           output: str | None, plot: str | None, show_output: bool, aa: bool) -> None:
+    """Find the fastest DataLoader configuration of SCRIPT (run as `python
+    SCRIPT ARGS`) that yields the same data: the configuration as written,
+    the one `loadlint fix` would write and an adaptive search around them,
+    confirmed in paired rounds against the current one.
 
     This executes SCRIPT. Everything before its DataLoader really runs.
     Pass the script's own arguments after `--`.
@@ -120,7 +136,10 @@ def verify(script: str | None, args: tuple[str, ...], entry: str | None, at: str
         raise click.UsageError(f"{script}: no such file")
     if entry and ":" not in entry:
         raise click.BadParameter("expected MODULE:FUNCTION", param_hint="--entry")
-    if nproc and (in_situ or tune or entry):
+    mode = {"sweep": "sweep", "none": None}.get(tune or "", "search")
+    if in_situ or aa:
+        mode = None  # in-situ: each run is a whole process; A/A: nothing to search
+    if nproc and (in_situ or tune == "sweep" or entry):
         raise click.UsageError("--nproc checks the data split; it does not combine with "
                                "--in-situ, --tune or --entry")
     if in_situ and entry:
@@ -130,9 +149,11 @@ def verify(script: str | None, args: tuple[str, ...], entry: str | None, at: str
                                          repeats=repeats)
     opts = {
         "script": os.path.abspath(script) if script else None, "args": list(args),
-        "entry": entry, "at": target_at, "tune": tune, "tries": _parse_try(tries),
+        "entry": entry, "at": target_at, "tune": mode, "budget": budget,
+        "tries": _parse_try(tries),
         "step_ms": step_ms, "in_situ": in_situ, "steps": steps, "nproc": nproc,
         "timeout": timeout, "protocol": protocol, "show_output": show_output,
+        "progress": ProgressLine.for_terminal(output_format, show_output), "aa": aa,
     }
     try:
         report = execute(opts)
@@ -194,10 +215,11 @@ def _base_spec(opts: dict[str, Any], mode: str) -> dict[str, Any]:
         "cwd": os.getcwd(), "target": target,
         "protocol": {"warmup_min": p.warmup_min, "batches_min": p.batches_min,
                      "seconds_min": p.seconds_min, "repeats": p.repeats,
-                     "max_retries": p.max_retries, "per_worker": p.per_worker,
+                     "per_worker": p.per_worker,
                      "warmup_per_worker": p.warmup_per_worker,
                      "extra_rounds": p.extra_rounds},
         "tries": opts["tries"], "tune": opts["tune"], "step_ms": opts["step_ms"],
+        "budget_s": opts["budget"], "aa": opts["aa"],
     }
 
 
@@ -245,8 +267,13 @@ def _execute_bench(opts: dict[str, Any], work: Workdir) -> dict[str, Any]:
 
     spec = _base_spec(opts, "bench")
     _announce(opts, "under the verify shim (it stops once the DataLoader is built, "
-                    "then times fresh loaders in that process)")
-    outcome = run_shim(spec, work, timeout=opts["timeout"], show_output=opts["show_output"])
+                    f"then times fresh loaders in that process for at most {opts['budget']:g} s)")
+    line: ProgressLine = opts["progress"]
+    try:
+        outcome = run_shim(spec, work, timeout=opts["timeout"], show_output=opts["show_output"],
+                           on_progress=line.update)
+    finally:
+        line.clear()
     raw = _check(outcome, opts, what="the benchmark")
     mode = "step" if opts["step_ms"] else "loader"
     return rep.analyse(raw, mode=mode, command=_describe_run(opts), version=_version())
@@ -268,50 +295,54 @@ def _execute_insitu(opts: dict[str, Any], work: Workdir) -> dict[str, Any]:
     steps = opts["steps"] or max(p.measured(int(c["config"]["num_workers"] or 0)) for c in cands)
     for c in cands:
         c["runs"] = []
+    line: ProgressLine = opts["progress"]
+    deadline = time.monotonic() + opts["budget"]
     done = 0
-    while True:
-        order = cands[done % len(cands):] + cands[:done % len(cands)]
-        for c in order:
-            if c.get("skip"):
+    active = list(cands)
+    try:
+        while True:
+            for c in active[done % len(active):] + active[:done % len(active)]:
+                left = max(0.0, deadline - time.monotonic())
+                line.update({"phase": "insitu", "candidate": c["name"], "round": done + 1,
+                             "runs": sum(len(x["runs"]) for x in cands), "left_s": left,
+                             "budget_s": opts["budget"]})
+                _insitu_run(opts, work, spec, call, c, steps, done)
+            done += 1
+            if time.monotonic() > deadline:
+                break
+            if done < p.repeats:
                 continue
-            _insitu_run(opts, work, spec, call, c, steps)
-        done += 1
-        if done < p.repeats:
-            continue
-        pending = [c for c in cands[1:] if not c.get("skip") and measure.decide(
-            [r["rate"] for r in cands[0]["runs"]], [r["rate"] for r in c["runs"]]
-        ).verdict == "inconclusive"]
-        if not pending or done >= p.max_rounds:
-            break
-        for c in cands[1:]:
-            c["skip"] = c not in pending
-    for c in cands:
-        c.pop("skip", None)
+            pending = [c for c in cands[1:] if not c.get("error") and measure.decide(
+                measure.runs_of(cands[0]["runs"]), measure.runs_of(c["runs"]),
+                busy_share=measure.busy_share_limit(),
+            ).verdict in ("inconclusive", "contended")]
+            if not pending or done >= p.max_rounds:
+                break
+            active = [cands[0], *pending]
+    finally:
+        line.clear()
     return rep.analyse(raw, mode="in-situ", command=_describe_run(opts), version=_version())
 
 
 def _insitu_run(opts: dict[str, Any], work: Workdir, base: dict[str, Any],
-                call: dict[str, Any], cand: dict[str, Any], steps: int) -> None:
+                call: dict[str, Any], cand: dict[str, Any], steps: int, round_: int) -> None:
+    if cand.get("error"):
+        return
     p = opts["protocol"]
     nw = int(cand["config"]["num_workers"] or 0)
     spec = dict(base, mode="insitu")
     spec["insitu"] = {"call": {"file": call["file"], "line": call["line"]},
                       "config": cand["config"], "warmup": p.warmup(nw, cand["config"].get("prefetch_factor")),
                       "steps": steps}
-    for _ in range(p.max_retries + 1):
-        outcome = run_shim(spec, work, timeout=opts["timeout"], show_output=opts["show_output"])
-        result = _check(outcome, opts, what=f"the in-situ run of {cand['name']}")
-        run = result.get("run") or {}
-        if run.get("error") or "rate" not in run:
-            cand["error"] = {"type": "InSituError",
-                             "message": run.get("error") or "the loop did not reach the target loader"}
-            cand["skip"] = True
-            return
-        if not run["gate"]["contended"]:
-            cand["runs"].append(run)
-            return
-        cand.setdefault("contended_runs", []).append(run)
-    cand["skip"] = True
+    outcome = run_shim(spec, work, timeout=opts["timeout"], show_output=opts["show_output"])
+    result = _check(outcome, opts, what=f"the in-situ run of {cand['name']}")
+    run = result.get("run") or {}
+    if run.get("error") or "rate" not in run:
+        cand["error"] = {"type": "InSituError",
+                         "message": run.get("error") or "the loop did not reach the target loader"}
+        return
+    run["round"] = round_
+    cand["runs"].append(run)
 
 
 def _execute_ddp(opts: dict[str, Any], work: Workdir) -> dict[str, Any]:
@@ -327,8 +358,10 @@ def _execute_ddp(opts: dict[str, Any], work: Workdir) -> dict[str, Any]:
     outcome = run_shim(spec, work, timeout=opts["timeout"], show_output=opts["show_output"],
                        nproc=n, env=env)
     notes: list[str] = []
-    ranks = [r.get("rank") for r in outcome.results if r.get("rank") and not r.get("error")]
-    ranks = [r for r in ranks if r and r.get("epochs") is not None and "sampler" in r]
+    ranks: list[dict[str, Any]] = [
+        r["rank"] for r in outcome.results
+        if r.get("rank") and not r.get("error")
+        and r["rank"].get("epochs") is not None and "sampler" in r["rank"]]
     simulated = False
     reason = ""
     call = None

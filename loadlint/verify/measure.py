@@ -12,22 +12,37 @@ from __future__ import annotations
 import math
 import os
 import statistics
-from dataclasses import dataclass, field
-from typing import Sequence
+from dataclasses import dataclass
+from typing import Any, Sequence
 
 #: A candidate must beat the current configuration by at least this much,
-#: or by the current configuration's own spread when that is larger.
+#: or by the current configuration's own round-to-round noise when larger.
 MIN_GAIN = 0.05
 
 #: CPU time not ours on our CPUs, as a share of their capacity, above which
-#: a window is contended. Idle machines measure well under 3 %.
+#: a run is reported as taken under load (it is kept: the paired decision
+#: copes with load). Idle machines measure well under 3 %.
 FOREIGN_SHARE_LIMIT = 0.10
-#: Run-queue wait per second of our own CPU time above which a window is
-#: contended, used only when our processes alone fit on the usable CPUs
+#: Run-queue wait per second of our own CPU time above which a run is
+#: reported as taken under load, used only when our processes alone fit on the usable CPUs
 #: (otherwise they queue behind each other and the wait says nothing).
 WAIT_SHARE_LIMIT = 0.25
 #: A branch whose rate is below this fraction of the best is clearly slower.
 CLEARLY_SLOWER = 0.85
+
+#: Confidence level of the paired interval.
+LEVEL = 0.95
+#: Fewest pairs for which the exact sign-test interval reaches LEVEL
+#: (with six, the whole range covers the median with 1 - 2/64 = 96.9 %).
+MIN_PAIRS = 6
+#: A run that kept less than this share of its configuration's usual CPU
+#: seconds per wall second was slowed by other work (the cross-check).
+DISTURBED = 0.75
+#: Fewest undisturbed pairs the cross-check needs.
+CROSS_CHECK_PAIRS = 3
+#: Share of the usable CPUs used by other work from which a comparison
+#: too short for an interval is called contended rather than inconclusive.
+BUSY_SHARE = 0.5
 
 VERDICTS = ("confirmed", "refuted", "inconclusive", "contended")
 
@@ -41,7 +56,6 @@ class Protocol:
     batches_min: int = 30
     seconds_min: float = 2.0
     repeats: int = 5
-    max_retries: int = 2
     #: Extra rounds allowed while a comparison stays inconclusive (the
     #: issue's "more repeats within a time budget"); ``None``: ``repeats``.
     extra_rounds: int | None = None
@@ -72,7 +86,6 @@ class Protocol:
             ("seconds_min", "LOADLINT_VERIFY_MIN_SECONDS", float),
             ("per_worker", "LOADLINT_VERIFY_PER_WORKER", int),
             ("warmup_per_worker", "LOADLINT_VERIFY_WARMUP_PER_WORKER", int),
-            ("max_retries", "LOADLINT_VERIFY_RETRIES", int),
             ("extra_rounds", "LOADLINT_VERIFY_EXTRA_ROUNDS", int),
         ):
             if env.get(key):
@@ -86,8 +99,8 @@ def median(values: Sequence[float]) -> float:
 
 
 def spread(values: Sequence[float]) -> float:
-    """Relative range ``(max - min) / median``: with five runs it is the
-    honest width of what one more run could show."""
+    """Relative range ``(max - min) / median`` of a candidate's runs (shown
+    in the report; the decision uses the paired interval)."""
     if len(values) < 2:
         return 0.0
     mid = median(values)
@@ -95,50 +108,181 @@ def spread(values: Sequence[float]) -> float:
 
 
 @dataclass(frozen=True)
+class Run:
+    """What the decision reads of one timed run.
+
+    ``round`` pairs it with the current configuration's run of the same
+    round (the runs of a round are interleaved, A B, B A, ...).
+    ``utilisation`` is our CPU seconds (main process and workers) per wall
+    second; ``cpu_per_batch`` our CPU seconds per batch; ``foreign_share``
+    the share of the usable CPUs that other work used during the run.
+    """
+
+    round: int
+    rate: float
+    cpu_per_batch: float | None = None
+    utilisation: float | None = None
+    foreign_share: float | None = None
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], index: int) -> "Run":
+        """From a run record; records without a round are paired by order."""
+        gate = d.get("gate") or {}
+        return cls(round=int(d.get("round", index)), rate=float(d["rate"]),
+                   cpu_per_batch=d.get("cpu_per_batch"), utilisation=d.get("utilisation"),
+                   foreign_share=gate.get("foreign_share"))
+
+
+def runs_of(records: Sequence[dict[str, Any]]) -> list[Run]:
+    """:class:`Run` views of a candidate's run records."""
+    return [Run.from_dict(r, i) for i, r in enumerate(records)]
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A distribution-free interval for a median: order statistics of the
+    sample chosen by the exact sign test (binomial, p = 1/2)."""
+
+    low: float
+    high: float
+    level: float
+    n: int
+
+
+def sign_interval(values: Sequence[float], level: float = LEVEL) -> Interval | None:
+    """The exact sign-test interval for the median of ``values``: the k-th
+    smallest and k-th largest value, k the largest order whose coverage
+    ``1 - 2 P(B < k)``, B ~ Binomial(n, 1/2), still reaches ``level``.
+    With fewer than :data:`MIN_PAIRS` values no k qualifies; the whole
+    range is returned with its (lower) coverage."""
+    n = len(values)
+    if n == 0:
+        return None
+    ordered = sorted(values)
+    k, coverage = 1, 1.0 - 2.0 * 0.5 ** n
+    tail = 0.0
+    for j in range(1, n // 2 + 1):
+        tail += math.comb(n, j - 1) / 2.0 ** n  # P(B <= j - 1)
+        if 1.0 - 2.0 * tail < level:
+            break
+        k, coverage = j, 1.0 - 2.0 * tail
+    return Interval(ordered[k - 1], ordered[n - k], coverage, n)
+
+
+def pairs(current: Sequence[Run], candidate: Sequence[Run]) -> list[tuple[Run, Run]]:
+    """The (current, candidate) runs of the same round, in round order."""
+    mine = {r.round: r for r in current}
+    return [(mine[b.round], b) for b in sorted(candidate, key=lambda r: r.round)
+            if b.round in mine and mine[b.round].rate > 0]
+
+
+def noise(current: Sequence[Run]) -> float:
+    """The current configuration's drift from one round to the next: the
+    median of ``|rate[i+1] / rate[i] - 1|``. An A/A comparison differs by
+    about this much, so a gain must clear it."""
+    rates = [r.rate for r in sorted(current, key=lambda r: r.round) if r.rate > 0]
+    steps = [abs(b / a - 1.0) for a, b in zip(rates, rates[1:])]
+    return median(steps) if steps else 0.0
+
+
+@dataclass(frozen=True)
 class Decision:
     verdict: str
-    speedup: float
+    speedup: float  # median of the paired ratios (candidate / current)
     threshold: float
-    spread: float
-    n_current: int
-    n_candidate: int
+    noise: float
+    pairs: int
     reason: str
+    interval: Interval | None = None
+    cpu_ratio: float | None = None  # median paired CPU time per batch, candidate / current
+
+
+def _busy(pairs_: Sequence[tuple[Run, Run]]) -> float | None:
+    shares = [r.foreign_share for p in pairs_ for r in p if r.foreign_share is not None]
+    return median(shares) if shares else None
+
+
+def _undisturbed(pairs_: list[tuple[Run, Run]], side: int) -> list[tuple[Run, Run]]:
+    """Pairs whose run on ``side`` kept its usual CPU utilisation. Other
+    work cannot change our CPU time per batch, only how much of the wall
+    time we got to spend it: a run whose CPU seconds per wall second fell
+    well below that configuration's usual was slowed by someone else."""
+    known = [u for p in pairs_ if (u := p[side].utilisation)]
+    if len(known) < len(pairs_):
+        return pairs_
+    # The upper quartile: the runs that other work slowed may be half of them.
+    usual = sorted(known)[len(known) * 3 // 4]
+    return [p for p in pairs_ if (p[side].utilisation or 0.0) >= DISTURBED * usual]
 
 
 def decide(
-    current: Sequence[float],
-    candidate: Sequence[float],
+    current: Sequence[Run],
+    candidate: Sequence[Run],
     *,
     min_gain: float = MIN_GAIN,
-    min_runs: int = 3,
+    min_pairs: int = MIN_PAIRS,
+    busy_share: float = BUSY_SHARE,
 ) -> Decision:
-    """The issue's rule on rates (higher is better).
+    """The paired rule on rates (higher is better).
 
-    Confirmed: every candidate run beats every current run and the speedup
-    of the medians reaches ``1 + max(min_gain, spread(current))``. Refuted:
-    the mirror image. Inconclusive otherwise, including too few runs.
+    Each candidate run is paired with the current configuration's run of
+    the same round; the speedup is the median of the paired ratios, with
+    an exact sign-test interval at :data:`LEVEL`. Confirmed when the
+    interval lies above ``1 + max(min_gain, noise)``, refuted in the mirror
+    case, inconclusive otherwise. Cross-check on CPU time: the median ratio
+    must also clear the threshold on the pairs where the run the verdict
+    favours against (the current one for confirmed) was not slowed by
+    other work. Contended only when
+    too few pairs ran for an interval while other work used at least
+    ``busy_share`` of the usable CPUs.
     """
-    cur_spread = spread(current)
-    threshold = 1.0 + max(min_gain, cur_spread)
-    if not current or not candidate:
-        return Decision("inconclusive", math.nan, threshold, cur_spread,
-                        len(current), len(candidate), "no completed runs")
-    speedup = median(candidate) / median(current) if median(current) else math.inf
-    n = (len(current), len(candidate))
-    if min(n) < min_runs:
-        return Decision("inconclusive", speedup, threshold, cur_spread, *n,
-                        f"fewer than {min_runs} runs on one side")
-    if min(candidate) > max(current) and speedup >= threshold:
-        return Decision("confirmed", speedup, threshold, cur_spread, *n,
-                        "every candidate run beat every current run")
-    if max(candidate) < min(current) and speedup > 0 and 1.0 / speedup >= threshold:
-        return Decision("refuted", speedup, threshold, cur_spread, *n,
-                        "every candidate run was slower than every current run")
-    if min(candidate) <= max(current) and max(candidate) >= min(current):
-        why = "the runs overlap"
+    matched = pairs(current, candidate)
+    drift = noise(current)
+    threshold = 1.0 + max(min_gain, drift)
+    ratios = [b.rate / a.rate for a, b in matched]
+    cpu = [b.cpu_per_batch / a.cpu_per_batch for a, b in matched
+           if a.cpu_per_batch and b.cpu_per_batch]
+    cpu_ratio = median(cpu) if cpu else None
+    speedup = median(ratios) if ratios else math.nan
+    n = len(ratios)
+    if n < min_pairs:
+        busy = _busy(matched)
+        if busy is not None and busy >= busy_share:
+            return Decision("contended", speedup, threshold, drift, n,
+                            f"other work used {busy:.0%} of the usable CPUs; {n} pair(s) ran, "
+                            f"{min_pairs} are needed for a {LEVEL:.0%} interval",
+                            sign_interval(ratios), cpu_ratio)
+        return Decision("inconclusive", speedup, threshold, drift, n,
+                        f"{n} pair(s); {min_pairs} are needed for a {LEVEL:.0%} interval",
+                        sign_interval(ratios), cpu_ratio)
+    iv = sign_interval(ratios)
+    assert iv is not None
+    span = f"{LEVEL:.0%} interval {iv.low:.2f}x-{iv.high:.2f}x over {n} pairs"
+
+    def clear(ratio: float) -> bool:
+        return ratio > threshold if side == 0 else ratio < 1.0 / threshold
+
+    if iv.low > threshold:
+        verdict, side = "confirmed", 0
+    elif iv.high < 1.0 / threshold:
+        verdict, side = "refuted", 1
     else:
-        why = f"the difference is below the {threshold:.2f}x threshold"
-    return Decision("inconclusive", speedup, threshold, cur_spread, *n, why)
+        return Decision("inconclusive", speedup, threshold, drift, n,
+                        f"{span} is not clear of the {threshold:.2f}x threshold", iv, cpu_ratio)
+    kept = _undisturbed(matched, side)
+    if len(kept) < n:
+        # A consistency check, not a second test: the undisturbed pairs'
+        # median must clear the threshold too.
+        ratio = median([b.rate / a.rate for a, b in kept]) if kept else math.nan
+        if len(kept) < CROSS_CHECK_PAIRS or not clear(ratio):
+            return Decision("inconclusive", speedup, threshold, drift, n,
+                            f"{span}, but not the median of the {len(kept)} pairs whose "
+                            f"{'current' if side == 0 else 'candidate'} run kept its usual "
+                            "CPU time per wall second (others were slowed by other work)",
+                            iv, cpu_ratio)
+    above = "above" if verdict == "confirmed" else "below"
+    return Decision(verdict, speedup, threshold, drift, n,
+                    f"{span}, {above} the {threshold:.2f}x threshold", iv, cpu_ratio)
 
 
 # --------------------------------------------------------------------------
@@ -163,7 +307,7 @@ class Window:
     demand: int  # processes we keep runnable: workers + the main process
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Window":
+    def from_dict(cls, d: dict[str, Any]) -> "Window":
         return cls(
             wall_s=float(d["wall_s"]),
             usable_cpus=float(d["usable_cpus"]),
@@ -188,6 +332,11 @@ def gate_limits() -> tuple[float, float, bool]:
     then says the gate was relaxed)."""
     scale = float(os.environ.get("LOADLINT_VERIFY_GATE_SCALE") or 1.0)
     return FOREIGN_SHARE_LIMIT * scale, WAIT_SHARE_LIMIT * scale, scale != 1.0
+
+
+def busy_share_limit() -> float:
+    """:data:`BUSY_SHARE`, scaled like the gate's limits."""
+    return min(1.0, BUSY_SHARE * float(os.environ.get("LOADLINT_VERIFY_GATE_SCALE") or 1.0))
 
 
 def gate(w: Window) -> Gate:
@@ -243,12 +392,3 @@ def num_workers_sweep(usable_cpus: int) -> list[int]:
     if usable_cpus > 1 and usable_cpus not in values:
         values.append(usable_cpus)
     return values
-
-
-@dataclass
-class Series:
-    """Every run of one candidate: the rate the verdict uses, per run."""
-
-    name: str
-    rates: list[float] = field(default_factory=list)
-    contended: int = 0

@@ -22,7 +22,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 TOKEN_ENV = "LOADLINT_VERIFY_TOKEN"
 BOOT = str(Path(__file__).with_name("_boot.py"))
@@ -73,7 +73,8 @@ def torchrun_command(spec_path: Path, nproc: int) -> list[str]:
 
 def run_shim(spec: dict[str, Any], workdir: Workdir, *, timeout: float,
              show_output: bool = False, nproc: int | None = None,
-             env: dict[str, str] | None = None) -> Outcome:
+             env: dict[str, str] | None = None,
+             on_progress: Callable[[dict[str, Any]], None] | None = None) -> Outcome:
     base = workdir.new(spec["mode"])
     base.mkdir()
     spec = dict(spec)
@@ -95,7 +96,7 @@ def run_shim(spec: dict[str, Any], workdir: Workdir, *, timeout: float,
                                 start_new_session=True)
         status = "ok"
         try:
-            status = _watch(proc, Path(spec["progress"]), timeout, started)
+            status = _watch(proc, Path(spec["progress"]), timeout, started, on_progress)
         except KeyboardInterrupt:
             status = "interrupted"
         finally:
@@ -123,9 +124,11 @@ def run_shim(spec: dict[str, Any], workdir: Workdir, *, timeout: float,
     return outcome
 
 
-def _watch(proc: subprocess.Popen[bytes], progress: Path, timeout: float, started: float) -> str:
+def _watch(proc: subprocess.Popen[bytes], progress: Path, timeout: float, started: float,
+           on_progress: Callable[[dict[str, Any]], None] | None = None) -> str:
     """Wait for the child; ``hung`` once neither it nor its heartbeat has
-    moved for ``timeout`` seconds."""
+    moved for ``timeout`` seconds. Each new heartbeat goes to ``on_progress``."""
+    seen = 0.0
     while True:
         try:
             proc.wait(timeout=0.2)
@@ -133,9 +136,16 @@ def _watch(proc: subprocess.Popen[bytes], progress: Path, timeout: float, starte
         except subprocess.TimeoutExpired:
             pass
         try:
-            last = max(progress.stat().st_mtime - (time.time() - time.monotonic()), started)
+            mtime = progress.stat().st_mtime
+            last = max(mtime - (time.time() - time.monotonic()), started)
         except OSError:
-            last = started
+            mtime, last = 0.0, started
+        if on_progress is not None and mtime > seen:
+            seen = mtime
+            try:
+                on_progress(json.loads(progress.read_text()))
+            except (OSError, ValueError):
+                pass
         if time.monotonic() - last > timeout:
             return "hung"
 
@@ -188,7 +198,7 @@ def find_tokened(token: str) -> list[int]:
     """Live processes (zombies excluded) whose environment holds the token."""
     needle = f"{TOKEN_ENV}={token}".encode()
     me = os.getpid()
-    found = []
+    found: list[int] = []
     try:
         entries = os.listdir("/proc")
     except OSError:

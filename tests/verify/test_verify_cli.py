@@ -102,8 +102,8 @@ def test_ctrl_c_stops_everything(vf):
 
 
 def test_io_bound_four_workers_confirmed(vf):
-    _, rep = vf.json(vf.fixture("io_bound.py"), "--repeats", "3", "--try", "num_workers=4",
-                      "--", "1.5")
+    _, rep = vf.json(vf.fixture("io_bound.py"), "--no-tune", "--repeats", "6", "--try",
+                     "num_workers=4", "--", "1.5")
     vf.skip_if_contended(rep)
     site = rep["call_sites"][0]
     assert site["verdict"] == "confirmed", site["reason"]
@@ -113,7 +113,7 @@ def test_io_bound_four_workers_confirmed(vf):
     assert rep["ceiling"]["text"].startswith("at most 2.0x on 2 usable CPUs")
     assert (site["file"].endswith("io_bound.py"), site["line"], site["end_line"]) == (True, 26, 26)
     cands = {c["name"]: c for c in site["candidates"]}
-    assert cands["try"]["n"] >= 3 and cands["current"]["n"] >= 3
+    assert cands["try"]["n"] >= 6 and cands["current"]["n"] >= 6
     assert cands["try"]["median_worker_pss"] > 0
     assert rep["cuda"] == {"measured": False,
                            "reason": "no CUDA device: host-to-device copy not measured"}
@@ -122,9 +122,9 @@ def test_io_bound_four_workers_confirmed(vf):
 def test_cpu_bound_text_report(tmp_path, vf):
     out = tmp_path / "report.json"
     plot = tmp_path / "plot.png"
-    proc = vf.run(vf.fixture("cpu_bound.py"), "--repeats", "3", "--try", "num_workers=2",
-                      "-o", str(out), "--plot", str(plot), "--", "--items", "1024", "--work", "2000",
-                      env=PLUMBING)
+    proc = vf.run(vf.fixture("cpu_bound.py"), "--no-tune", "--repeats", "3", "--try",
+                  "num_workers=2,persistent_workers=True", "-o", str(out), "--plot", str(plot),
+                  "--", "--items", "1024", "--work", "2000", env=PLUMBING)
     assert proc.returncode == 0, proc.stderr
     text = proc.stdout
     assert "ceiling: at most 2.0x on 2 usable CPUs" in text
@@ -144,10 +144,14 @@ def test_non_worker_aware_iterable_rejected(vf):
     assert "duplicated" in cands["try"]["equivalence"]["how"]
     assert any("changes the data" in f for f in site["findings"])
     assert site["winner"] != "try"
+    # The default search meets the same duplicates and says so too.
+    assert any(p["name"] == "nw=2" and not p["equivalent"] for p in site["sweep"])
+    assert any(f.startswith("nw=2 ") and "duplicated" in f for f in site["findings"])
 
 
 def test_worker_aware_iterable_accepted(vf):
-    _, rep = vf.json(vf.fixture("iterable_aware.py"), "--repeats", "1", "--try", "num_workers=2")
+    _, rep = vf.json(vf.fixture("iterable_aware.py"), "--no-tune", "--repeats", "1", "--try",
+                     "num_workers=2,persistent_workers=True")
     cands = {c["name"]: c for c in rep["call_sites"][0]["candidates"]}
     assert cands["try"]["equivalence"]["equivalent"] is True
 
@@ -155,7 +159,7 @@ def test_worker_aware_iterable_accepted(vf):
 def test_spawn_dataset_in_main(vf):
     # The suggestion turns workers on; under spawn they must unpickle
     # __main__.Squares, which only works if __main__ is the script.
-    _, rep = vf.json(vf.fixture("spawn_main.py"), "--repeats", "1")
+    _, rep = vf.json(vf.fixture("spawn_main.py"), "--no-tune", "--repeats", "1")
     assert rep["machine"]["start_method"] == "spawn"
     cands = {c["name"]: c for c in rep["call_sites"][0]["candidates"]}
     sug = cands["suggested"]
@@ -167,13 +171,13 @@ def test_spawn_dataset_in_main(vf):
 
 def test_three_loaders_at_picks_the_second(vf):
     path = vf.fixture("three_loaders.py")
-    _, rep = vf.json(path, "--at", f"{path}:11", "--repeats", "1")
+    _, rep = vf.json(path, "--at", f"{path}:11", "--no-tune", "--repeats", "1")
     site = rep["call_sites"][0]
     assert (site["line"], site["end_line"], site["batch_size"]) == (9, 12, 64)
 
 
 def test_three_loaders_default_is_first_built(vf):
-    _, rep = vf.json(vf.fixture("three_loaders.py"), "--repeats", "1")
+    _, rep = vf.json(vf.fixture("three_loaders.py"), "--no-tune", "--repeats", "1")
     assert rep["call_sites"][0]["line"] == 8
 
 
@@ -185,7 +189,7 @@ def test_at_without_loader_there(vf):
 
 
 def test_entry_returning_dataset_and_step_mode(vf):
-    _, rep = vf.json("--entry", "entry_mod:dataset", "--repeats", "3", "--step-ms", "1",
+    _, rep = vf.json("--entry", "entry_mod:dataset", "--no-tune", "--repeats", "3", "--step-ms", "1",
                       cwd=vf.REPO / "tests" / "verify" / "fixtures", env=PLUMBING)
     assert rep["mode"] == "step"
     assert any("returned a Dataset" in n for n in rep["notes"])
@@ -242,8 +246,91 @@ def test_tune_sweeps_and_keeps_finalists(vf):
                      env=PLUMBING)
     site = rep["call_sites"][0]
     names = [p["name"] for p in site["sweep"]]
-    assert "nw=1" in names and "nw=2" in names
-    assert any(n.startswith("nw=2,pw=") for n in names)
+    # The loader waits, so the sweep goes past the 2 CPUs (up to 4x them).
+    assert {"nw=1", "nw=2", "nw=4", "nw=8"} <= set(names)
+    assert site["search"]["max_workers"] == 8 and site["search"]["mode"] == "sweep"
+    # persistent_workers x prefetch_factor on the two best worker counts
+    # (pw=0,pf=2 is the worker count's own point: prefetch_factor 2 is the default).
+    ranked = sorted((p for p in site["sweep"] if p["name"].count("=") == 1 and p["rate"]),
+                    key=lambda p: -p["rate"])
+    for p in ranked[:2]:
+        assert {f"{p['name']},pw={w},pf={f}" for w, f in ((0, 4), (1, 2), (1, 4))} <= set(names)
     finalists = [c for c in site["candidates"] if c["name"].startswith("tuned")]
     assert finalists and all(c["n"] == 3 for c in finalists)
     assert site["verdict"] in ("confirmed", "inconclusive", "refuted")
+
+
+# -- the default run: adaptive search, paired rounds --------------------------
+
+
+def test_default_run_searches_past_the_cpus_for_a_waiting_loader(vf):
+    _, rep = vf.json(vf.fixture("io_bound.py"), "--budget", "60", "--repeats", "6", "--", "1.5")
+    site = rep["call_sites"][0]
+    assert site["search"]["mode"] == "search" and site["search"]["max_workers"] == 8
+    assert "waits" in site["search"]["reason"]
+    assert any(p["name"] == "nw=4" for p in site["sweep"])
+    names = [c["name"] for c in site["candidates"]]
+    assert names[0] == "current" and "tuned1" in names
+    vf.skip_if_contended(rep)
+    assert site["verdict"] == "confirmed", site["reason"]
+    assert site["best"]["num_workers"] > 2  # past the 2 CPUs: the work is waiting
+    assert site["speedup"] > 2.0
+    d = site["decision"]
+    assert d["pairs"] >= 6 and d["interval"][0] > 1.05 and d["method"].startswith("exact sign")
+
+
+def test_no_tune_compares_the_call_and_the_suggestion(vf):
+    _, rep = vf.json(vf.fixture("io_bound.py"), "--no-tune", "--repeats", "1", "--", "1")
+    site = rep["call_sites"][0]
+    assert [c["name"] for c in site["candidates"]] == ["current", "suggested"]
+    assert "sweep" not in site and "search" not in site
+
+
+def test_budget_is_validated(vf):
+    proc = vf.run(vf.fixture("io_bound.py"), "--budget", "0.5")
+    assert proc.returncode == 2 and "--budget" in proc.stderr
+
+
+def _burner() -> subprocess.Popen[bytes]:
+    """A process that keeps one of our CPUs busy (the last one we may use)."""
+    cpu = max(os.sched_getaffinity(0))
+    code = f"import os\nos.sched_setaffinity(0, {{{cpu}}})\nwhile True:\n    pass\n"
+    return subprocess.Popen([sys.executable, "-c", code])
+
+
+@pytest.mark.parametrize("load", [False, True], ids=["quiet", "burner"])
+@pytest.mark.parametrize("script, args", [("io_bound.py", ["1"]),
+                                          ("cpu_bound.py", ["--items", "256", "--work", "800"])],
+                         ids=["io", "cpu"])
+def test_aa_is_never_confirmed_or_refuted(script, args, load, vf):
+    burner = _burner() if load else None
+    try:
+        _, rep = vf.json(vf.fixture(script), "--aa", "--repeats", "6", "--", *args)
+    finally:
+        if burner is not None:
+            burner.kill()
+            burner.wait()
+    site = rep["call_sites"][0]
+    assert [c["name"] for c in site["candidates"]] == ["current", "again"]
+    assert site["verdict"] in ("inconclusive", "contended"), site["reason"]
+
+
+def test_io_bound_confirmed_under_background_load(vf):
+    burner = _burner()
+    try:
+        _, rep = vf.json(vf.fixture("io_bound.py"), "--no-tune", "--repeats", "6", "--try",
+                         "num_workers=4", "--", "1.5")
+    finally:
+        burner.kill()
+        burner.wait()
+    site = rep["call_sites"][0]
+    assert site["verdict"] == "confirmed", site["reason"]
+    assert site["winner"] == "try" and site["best"] == {"num_workers": 4}
+
+
+def test_progress_line_only_on_a_terminal(vf):
+    proc = vf.run(vf.fixture("io_bound.py"), "--no-tune", "--repeats", "1", "--", "1")
+    assert proc.returncode == 0 and "\r" not in proc.stderr  # piped: no live line
+    proc = vf.run("--output-format", "json", vf.fixture("io_bound.py"), "--no-tune",
+                  "--repeats", "1", "--", "1")
+    assert "\r" not in proc.stderr and "\r" not in proc.stdout

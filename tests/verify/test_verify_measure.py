@@ -10,46 +10,113 @@ import pytest
 from loadlint.verify import ddp, measure, report
 
 
-def test_confirmed_when_every_run_is_faster_and_gain_clears_threshold():
-    d = measure.decide([1.0, 1.01, 0.99, 1.0, 1.02], [1.8, 1.85, 1.9, 1.82, 1.88])
+def runs(rates, **kw):
+    """Runs of one configuration, one per round, in round order."""
+    return [measure.Run(round=i, rate=r, **kw) for i, r in enumerate(rates)]
+
+
+def test_sign_interval_order_statistics():
+    # Six values: the whole range (coverage 1 - 2/64); nine: the 2nd smallest
+    # and 2nd largest (coverage 1 - 2 * 10/512).
+    iv = measure.sign_interval([3, 1, 2, 6, 5, 4])
+    assert (iv.low, iv.high, iv.n) == (1, 6, 6) and iv.level == pytest.approx(1 - 2 / 64)
+    iv = measure.sign_interval(list(range(1, 10)))
+    assert (iv.low, iv.high) == (2, 8) and iv.level == pytest.approx(1 - 20 / 512)
+    assert measure.sign_interval([1.0, 2.0, 3.0]).level == pytest.approx(0.75)
+    assert measure.sign_interval([]) is None
+
+
+def test_confirmed_when_the_interval_clears_the_threshold():
+    d = measure.decide(runs([1.0, 1.01, 0.99, 1.0, 1.02, 1.0]),
+                       runs([1.8, 1.85, 1.9, 1.82, 1.88, 1.86]))
     assert d.verdict == "confirmed"
-    assert d.speedup == pytest.approx(1.85 / 1.0)
+    assert d.speedup == pytest.approx(1.85, rel=0.01)
     assert d.threshold == pytest.approx(1.05)
+    assert d.interval.low > 1.75 and d.pairs == 6
+
+
+def test_pairs_follow_rounds_not_order():
+    # A drift that moves both configurations together cancels in the pairs.
+    current = [measure.Run(round=i, rate=1.0 + 0.1 * i) for i in range(6)]
+    cand = [measure.Run(round=i, rate=1.5 * (1.0 + 0.1 * i)) for i in reversed(range(6))]
+    d = measure.decide(current, cand)
+    assert d.verdict == "confirmed" and d.interval.low == pytest.approx(1.5)
 
 
 def test_refuted_is_the_mirror_image():
-    d = measure.decide([1.0, 1.01, 0.99], [0.38, 0.40, 0.37])
+    d = measure.decide(runs([1.0, 1.01, 0.99, 1.0, 1.0, 1.0]),
+                       runs([0.38, 0.40, 0.37, 0.39, 0.4, 0.38]))
     assert d.verdict == "refuted"
     assert d.speedup < 1
 
 
 def test_overlapping_runs_are_inconclusive():
-    d = measure.decide([1.0, 1.1, 0.95], [1.05, 1.2, 1.15])
+    d = measure.decide(runs([1.0, 1.1, 0.95, 1.0, 1.05, 1.0]),
+                       runs([1.05, 1.2, 0.9, 1.15, 1.0, 1.1]))
     assert d.verdict == "inconclusive"
-    assert "overlap" in d.reason
+    assert "not clear of" in d.reason
 
 
 def test_small_gain_below_five_percent_is_inconclusive_even_if_separated():
-    d = measure.decide([1.0, 1.0, 1.0], [1.03, 1.03, 1.03])
+    d = measure.decide(runs([1.0] * 6), runs([1.03] * 6))
     assert d.verdict == "inconclusive"
     assert "threshold" in d.reason
 
 
-def test_current_spread_raises_the_threshold():
-    current = [1.0, 1.2, 1.0, 1.1, 1.05]  # spread 19 %
-    d = measure.decide(current, [1.22, 1.23, 1.24])
-    assert d.threshold == pytest.approx(1 + 0.2 / 1.05)
-    assert d.verdict == "inconclusive"  # every run faster, but only 1.17x
-    assert measure.decide(current, [1.5, 1.6, 1.55]).verdict == "confirmed"
+def test_current_noise_raises_the_threshold():
+    current = runs([1.0, 1.2, 1.0, 1.2, 1.0, 1.2])  # 20 % / 17 % from round to round
+    d = measure.decide(current, runs([1.2, 1.4, 1.2, 1.4, 1.2, 1.4]))
+    assert d.threshold == pytest.approx(1 + d.noise) and d.noise > 0.15
+    assert d.verdict == "inconclusive"  # every pair faster, but only 1.17-1.2x
+    assert measure.decide(current, runs([1.5, 1.8, 1.5, 1.8, 1.5, 1.8])).verdict == "confirmed"
 
 
-def test_too_few_runs_never_give_a_verdict():
-    assert measure.decide([1.0, 1.0], [2.0, 2.0]).verdict == "inconclusive"
-    assert measure.decide([], [2.0, 2.0, 2.0]).verdict == "inconclusive"
+def test_too_few_pairs_never_give_a_verdict():
+    d = measure.decide(runs([1.0] * 5), runs([2.0] * 5))
+    assert d.verdict == "inconclusive" and "6 are needed" in d.reason
+    assert measure.decide([], runs([2.0] * 6)).verdict == "inconclusive"
+
+
+def test_contended_only_when_busy_and_no_interval():
+    busy = dict(foreign_share=0.8)
+    d = measure.decide(runs([1.0] * 3, **busy), runs([2.0] * 3, **busy))
+    assert d.verdict == "contended" and "80%" in d.reason
+    d = measure.decide(runs([1.0] * 6, **busy), runs([2.0] * 6, **busy))
+    assert d.verdict == "confirmed"  # a busy machine still gives an interval
+
+
+def test_cross_check_sets_aside_current_runs_slowed_by_other_work():
+    # Eight current runs lost half their CPU time per wall second to another
+    # process; on the four others the candidate gains 3 % at the median:
+    # the interval over all twelve pairs clears 1.05x, the undisturbed
+    # pairs do not, so nothing is confirmed.
+    cur = [measure.Run(round=i, rate=0.5 if i < 8 else 1.0, utilisation=0.5 if i < 8 else 1.0)
+           for i in range(12)]
+    cand = runs([1.0] * 8 + [1.0, 1.0, 1.06, 1.06], utilisation=1.0)
+    assert measure.decide(runs([r.rate for r in cur]), cand).verdict == "confirmed"
+    d = measure.decide(cur, cand)
+    assert d.verdict == "inconclusive" and "kept its usual" in d.reason
+    # One slowed run among many does not undo a clear gain.
+    cur = [measure.Run(round=i, rate=1.0, utilisation=0.5 if i == 3 else 1.0) for i in range(6)]
+    assert measure.decide(cur, runs([1.5] * 6, utilisation=1.0)).verdict == "confirmed"
+
+
+def test_aa_never_decides():
+    # The same configuration twice, with round-to-round noise of +-15 %.
+    import random
+
+    rng = random.Random(7)
+    verdicts = []
+    for _ in range(300):
+        a = runs([1.0 + rng.uniform(-0.15, 0.15) for _ in range(8)])
+        b = runs([1.0 + rng.uniform(-0.15, 0.15) for _ in range(8)])
+        verdicts.append(measure.decide(a, b).verdict)
+    assert verdicts.count("confirmed") + verdicts.count("refuted") == 0
 
 
 def test_nw1_on_two_cpus_like_the_issue_is_inconclusive():
-    d = measure.decide([1.0, 1.01, 1.0, 0.99, 1.0], [0.96, 1.0, 0.98, 0.99, 0.97])
+    d = measure.decide(runs([1.0, 1.01, 1.0, 0.99, 1.0, 1.0]),
+                       runs([0.96, 1.0, 0.98, 0.99, 0.97, 0.98]))
     assert d.verdict == "inconclusive"
 
 
@@ -142,7 +209,8 @@ def _raw(cur, cand, cand_config=None):
 
 
 def test_report_confirmed_carries_best_for_fix_from_verify():
-    rep = report.analyse(_raw([1, 1.01, 0.99], [1.9, 1.95, 1.88]), mode="loader", command=[])
+    rep = report.analyse(_raw([1, 1.01, 0.99, 1, 1, 1], [1.9, 1.95, 1.88, 1.9, 1.9, 1.9]),
+                         mode="loader", command=[])
     site = rep["call_sites"][0]
     assert (site["file"], site["line"], site["end_line"]) == ("/x/train.py", 10, 12)
     assert site["verdict"] == "confirmed"
@@ -151,21 +219,26 @@ def test_report_confirmed_carries_best_for_fix_from_verify():
     assert rep["ceiling"]["text"].startswith("at most 2.0x on 2 usable CPUs")
     assert "no CUDA device" in rep["cuda"]["reason"]
     text = report.render_text(rep)
-    assert "CONFIRMED" in text and "runs suggested: 1.9 1.95 1.88" in text
+    assert "CONFIRMED" in text and "runs suggested: 1.9 1.95 1.88 1.9 1.9 1.9" in text
+    assert text.splitlines()[1].startswith("answer: num_workers=2, persistent_workers=True is 1.90x")
+    assert site["decision"]["interval"] == pytest.approx([1.88 / 0.99, 1.95 / 1.01])
 
 
 def test_report_refuted_keeps_current_as_best():
-    rep = report.analyse(_raw([1, 1.01, 0.99], [0.38, 0.4, 0.37]), mode="loader", command=[])
+    rep = report.analyse(_raw([1, 1.01, 0.99, 1, 1, 1], [0.38, 0.4, 0.37, 0.4, 0.4, 0.4]),
+                         mode="loader", command=[])
     site = rep["call_sites"][0]
     assert site["verdict"] == "refuted"
     assert site["best"] == {} and site["changes"] == {}
 
 
 def test_report_contended_is_never_a_verdict():
-    raw = _raw([1.0], [2.0, 2.1, 2.2])
-    raw["candidates"][0]["contended_runs"] = [_run(1.0)] * 6
+    raw = _raw([1.0, 1.0], [2.0, 2.1])
+    for c in raw["candidates"]:
+        for r in c["runs"]:
+            r["gate"] = {"contended": True, "foreign_share": 0.9, "reason": "busy"}
     site = report.analyse(raw, mode="loader", command=[])["call_sites"][0]
-    assert site["verdict"] == "contended"
+    assert site["verdict"] == "contended" and "90%" in site["reason"]
     assert site["best"] == {}
 
 
@@ -179,7 +252,7 @@ def test_report_rejected_candidate_is_a_correctness_finding():
 
 
 def test_report_removed_keywords():
-    raw = _raw([1, 1, 1], [3, 3, 3], {"num_workers": 0})
+    raw = _raw([1] * 6, [3] * 6, {"num_workers": 0})
     raw["candidates"][0]["config"].update(num_workers=2, prefetch_factor=4)
     site = report.analyse(raw, mode="loader", command=[])["call_sites"][0]
     assert site["verdict"] == "confirmed"
