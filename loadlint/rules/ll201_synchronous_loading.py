@@ -365,7 +365,7 @@ class SynchronousLoading(Rule):
         # A stream that shards by worker is an ordinary case.
         Invalid(
             _REPLAY.format(iterate="yield from self.buffer.sample(32, get_worker_info())", workers=""),
-            fixed=_REPLAY.format(iterate="yield from self.buffer.sample(32, get_worker_info())", workers=", num_workers=1"),
+            fixed=_REPLAY.format(iterate="yield from self.buffer.sample(32, get_worker_info())", workers=", num_workers=2"),
         ),
         Invalid(
             """
