@@ -220,8 +220,9 @@ def analyse(text: str, path: str, options: Options, *, notebook: bool = False) -
     except cst.ParserSyntaxError as exc:
         if "LL900" not in options.select:
             return [], None
-        message = str(exc.message).strip().splitlines()[0] if exc.message else "invalid syntax"
-        return [_engine_finding("LL900", f"SyntaxError: {message}", path, exc.raw_line, exc.raw_column + 1)], None
+        # Compiled only now: a file that parses pays nothing for the interpreter's opinion.
+        message, row, column = syntax_error(text, exc, interpreter_error(text, top_level_await=notebook))
+        return [_engine_finding("LL900", message, path, row, column)], None
     except RecursionError:
         return _too_deep(path, options), None
     except cst.CSTValidationError as exc:
@@ -300,6 +301,33 @@ def _too_large(piece: Slice, path: str, options: Options) -> list[Finding]:
         f"reach a DataLoader (at most {slicing.MAX_PARSE:,} are parsed); split the module or exclude it"
     )
     return [_engine_finding("LL900", message, path)]
+
+
+def interpreter_error(text: str, *, top_level_await: bool = False) -> SyntaxError | None:
+    """The ``SyntaxError`` CPython raises for the text; None when it compiles
+    (or fails for another reason, such as a NUL byte on an older Python)."""
+    flags = ast.PyCF_ONLY_AST | (ast.PyCF_ALLOW_TOP_LEVEL_AWAIT if top_level_await else 0)
+    try:
+        compile(text, "<unknown>", "exec", flags, dont_inherit=True)
+    except SyntaxError as exc:
+        return exc
+    except (ValueError, MemoryError, RecursionError, OverflowError, UnicodeError):
+        return None
+    return None
+
+
+def syntax_error(text: str, exc: libcst.ParserSyntaxError, python: SyntaxError | None) -> tuple[str, int, int]:
+    """LL900's (message, row, column) for text libcst rejects: where the
+    interpreter reports the error, as users see it when they run the code;
+    libcst's own position only where the interpreter accepts the text
+    (syntax newer than libcst knows)."""
+    if python is None:
+        message = str(exc.message).strip().splitlines()[0] if exc.message else "invalid syntax"
+        return f"SyntaxError: {message}", exc.raw_line, exc.raw_column + 1
+    lines = re.split(r"\r\n|\r|\n", text)
+    row = min(max(python.lineno or 1, 1), len(lines))
+    column = min(max(python.offset or 1, 1), len(lines[row - 1]) + 1)
+    return f"SyntaxError: {python.msg or 'invalid syntax'}", row, column
 
 
 def _unrepr(text: str) -> str:

@@ -322,15 +322,19 @@ def _map_edit(edit: Edit, rows: list[tuple[int, int]]) -> Edit:
 
 def _cell_syntax_error(text: str) -> tuple[str, int, int] | None:
     """(message, row, column) when the cell does not parse; the C parser
-    first (fast), libcst for the verdict and the message (as for .py files)."""
+    first (fast), libcst for the verdict, and the interpreter's message and
+    position when both reject it (as for .py files)."""
+    python: SyntaxError | None = None
     try:
         compile(text, "<cell>", "exec", ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
         return None
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
+    except SyntaxError as exc:
+        python = exc
+    except (ValueError, MemoryError, RecursionError):
         pass
     import libcst as cst
 
-    from loadlint.engine import MAX_NESTING, too_deep_at
+    from loadlint.engine import MAX_NESTING, syntax_error, too_deep_at
 
     # libcst's native parser overflows its stack on deep nesting (SIGSEGV).
     at = too_deep_at(text)
@@ -339,8 +343,7 @@ def _cell_syntax_error(text: str) -> tuple[str, int, int] | None:
     try:
         cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
-        message = str(exc.message).strip().splitlines()[0] if exc.message else "invalid syntax"
-        return f"SyntaxError: {message}", exc.raw_line, exc.raw_column + 1
+        return syntax_error(text, exc, python)
     except RecursionError:
         return "cell too complex to analyse: nesting exceeds the recursion limit", 1, 1
     except UnicodeEncodeError:

@@ -1,6 +1,6 @@
 """Dataset classes: what a loader's dataset is (a local class, an iterable
-dataset, a TensorDataset), and what its methods do that matters to workers
-(random generators created before the workers, ``get_worker_info()``)."""
+dataset, a dataset held in memory), and what its methods do that matters to
+workers (random generators created before the workers, ``get_worker_info()``)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import libcst as cst
 from loadlint.facts.cursor import Provider
 from loadlint.facts.loaders import LoaderCall
 from loadlint.facts.names import ClassFacts, FunctionFacts, NameFacts
-from loadlint.resolve import canonical, dotted_name, follow_name
+from loadlint.resolve import MISSING, Scope, canonical, dotted_name, follow_name
 
 ITERABLE_BASES = {
     "torch.utils.data.IterableDataset",
@@ -30,6 +30,8 @@ _RNG_CALLS = {
     "random.Random",
     "torch.Generator",
 }
+#: The methods whose code decides whether a local dataset is held in memory.
+_MEMORY_METHODS = ("__init__", "__getitem__", "__getitems__")
 #: The methods a worker process runs.
 WORKER_METHODS = ("__init__", "__getitem__", "__getitems__", "__iter__")
 
@@ -46,16 +48,33 @@ class DatasetFacts:
     self_attrs: dict[FunctionFacts, set[str]] = field(default_factory=dict)
     #: Functions that call ``get_worker_info()`` (or shard by node).
     worker_info_callers: set[FunctionFacts] = field(default_factory=set)
+    #: The calls of each ``__init__``/``__getitem__``/``__getitems__``, with
+    #: their qualified callee (None when not an import).
+    method_calls: dict[FunctionFacts, list[tuple[str | None, cst.Call]]] = field(default_factory=dict)
+    #: What each function returns (None for a bare ``return``): a dataset or
+    #: a worker function that a helper builds.
+    returns: dict[FunctionFacts, list[cst.BaseExpression | None]] = field(default_factory=dict)
+    #: Calls of plain names that are not imports, by name, with their scope:
+    #: the call sites of this module's helpers.
+    name_calls: dict[str, list[tuple[cst.Call, Scope]]] = field(default_factory=dict)
+    #: ``self.<attr> = value`` in methods, by (class name, attribute); the
+    #: value is None when the assignment is not a plain one.
+    attr_values: dict[tuple[str, str], list[tuple[FunctionFacts, cst.BaseExpression | None]]] = field(
+        default_factory=dict
+    )
 
 
 class DatasetProvider(Provider[DatasetFacts]):
     """Records generators, ``self`` reads and worker-info calls."""
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        if not isinstance(node.value, cst.Call):
-            return
         cursor = self.cursor
         fn = cursor.function
+        single = len(node.targets) == 1
+        for target in node.targets:
+            self._record_attr(target.target, node.value if single else None)
+        if not isinstance(node.value, cst.Call):
+            return
         if fn is not None and fn.name != "__init__":
             return
         if cursor.qualify(node.value.func) not in _RNG_CALLS:
@@ -69,21 +88,93 @@ class DatasetProvider(Provider[DatasetFacts]):
                 if dotted and dotted.startswith("self."):
                     self.facts.rng_attrs.setdefault(fn, set()).add(dotted[5:])
 
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._record_attr(node.target, node.value)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._record_attr(node.target, None)
+
+    def _record_attr(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
+        fn = self.cursor.function
+        if fn is None or fn.class_name is None:
+            return
+        if isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._record_attr(element.value, None)
+        elif isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
+            self.facts.attr_values.setdefault((fn.class_name, target.attr.value), []).append((fn, value))
+
     def visit_Attribute(self, node: cst.Attribute) -> None:
         fn = self.cursor.function
         if fn is not None and fn.class_name is not None and isinstance(node.value, cst.Name) and node.value.value == "self":
             self.facts.self_attrs.setdefault(fn, set()).add(node.attr.value)
 
-    def visit_Call(self, node: cst.Call) -> None:
+    def visit_Return(self, node: cst.Return) -> None:
         fn = self.cursor.function
+        if fn is not None:
+            self.facts.returns.setdefault(fn, []).append(node.value)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        cursor = self.cursor
+        func = node.func
+        qualified = cursor.qualified
+        if isinstance(func, cst.Name) and qualified is None:
+            self.facts.name_calls.setdefault(func.value, []).append((node, cursor.scope))
+        fn = cursor.function
         if fn is None:
             return
-        qualified = self.cursor.qualified
-        func = node.func
+        if fn.class_name is not None and fn.name in _MEMORY_METHODS:
+            self.facts.method_calls.setdefault(fn, []).append((qualified, node))
         if (qualified is not None and qualified.endswith("get_worker_info")) or (
             isinstance(func, cst.Name) and func.value in ("get_worker_info", "split_dataset_by_node")
         ):
             self.facts.worker_info_callers.add(fn)
+
+
+def helper(names: NameFacts, call: cst.BaseExpression, scope: Scope | None) -> FunctionFacts | None:
+    """The plain function of this module (not a method) that a call calls."""
+    if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Name) or scope is None:
+        return None
+    definition = names.definition(call.func.value, scope)
+    if isinstance(definition, FunctionFacts) and definition.class_name is None:
+        return definition
+    return None
+
+
+def passed_for(
+    names: NameFacts, facts: DatasetFacts, name: str, scope: Scope
+) -> list[tuple[cst.BaseExpression, Scope]]:
+    """What the calls of this module pass for ``name`` when it is a parameter
+    of the plain function whose scope ``scope`` is (by position or keyword;
+    a call that hides it behind ``*args``/``**kwargs`` passes nothing known)."""
+    found = scope.lookup(name)
+    if found is None or found[0].kind != "function":
+        return []
+    fn = next((f for f in names.functions if f.scope is found[0] and f.class_name is None), None)
+    if fn is None or len(found[1]) != 1:  # a parameter the function rebinds is not what was passed
+        return []
+    params = fn.node.params
+    positional = [p.name.value for p in (*params.posonly_params, *params.params)]
+    if name not in positional and name not in (p.name.value for p in params.kwonly_params):
+        return []
+    keyword_ok = name not in (p.name.value for p in params.posonly_params)
+    out = []
+    for call, call_scope in facts.name_calls.get(fn.name, ()):
+        if names.definition(fn.name, call_scope) is not fn:
+            continue
+        position = 0
+        for arg in call.args:
+            if arg.star:
+                break
+            if arg.keyword is not None:
+                if keyword_ok and arg.keyword.value == name:
+                    out.append((arg.value, call_scope))
+                continue
+            if position < len(positional) and positional[position] == name:
+                out.append((arg.value, call_scope))
+            position += 1
+    return out
 
 
 def dataset_class(names: NameFacts, call: LoaderCall) -> tuple[str | None, ClassFacts | None]:
@@ -120,3 +211,185 @@ def is_iterable_dataset(names: NameFacts, call: LoaderCall) -> bool | None:
     if qualified in _MAP_BASES:
         return False
     return None
+
+
+# -- datasets held in memory ---------------------------------------------------
+
+#: torch calls that build a tensor in memory from sizes, values or options.
+TENSOR_FACTORIES = frozenset(
+    f"torch.{name}"
+    for name in (
+        "arange", "randn", "rand", "randint", "randperm", "zeros", "ones", "full", "empty", "eye", "linspace",
+        "tensor", "as_tensor",
+    )
+)
+#: Builtins that compute from their arguments without any I/O.
+_PURE_BUILTINS = frozenset({"len", "int", "float", "bool", "abs", "min", "max", "round", "slice", "divmod", "isinstance"})
+#: Builtins that build an in-memory sequence from in-memory arguments.
+_SEQUENCE_BUILTINS = frozenset({"range", "list", "tuple"})
+#: Packages whose names a ``__getitem__`` may read, in annotations or for
+#: constants (its calls are checked apart).
+_PURE_MODULES = frozenset({"torch", "numpy", "math", "typing", "collections"})
+_LITERALS = (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString)
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp)
+_MAX_DEPTH = 12
+
+
+def _builtin(func: cst.BaseExpression, scope: Scope) -> str | None:
+    """The builtin a callee names, when no binding shadows it."""
+    if isinstance(func, cst.Name) and scope.lookup(func.value) is None:
+        return func.value
+    return None
+
+
+def _pure_call(qualified: str | None, node: cst.Call, scope: Scope, factories: bool = True) -> bool:
+    """A call that reads nothing from outside the process: a pure builtin, a
+    sequence builtin, ``super().__init__(...)`` or (with ``factories``) a
+    tensor factory."""
+    if factories and canonical(qualified) in TENSOR_FACTORIES:
+        return True
+    name = _builtin(node.func, scope)
+    if name in _PURE_BUILTINS or name in _SEQUENCE_BUILTINS or name == "super":
+        return True
+    func = node.func
+    return isinstance(func, cst.Attribute) and func.attr.value == "__init__" and isinstance(func.value, cst.Call) and (
+        _builtin(func.value.func, scope) == "super"
+    )
+
+
+def _pure(node: cst.CSTNode, names: NameFacts, scope: Scope, depth: int = 0) -> bool:
+    """An expression that calls nothing but pure calls (no lambda, no await)."""
+    if depth > _MAX_DEPTH or isinstance(node, (cst.Lambda, cst.Await, cst.Yield)):
+        return False
+    if isinstance(node, cst.Call) and not _pure_call(names.imports.qualify(node.func), node, scope):
+        return False
+    return all(_pure(child, names, scope, depth + 1) for child in node.children)
+
+
+def in_memory_value(expr: cst.BaseExpression, scope: Scope, names: NameFacts, depth: int = 0) -> bool:
+    """The expression is a value held in memory: a literal, a list, tuple or
+    set of such values (or a comprehension over them), ``range(...)``, or a
+    tensor built by a torch factory.  A name counts when it is bound once, to
+    such a value; anything else (a parameter, a call result) does not."""
+    if depth > _MAX_DEPTH:
+        return False
+    if isinstance(expr, cst.Name):
+        target, owner = follow_name(expr, scope)
+        if target is expr or owner is None:
+            return expr.value in ("True", "False", "None")
+        return in_memory_value(target, owner, names, depth + 1)
+    if isinstance(expr, _LITERALS):
+        return True
+    if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
+        return all(
+            in_memory_value(e.value.value if isinstance(e.value, cst.StarredElement) else e.value, scope, names, depth + 1)
+            for e in expr.elements
+        )
+    if isinstance(expr, cst.Dict):
+        return all(
+            isinstance(e, cst.DictElement) and in_memory_value(e.key, scope, names, depth + 1)
+            and in_memory_value(e.value, scope, names, depth + 1)
+            for e in expr.elements
+        )
+    if isinstance(expr, _COMPREHENSIONS):
+        clauses: list[cst.CompFor] = []
+        clause: cst.CompFor | None = expr.for_in
+        while clause is not None:
+            clauses.append(clause)
+            clause = clause.inner_for_in
+        # The loop variables are bound in the comprehension: its element is
+        # judged by what it calls, its sources by what they are.
+        return _pure(expr.elt, names, scope) and all(
+            in_memory_value(c.iter, scope, names, depth + 1) and all(_pure(i, names, scope) for i in c.ifs)
+            for c in clauses
+        )
+    if isinstance(expr, (cst.BinaryOperation, cst.UnaryOperation)):
+        parts = [expr.left, expr.right] if isinstance(expr, cst.BinaryOperation) else [expr.expression]
+        return all(in_memory_value(p, scope, names, depth + 1) for p in parts)
+    if isinstance(expr, cst.Call):
+        return _in_memory_call(expr, scope, names, depth)
+    return False
+
+
+def _in_memory_call(call: cst.Call, scope: Scope, names: NameFacts, depth: int) -> bool:
+    qualified = canonical(names.imports.qualify(call.func))
+    if qualified in TENSOR_FACTORIES or _builtin(call.func, scope) == "range":
+        # Sizes, values and options: whatever they are, the result is in memory.
+        return all(_pure(arg.value, names, scope) for arg in call.args)
+    if _builtin(call.func, scope) in ("list", "tuple"):
+        return len(call.args) <= 1 and all(in_memory_value(a.value, scope, names, depth + 1) for a in call.args)
+    return False
+
+
+def _calls_only_pure(fn: FunctionFacts, facts: DatasetFacts, factories: bool) -> bool:
+    calls = facts.method_calls.get(fn, ())
+    return all(_pure_call(qualified, node, fn.scope, factories) for qualified, node in calls)
+
+
+def _reads_module_data(fn: FunctionFacts, names: NameFacts) -> bool:
+    """The method reads a module-level name that may not be in memory (a
+    memory map, a lazy table, an imported object)."""
+    for name in fn.names_used:
+        found = fn.scope.lookup(name)
+        if found is None or found[0].kind != "module":
+            continue
+        imported = names.imports.names.get(name)
+        if imported is not None and imported.split(".", 1)[0] in _PURE_MODULES:
+            continue
+        target, owner = follow_name(cst.Name(name), fn.scope)
+        if owner is None or not in_memory_value(target, owner, names):
+            return True
+    return False
+
+
+def _attribute_in_memory(attr: str, hierarchy: list[ClassFacts], facts: DatasetFacts, names: NameFacts) -> bool:
+    assignments = [a for klass in hierarchy for a in facts.attr_values.get((klass.name, attr), ())]
+    if not any(fn.name == "__init__" for fn, _ in assignments):
+        return False
+    return all(value is not None and in_memory_value(value, fn.scope, names) for fn, value in assignments)
+
+
+def in_memory_class(names: NameFacts, facts: DatasetFacts, cls: ClassFacts) -> bool:
+    """A local map-style Dataset whose ``__getitem__`` only indexes containers
+    that ``__init__`` builds from in-memory values: no file, network, decode,
+    tensor factory or other call (``len``, ``int``, slicing and arithmetic
+    are fine)."""
+    hierarchy = names.class_hierarchy(cls)
+    local = {klass.name for klass in hierarchy}
+    if any(base not in local and base not in ("torch.utils.data.Dataset", "object") for k in hierarchy for base in k.bases):
+        return False
+    if names.method_of(cls, "__iter__") is not None:
+        return False
+    getters = [m for m in (names.method_of(cls, n) for n in ("__getitem__", "__getitems__")) if m is not None]
+    inits = [k.methods["__init__"] for k in hierarchy if "__init__" in k.methods]
+    if not getters or not all(_calls_only_pure(fn, facts, factories=True) for fn in inits):
+        return False
+    # A tensor built per item stands for real work (decoding, augmenting):
+    # only ``__init__`` may build them.
+    return all(
+        _calls_only_pure(fn, facts, factories=False)
+        and not _reads_module_data(fn, names)
+        and all(_attribute_in_memory(attr, hierarchy, facts, names) for attr in facts.self_attrs.get(fn, ()))
+        for fn in getters
+    )
+
+
+def in_memory_dataset(names: NameFacts, facts: DatasetFacts, call: LoaderCall) -> bool:
+    """The loader's dataset is held in memory, so that workers would only add
+    overhead: a ``TensorDataset``, ``range(...)``, a list or tuple of
+    in-memory values, a tensor from a torch factory, or a local class that
+    ``in_memory_class`` accepts.  Apart from ``TensorDataset``, a custom
+    ``collate_fn`` may do the heavy work, so it keeps the loader out."""
+    if is_tensor_dataset(names, call):
+        return True
+    collate = call.value("collate_fn")
+    expr = call.expr("dataset")
+    if (collate is not MISSING and collate is not None) or expr is None:
+        return False
+    target, scope = follow_name(expr, call.scope)
+    if scope is None:
+        return False
+    _, cls = dataset_class(names, call)
+    if cls is not None and isinstance(target, cst.Call):
+        return all(_pure(arg.value, names, scope) for arg in target.args) and in_memory_class(names, facts, cls)
+    return in_memory_value(target, scope, names)

@@ -19,7 +19,7 @@ import libcst as cst
 from loadlint.facts.accelerator import AcceleratorFacts
 from loadlint.facts.cli_args import CliFacts
 from loadlint.facts.collect import ModuleFacts
-from loadlint.facts.datasets import DatasetFacts, dataset_class, is_iterable_dataset, is_tensor_dataset
+from loadlint.facts.datasets import DatasetFacts, dataset_class, in_memory_dataset, is_iterable_dataset
 from loadlint.facts.distributed import DistributedFacts, lightning_hook
 from loadlint.facts.iteration import Iteration, IterationFacts
 from loadlint.facts.loaders import LoaderCall, LoaderFacts
@@ -149,9 +149,9 @@ class Context:
         """Whether the dataset is iterable-style; None when unknown."""
         return is_iterable_dataset(self.names, call)
 
-    def is_tensor_dataset(self, call: LoaderCall) -> bool:
-        """The dataset is a ``TensorDataset`` (in memory)."""
-        return is_tensor_dataset(self.names, call)
+    def in_memory_dataset(self, call: LoaderCall) -> bool:
+        """The dataset is held in memory (workers would only add overhead)."""
+        return in_memory_dataset(self.names, self.datasets, call)
 
     def lightning_hook(self, call: LoaderCall) -> bool:
         """The loader is returned by a Lightning ``*_dataloader`` hook."""

@@ -5,6 +5,7 @@ from typing import Iterator
 
 import libcst as cst
 
+from loadlint.facts.datasets import helper
 from loadlint.facts.loaders import LoaderCall
 from loadlint.facts.names import ClassFacts, FunctionFacts
 from loadlint.resolve import Scope, follow_name
@@ -16,6 +17,8 @@ _PORTABLE = HardwareProfile(usable_cpus=2, gpu_count=0, declared=frozenset({"cpu
 _MACOS = HardwareProfile(
     usable_cpus=2, gpu_count=0, platform="macos", declared=frozenset({"cpus", "gpus", "platform", "python"})
 )
+#: How many factories deep a worker function is followed (``make()`` returning ``make_inner()``).
+_MAX_FACTORY_DEPTH = 4
 _PY314 = HardwareProfile(
     usable_cpus=2, gpu_count=0, python="3.14", declared=frozenset({"cpus", "gpus", "platform", "python"})
 )
@@ -33,6 +36,8 @@ class PickleProblem:
     movable: cst.Lambda | cst.FunctionDef | None = None
     #: Local names it reads from enclosing functions (moving it would break them).
     captures: frozenset[str] = frozenset()
+    #: What to do instead, when the rule's general advice does not fit.
+    action: str | None = None
 
 
 def _captures(names: set[str], own: set[str], scope: Scope | None) -> frozenset[str]:
@@ -74,10 +79,33 @@ def _nested_definition_problem(ctx: Context, name: str, scope: Scope, param: str
     return None
 
 
-def callable_problem(
-    ctx: Context, expr: cst.BaseExpression | None, scope: Scope | None, call: LoaderCall, param: str = ""
+def _factory_problem(
+    ctx: Context, target: cst.BaseExpression, scope: Scope | None, call: LoaderCall, param: str, depth: int
 ) -> PickleProblem | None:
-    """Why a worker callable (``collate_fn``, ``worker_init_fn``) cannot be pickled."""
+    """``make_collate()``, a function of this module every ``return`` of
+    which gives something that cannot be pickled."""
+    factory = helper(ctx.names, target, scope)
+    if factory is None or depth >= _MAX_FACTORY_DEPTH:
+        return None
+    problems = [
+        callable_problem(ctx, value, factory.scope, call, param, depth + 1) if value is not None else None
+        for value in ctx.datasets.returns.get(factory, ())
+    ]
+    first = problems[0] if problems and all(problems) else None
+    if first is None:
+        return None
+    action = first.action or (
+        f"make `{factory.name}()` return a module-level function (`functools.partial` can carry its settings)"
+    )
+    return PickleProblem(param, f"is what `{factory.name}()` returns, which {first.why}", action=action)
+
+
+def callable_problem(
+    ctx: Context, expr: cst.BaseExpression | None, scope: Scope | None, call: LoaderCall, param: str = "",
+    depth: int = 0,
+) -> PickleProblem | None:
+    """Why a worker callable (``collate_fn``, ``worker_init_fn``) cannot be
+    pickled, also through variables and factories of this module."""
     if expr is None:
         return None
     if isinstance(expr, cst.Lambda):
@@ -85,10 +113,13 @@ def callable_problem(
     target, owner = follow_name(expr, scope)
     if isinstance(target, cst.Lambda):
         return _lambda_problem(ctx, target, param)
-    if isinstance(expr, cst.Name) and scope is not None:
-        problem = _nested_definition_problem(ctx, expr.value, scope, param)
+    if isinstance(target, cst.Name) and owner is not None:
+        problem = _nested_definition_problem(ctx, target.value, owner, param)
         if problem is not None:
             return problem
+    problem = _factory_problem(ctx, target, owner, call, param, depth)
+    if problem is not None:
+        return problem
     local = _instance_problem(ctx, target, owner)
     if local:
         return PickleProblem(param, f"is an instance of `{local}`, a class defined inside a function")
@@ -157,7 +188,8 @@ class UnpicklableWorkerFunction(Rule):
     ## What it does
     Checks for `DataLoader` calls with workers whose `collate_fn` or
     `worker_init_fn` cannot be pickled: a lambda, a function defined inside
-    another function, or an instance or bound method of a class defined
+    another function (also through a variable, or returned by a factory
+    function of the module), or an instance or bound method of a class defined
     inside a function; and for datasets built with such a function among
     their arguments (`transform=transforms.Lambda(lambda x: ...)`, also
     inside a `Compose([...])`).  It reports them when the workers may be
@@ -184,10 +216,13 @@ class UnpicklableWorkerFunction(Rule):
     ```
     _pickle.PicklingError: Can't pickle <function <lambda> at 0x7f...>: attribute lookup <lambda> on __main__ failed
     AttributeError: Can't pickle local object 'main.<locals>.collate'
+    AttributeError: Can't pickle local object 'make_collate.<locals>.collate'
     ```
 
-    The code works on Linux with fork, so the crash shows up on a
-    colleague's Mac, on Windows, or after moving to Python 3.14.
+    (the last one for a function that a factory, `make_collate(pad)`,
+    defines and returns).  The code works on Linux with fork, so the crash
+    shows up on a colleague's Mac, on Windows, or after moving to Python
+    3.14.
 
     ## Example
     ```python
@@ -251,7 +286,7 @@ class UnpicklableWorkerFunction(Rule):
                 continue
             for problem in problems:
                 subject = "the dataset" if problem.param == "dataset" else f"`{problem.param}`"
-                action = (
+                action = problem.action or (
                     "build it from module-level functions" if problem.param == "dataset" else "define it at module level"
                 )
                 message = (
@@ -321,6 +356,22 @@ class UnpicklableWorkerFunction(Rule):
             def build(ds, collate_fn):
                 return DataLoader(ds, num_workers=2, collate_fn=collate_fn)
         """, profile=_PORTABLE),
+        # A factory returning a module-level function, or one that cannot be
+        # followed to a single answer (one branch is picklable): silent.
+        Valid("""
+            from torch.utils.data import DataLoader
+            def collate(batch):
+                return batch
+            def pick(flag):
+                if flag:
+                    return lambda b: b
+                return collate
+            def make():
+                return collate
+            a = DataLoader(ds, num_workers=2, collate_fn=make(), multiprocessing_context="spawn")
+            b = DataLoader(ds, num_workers=2, collate_fn=pick(True), multiprocessing_context="spawn")
+            c = DataLoader(ds, num_workers=2, collate_fn=factories.make(), multiprocessing_context="spawn")
+        """),
         Valid("""
             import functools
             from torch.utils.data import DataLoader
@@ -354,6 +405,44 @@ class UnpicklableWorkerFunction(Rule):
             loader = DataLoader(ds, batch_size=4, num_workers=1, collate_fn=_collate_fn, multiprocessing_context="spawn")
             """,
             line=2,
+        ),
+        # Through a factory of this module.
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            def make_collate(pad):
+                def collate(batch):
+                    return pad_batch(batch, pad)
+                return collate
+            collate_fn = make_collate(0)
+            loader = DataLoader(ds, num_workers=2, collate_fn=collate_fn, multiprocessing_context="spawn")
+            """,
+            message="`collate_fn` is what `make_collate()` returns, which is a function defined inside "
+            "`make_collate()`: workers started with spawn or forkserver cannot pickle it, so the first batch fails "
+            "(`multiprocessing_context=\"spawn\"`); make `make_collate()` return a module-level function "
+            "(`functools.partial` can carry its settings)",
+            line=7,
+        ),
+        # A nested function through a variable: moved to module level.
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            def build(ds):
+                def seed(worker_id):
+                    pass
+                init = seed
+                return DataLoader(ds, num_workers=2, worker_init_fn=init, multiprocessing_context="spawn")
+            """,
+            fixed="""
+            from torch.utils.data import DataLoader
+            def seed(worker_id):
+                pass
+
+
+            def build(ds):
+                init = seed
+                return DataLoader(ds, num_workers=2, worker_init_fn=init, multiprocessing_context="spawn")
+            """,
         ),
         Invalid(
             """

@@ -4,6 +4,7 @@ from typing import Iterator
 
 import libcst as cst
 
+from loadlint.facts.datasets import helper, passed_for
 from loadlint.facts.loaders import LoaderCall
 from loadlint.facts.names import ClassFacts, FunctionFacts
 from loadlint.resolve import Scope, follow_name
@@ -20,8 +21,10 @@ _MAX_DEPTH = 6
 def defined_here(ctx: Context, expr: cst.BaseExpression | None, scope: Scope | None, depth: int = 0) -> str | None:
     """The name of a module-level ``class`` or ``def`` of this module that the
     value is, is an instance of, or carries inside (a wrapper's argument, a
-    bound method, a ``functools.partial``).  Such objects are pickled by
-    reference to ``__main__`` when the module is the notebook itself.
+    bound method, a ``functools.partial``), also through a helper of this
+    module that returns it or receives it as an argument.  Such objects are
+    pickled by reference to ``__main__`` when the module is the notebook
+    itself.
 
     Lambdas and nested definitions are left to LL007: they cannot be pickled
     anywhere, so they are not a notebook problem."""
@@ -32,14 +35,26 @@ def defined_here(ctx: Context, expr: cst.BaseExpression | None, scope: Scope | N
         if isinstance(definition, (FunctionFacts, ClassFacts)):
             return None if definition.nested else definition.name
         target, owner = follow_name(expr, scope)
-        if target is expr:
-            return None
-        return defined_here(ctx, target, owner, depth + 1)
+        if target is not expr:
+            return defined_here(ctx, target, owner, depth + 1)
+        # A helper's parameter: what this module's calls of the helper pass.
+        for value, value_scope in passed_for(ctx.names, ctx.datasets, expr.value, scope):
+            found = defined_here(ctx, value, value_scope, depth + 1)
+            if found:
+                return found
+        return None
     if isinstance(expr, cst.Call):
         if isinstance(expr.func, cst.Name):
             definition = ctx.names.definition(expr.func.value, scope)
             if isinstance(definition, ClassFacts):
                 return None if definition.nested else definition.name
+        # A helper of this module builds it: what the helper returns.
+        built_by = helper(ctx.names, expr, scope)
+        if built_by is not None:
+            for returned in ctx.datasets.returns.get(built_by, ()):
+                found = defined_here(ctx, returned, built_by.scope, depth + 1)
+                if found:
+                    return found
         for arg in expr.args:
             found = defined_here(ctx, arg.value, scope, depth + 1)
             if found:
@@ -86,7 +101,10 @@ class NotebookWorkerCode(Rule):
     Checks notebooks for a `DataLoader` with workers whose Dataset class,
     `collate_fn` or `worker_init_fn` (or a transform inside the dataset) is
     defined in the notebook itself, when the workers may start with spawn
-    or forkserver.
+    or forkserver.  It follows the dataset through variables and through
+    the notebook's helpers: a function that builds and returns it, or a
+    function that builds the loader from its parameter (with what the
+    notebook's calls pass); what it cannot trace stays silent.
 
     ## Why is this bad?
     A spawned or forkserver worker is a fresh Python process: it receives the
@@ -250,6 +268,21 @@ class NotebookWorkerCode(Rule):
             """,
             path="example.ipynb",
         ),
+        # A helper that receives an imported dataset, or one whose result
+        # cannot be traced (a parameter): silent.
+        Valid(
+            """
+            from torch.utils.data import DataLoader
+            from faces import FaceDataset
+            def make_loader(dataset):
+                return DataLoader(dataset, batch_size=8, num_workers=4, multiprocessing_context="spawn")
+            def wrap(ds):
+                return ds
+            train = make_loader(FaceDataset())
+            loader = DataLoader(wrap(source), num_workers=4, multiprocessing_context="spawn")
+            """,
+            path="example.ipynb",
+        ),
         # Unresolved worker count: silent.
         Valid(
             """
@@ -295,6 +328,24 @@ class NotebookWorkerCode(Rule):
             """,
             message=None,
             line=5,
+            path="example.ipynb",
+        ),
+        # Built by a helper of the notebook, and passed to one.
+        Invalid(
+            """
+            from torch.utils.data import DataLoader, Dataset
+            class FaceDataset(Dataset):
+                def __getitem__(self, i):
+                    return i
+            def make_dataset(root):
+                return FaceDataset(root)
+            def make_loader(dataset):
+                return DataLoader(dataset, batch_size=8, num_workers=4, multiprocessing_context="spawn")
+            train = make_dataset("train")
+            loader = DataLoader(train, num_workers=4, multiprocessing_context="spawn")
+            val = make_loader(FaceDataset("val"))
+            """,
+            count=2,
             path="example.ipynb",
         ),
         # Inside the dataset: a transform class of the notebook.

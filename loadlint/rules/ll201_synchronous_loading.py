@@ -184,8 +184,16 @@ class SynchronousLoading(Rule):
     `max(1, usable_cpus // ranks_per_node - 1)`, capped by the batch size and
     the memory.  The message says which profile it used.
 
-    The rule stays silent for an in-memory `TensorDataset` (workers only add
-    overhead there) and when `num_workers` cannot be resolved statically.
+    The rule stays silent when `num_workers` cannot be resolved statically,
+    and for datasets held in memory, where workers only add overhead: a
+    `TensorDataset`; `range(...)`, a list or tuple literal or a
+    comprehension over in-memory values (without a custom `collate_fn`); a
+    tensor from `torch.arange`/`randn`/`rand`/`zeros`/`ones`/`tensor`; and a
+    `Dataset` class of the module whose `__getitem__` only indexes
+    containers that its `__init__` builds from such values.  Any other call
+    in `__getitem__` (beyond `len`, `int` and the like), a file read in
+    `__init__`, or a container passed in from outside keeps the finding.
+
     A command-line default counts (`num_workers=args.workers` with
     `parser.add_argument("--workers", default=0)`, dataclass fields parsed by
     `HfArgumentParser`): it is what the script runs with unless the user
@@ -255,7 +263,7 @@ class SynchronousLoading(Rule):
             value = call.value("num_workers")
             if value is not MISSING and (type(value) is not int or value != 0):
                 continue
-            if ctx.is_tensor_dataset(call):
+            if ctx.in_memory_dataset(call):
                 continue
             found = origin_of(call, "num_workers")
             what = "`num_workers` is not set" if value is MISSING else "`num_workers=0`" + origin_note(found)
@@ -303,6 +311,28 @@ class SynchronousLoading(Rule):
         Valid("""
             from torch.utils.data import DataLoader, TensorDataset
             loader = DataLoader(TensorDataset(x, y), batch_size=2)
+        """),
+        # Held in memory: workers would only add overhead.
+        Valid("""
+            import torch as T
+            from torch.utils.data import DataLoader
+            a = DataLoader(range(10), batch_size=4)
+            b = DataLoader([1, 2, 3], batch_size=2)
+            c = DataLoader([i * 2 for i in range(8)])
+            d = DataLoader(T.arange(10), shuffle=True)
+        """),
+        Valid("""
+            import torch
+            from torch.utils.data import DataLoader, Dataset
+            class RandomDataset(Dataset):
+                def __init__(self, size, length):
+                    self.len = length
+                    self.data = torch.randn(length, size)
+                def __getitem__(self, index):
+                    return self.data[index]
+                def __len__(self):
+                    return self.len
+            loader = DataLoader(RandomDataset(32, 64), batch_size=2)
         """),
         # Unresolvable values stay silent.
         Valid("""
@@ -354,6 +384,35 @@ class SynchronousLoading(Rule):
         """),
     ]
     INVALID = [
+        # A file read in __getitem__, a container passed from outside, a
+        # custom collate_fn: not known to be in memory.
+        Invalid(
+            """
+            import torch
+            from torch.utils.data import DataLoader, Dataset
+            class Images(Dataset):
+                def __init__(self, paths):
+                    self.paths = paths
+                def __getitem__(self, i):
+                    return torch.load(self.paths[i])
+            a = DataLoader(Images(["a.pt"]))
+            b = DataLoader([load(p) for p in paths])
+            c = DataLoader(range(10), collate_fn=tokenize)
+            """,
+            fixed="""
+            import torch
+            from torch.utils.data import DataLoader, Dataset
+            class Images(Dataset):
+                def __init__(self, paths):
+                    self.paths = paths
+                def __getitem__(self, i):
+                    return torch.load(self.paths[i])
+            a = DataLoader(Images(["a.pt"]), num_workers=2)
+            b = DataLoader([load(p) for p in paths], num_workers=2)
+            c = DataLoader(range(10), collate_fn=tokenize, num_workers=2)
+            """,
+            count=3,
+        ),
         Invalid(
             _REPLAY.format(iterate="yield from self.buffer.sample(32)", workers=""),
             message="`num_workers` is not set, but workers would change what is sampled: `Replay.__iter__` reads "

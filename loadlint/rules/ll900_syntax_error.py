@@ -9,8 +9,12 @@ class SyntaxErrorRule(Rule):
     """
     ## What it does
     Reports a file that calls `DataLoader(` (or imports it under another
-    name) but cannot be parsed, at the position of the syntax error, and
-    files too deeply nested or too large to analyse.
+    name) but cannot be parsed, and files too deeply nested or too large
+    to analyse.  The message, line and column are those of the
+    `SyntaxError` Python itself raises for the file (in a notebook, for the
+    cell), so that the finding points where running the code would; when
+    Python accepts what the parser rejects (syntax newer than the parser
+    knows), the parser's own position and message are given.
 
     A module over 200,000 characters is not parsed whole: loadlint parses
     its top-level statements that can matter (those mentioning `DataLoader`,
@@ -73,6 +77,17 @@ class SyntaxErrorRule(Rule):
             from torch.utils.data import DataLoader
             loader = DataLoader(ds, batch_size=32
             """,
+            message="SyntaxError: '(' was never closed",
+            line=2,
+        ),
+        # Where Python reports it, not where the parser gave up (line 3).
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            def broken(:
+                DataLoader(ds)
+            """,
+            message="SyntaxError: invalid syntax",
             line=2,
         ),
     ]
