@@ -32,21 +32,21 @@ if TYPE_CHECKING:
     from loadlint.fixes import Positions
     from loadlint.rules.base import FixSpec, Report
 
-#: A file that never contains one of these cannot construct a DataLoader and
-#: is not parsed at all.
-PREFILTER = ("DataLoader",)
+#: A file that never contains one of these cannot construct a DataLoader (or
+#: have a framework build one: ``TrainingArguments``) and is not parsed at all.
+PREFILTER = ("DataLoader", "TrainingArguments")
 
 # Constructing one needs a call or an alias: ``DataLoader(``, ``X.DataLoader
 # (`` or ``import DataLoader as DL``.  Files that only name the class (type
 # hints, isinstance checks, imports) are skipped: in real trees that is most
 # of the files mentioning it, and parsing is by far the largest cost.
-_CONSTRUCTS = re.compile(r"DataLoader\s*\(|DataLoader\s+as\s")
-_CONSTRUCTS_BYTES = re.compile(rb"DataLoader\s*\(|DataLoader\s+as\s")
+_CONSTRUCTS = re.compile(r"DataLoader\s*\(|DataLoader\s+as\s|TrainingArguments\s*\(")
+_CONSTRUCTS_BYTES = re.compile(rb"DataLoader\s*\(|DataLoader\s+as\s|TrainingArguments\s*\(")
 
 
 def may_construct_loader(text: str) -> bool:
     """The text pre-filter: False means no DataLoader can be built here."""
-    return "DataLoader" in text and _CONSTRUCTS.search(text) is not None
+    return any(word in text for word in PREFILTER) and _CONSTRUCTS.search(text) is not None
 
 #: Nesting beyond this (see ``nesting_depth``) is reported as too complex
 #: instead of being handed to a recursive parser and visitor: libcst's native
@@ -259,7 +259,7 @@ def analyse(
         message = f"cannot read source: U+{ord(parsed[exc.start]):04X} (a lone surrogate) is not valid Unicode"
         return [_engine_finding("LL901", message, path, row, column)], None
     try:
-        info = collect(module)
+        info = collect(module, text)
         if summaries is not None:
             from loadlint.facts.summary import Numbering, summarise
 
@@ -270,7 +270,7 @@ def analyse(
         from loadlint.facts.summary import inject
 
         inject(info, bindings)
-    if not info.calls and not info.distributed.samplers:
+    if not info.calls and not info.distributed.samplers and not info.cli.training_arguments:
         return [], None
 
     positions = Positions(module, text, piece)
@@ -346,7 +346,7 @@ def passes_prefilter(data: bytes) -> bool:
     """Whether these bytes may construct a DataLoader.  UTF-16/32 text is
     searched in its own encoding: Python cannot read it (LL901), and a
     training script saved that way must not pass as clean."""
-    if b"DataLoader" in data and _CONSTRUCTS_BYTES.search(data) is not None:
+    if (b"DataLoader" in data or b"TrainingArguments" in data) and _CONSTRUCTS_BYTES.search(data) is not None:
         return True
     for bom, codec in _WIDE_BOMS:
         if data.startswith(bom):

@@ -76,6 +76,34 @@ class DictMutation:
     order: int
 
 
+@dataclass(frozen=True)
+class Origin:
+    """Where a value the code reads comes from when it is a default the user
+    may override (a command-line option, a dataclass field)."""
+
+    #: How a message names it: "with the default `--workers 16`".
+    text: str
+    #: The default's expression: a fix edits it rather than the use.  None
+    #: when there is no expression to edit (``action="store_true"``).
+    node: cst.BaseExpression | None = None
+
+
+@dataclass(frozen=True)
+class Option:
+    """One attribute of a parsed namespace: its default value (or UNKNOWN) and origin."""
+
+    value: Any
+    origin: Origin | None = None
+
+
+@dataclass(eq=False)
+class Namespace:
+    """An object whose attributes hold known defaults: an ``argparse``
+    namespace, or a dataclass instance a command-line parser fills."""
+
+    options: dict[str, Option | Namespace] = field(default_factory=dict)
+
+
 @dataclass(eq=False)
 class Scope:
     kind: str  # "module" | "function" | "class"
@@ -84,6 +112,10 @@ class Scope:
     bindings: dict[str, list[Binding]] = field(default_factory=dict)
     dict_mutations: dict[str, list[DictMutation]] = field(default_factory=dict)
     globals_: set[str] = field(default_factory=set)
+    #: Names bound (once) to a parsed namespace, filled after the traversal.
+    namespaces: dict[str, Namespace] = field(default_factory=dict)
+    #: Parameters whose default every call in the module relies on.
+    defaults: dict[str, Option] = field(default_factory=dict)
 
     def bind(self, name: str, value: cst.BaseExpression | None, path: tuple[int, ...] = (), order: int = 0) -> None:
         self.bindings.setdefault(name, []).append(Binding(value, path, order))
@@ -234,6 +266,8 @@ def evaluate(node: cst.BaseExpression | None, scope: Scope | None, _depth: int =
         if found is None:
             return UNKNOWN
         owner, bindings = found
+        if len(bindings) == 1 and bindings[0].value is None and node.value in owner.defaults:
+            return owner.defaults[node.value].value
         if len(bindings) != 1 or bindings[0].value is None:
             return UNKNOWN
         return evaluate(bindings[0].value, owner, _depth + 1)
@@ -267,6 +301,9 @@ def evaluate(node: cst.BaseExpression | None, scope: Scope | None, _depth: int =
             return op(left, right)
         except (ArithmeticError, ValueError, OverflowError):
             return UNKNOWN
+    if isinstance(node, (cst.Attribute, cst.Subscript)):
+        option = option_of(node, scope)
+        return UNKNOWN if option is None else option.value
     if isinstance(node, cst.IfExp):
         body = evaluate(node.body, scope, _depth + 1)
         orelse = evaluate(node.orelse, scope, _depth + 1)
@@ -288,3 +325,59 @@ def follow_name(node: cst.BaseExpression, scope: Scope | None, depth: int = 0) -
         node, scope = bindings[0].value, owner
         depth += 1
     return node, scope
+
+
+def _attribute_path(node: cst.BaseExpression) -> tuple[str, list[str]] | None:
+    """``("args", ["data", "workers"])`` for ``args.data.workers`` and
+    ``vars(args)["workers"]``; None for anything else."""
+    parts: list[str] = []
+    while True:
+        if isinstance(node, cst.Attribute):
+            parts.append(node.attr.value)
+            node = node.value
+        elif (
+            isinstance(node, cst.Subscript) and len(node.slice) == 1
+            and isinstance(node.slice[0].slice, cst.Index)
+            and isinstance(node.slice[0].slice.value, cst.SimpleString)
+            and isinstance(node.value, cst.Call) and isinstance(node.value.func, cst.Name)
+            and node.value.func.value == "vars" and len(node.value.args) == 1
+        ):
+            parts.append(str(node.slice[0].slice.value.evaluated_value))
+            node = node.value.args[0].value
+        else:
+            break
+    if not isinstance(node, cst.Name) or not parts:
+        return None
+    return node.value, parts[::-1]
+
+
+def option_of(node: cst.BaseExpression | None, scope: Scope | None) -> Option | None:
+    """The default an attribute read of a parsed namespace gives
+    (``args.workers``, ``vars(args)["workers"]``, ``cfg.data.workers``), or
+    None.  A name bound once to such a read is followed."""
+    if node is None:
+        return None
+    if isinstance(node, cst.Name) and scope is not None:
+        found = scope.lookup(node.value)
+        if found is not None and len(found[1]) == 1 and node.value in found[0].defaults:
+            return found[0].defaults[node.value]
+    node, scope = follow_name(node, scope)
+    path = _attribute_path(node)
+    if path is None or scope is None:
+        return None
+    head, parts = path
+    found = scope.lookup(head)
+    if found is None or len(found[1]) != 1:
+        return None
+    item: Option | Namespace | None = found[0].namespaces.get(head)
+    for part in parts:
+        if not isinstance(item, Namespace):
+            return None
+        item = item.options.get(part)
+    return item if isinstance(item, Option) else None
+
+
+def origin(node: cst.BaseExpression | None, scope: Scope | None) -> Origin | None:
+    """Where the value of an expression comes from, when it is an overridable default."""
+    option = option_of(node, scope)
+    return option.origin if option is not None and option.value is not UNKNOWN else None

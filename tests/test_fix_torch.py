@@ -9,6 +9,7 @@ one): it must construct and yield a batch.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import libcst as cst
@@ -91,6 +92,11 @@ def test_fixed_loaders_yield_a_batch(path: Path, process_group, monkeypatch) -> 
             next((line.split("=", 1)[1] for line in fixed.splitlines() if line.startswith("WORKERS =")), "1"),
             namespace,
         )
+        # The command line as fixed: the file's parser run without options.
+        cli = [line for line in fixed.splitlines() if line.startswith(("import argparse", "parser", "args = parser"))]
+        if cli:
+            monkeypatch.setattr(sys, "argv", [path.name])
+            exec("\n".join(cli), namespace)
         loader = eval(code, namespace)
         images, labels = next(iter(loader))
         assert images.shape[-1] == 3 and len(labels) >= 1

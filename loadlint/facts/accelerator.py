@@ -8,15 +8,17 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from loadlint.facts.cursor import Cursor, Provider
+from loadlint.facts.distributed import LIGHTNING_TRAINERS, in_test
 from loadlint.facts.iteration import TRANSFER_METHODS, transfer_device
 from loadlint.facts.names import FunctionFacts, LambdaFacts
-from loadlint.resolve import ImportTable, Scope, canonical, evaluate
+from loadlint.resolve import ImportTable, Scope, canonical, evaluate, follow_name
 
 XLA_DEVICE_CALLS = {"torch_xla.core.xla_model.xla_device", "torch_xla.device"}
 _XLA_LOADERS = {
     "torch_xla.distributed.parallel_loader.MpDeviceLoader",
     "torch_xla.distributed.parallel_loader.ParallelLoader",
 }
+_ACCELERATORS = {"accelerate.Accelerator"}
 #: Asking about CUDA is not using it.
 _CUDA_QUERIES = {"torch.cuda.is_available", "torch.cuda.device_count", "torch.cuda.is_initialized"}
 
@@ -83,6 +85,16 @@ class AcceleratorProvider(Provider[AcceleratorFacts]):
             facts.devices.append((node, cursor.scope))
         elif qualified in XLA_DEVICE_CALLS:
             facts.xla = True
+        elif qualified == "torch.nn.parallel.DistributedDataParallel":
+            # ``device_ids`` name CUDA devices.
+            if any(a.keyword is not None and a.keyword.value == "device_ids" and evaluate(a.value, cursor.scope) is not None
+                   for a in node.args):
+                facts.cuda = True
+        elif qualified in LIGHTNING_TRAINERS and not in_test(cursor):
+            for arg in node.args:
+                if arg.keyword is not None and arg.keyword.value == "accelerator":
+                    if evaluate(arg.value, cursor.scope) in ("gpu", "cuda"):
+                        facts.cuda = True
         elif qualified in _XLA_LOADERS:
             facts.xla_loader = True
         elif _uses_cuda(qualified):
@@ -129,7 +141,9 @@ def device_kind(node: cst.BaseExpression | None, scope: Scope | None, imports: I
     """
     if node is None or depth > 8:
         return None
-    value = evaluate(node, scope) if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)) else None
+    # A string, or a command-line default (``--device cuda``).
+    strings = (cst.SimpleString, cst.ConcatenatedString, cst.Attribute, cst.Subscript)
+    value = evaluate(node, scope) if isinstance(node, strings) else None
     if isinstance(value, str):
         return _device_string(value)
     if isinstance(node, cst.FormattedString):
@@ -156,11 +170,21 @@ def device_kind(node: cst.BaseExpression | None, scope: Scope | None, imports: I
         if qualified in XLA_DEVICE_CALLS:
             return "xla"
     if isinstance(node, cst.Attribute):
+        if node.attr.value == "device" and _accelerate_device(node.value, scope, imports):
+            return "accelerator"
         # torch.accelerator.current_accelerator().type and the like
         inner = node.value
         if isinstance(inner, cst.Call) and canonical(imports.qualify(inner.func)) == "torch.accelerator.current_accelerator":
             return "accelerator"
     return None
+
+
+def _accelerate_device(node: cst.BaseExpression, scope: Scope | None, imports: ImportTable) -> bool:
+    """``accelerator.device`` of an ``accelerate.Accelerator()`` not forced onto the CPU."""
+    target, _ = follow_name(node, scope)
+    if not isinstance(target, cst.Call) or canonical(imports.qualify(target.func)) not in _ACCELERATORS:
+        return False
+    return not any(a.keyword is not None and a.keyword.value in ("cpu", "use_cpu") for a in target.args)
 
 
 def _strongest(kinds: set[str | None], all_known: bool) -> str | None:

@@ -16,6 +16,7 @@ import libcst as cst
 
 from loadlint.facts.accelerator import AcceleratorFacts, AcceleratorProvider
 from loadlint.facts.calls import CallFacts, CallProvider
+from loadlint.facts.cli_args import CliFacts, CliProvider
 from loadlint.facts.cursor import Cursor
 from loadlint.facts.datasets import DatasetFacts, DatasetProvider
 from loadlint.facts.distributed import DistributedFacts, DistributedProvider
@@ -39,6 +40,8 @@ class ModuleFacts:
     datasets: DatasetFacts
     #: Calls between functions, returns, relative imports (project analysis).
     calls_between: CallFacts
+    #: Command-line defaults and the module's exported values.
+    cli: CliFacts
 
     @property
     def calls(self) -> list[LoaderCall]:
@@ -46,7 +49,10 @@ class ModuleFacts:
 
 
 #: In hook order.  A provider reads only the cursor and its own records.
-PROVIDERS = (LoaderProvider, IterationProvider, LoopProvider, DistributedProvider, AcceleratorProvider, DatasetProvider, CallProvider)
+PROVIDERS = (
+    LoaderProvider, IterationProvider, LoopProvider, DistributedProvider, AcceleratorProvider, DatasetProvider,
+    CallProvider, CliProvider,
+)
 
 Hook = Callable[[Any, cst.CSTNode], Any]
 
@@ -89,8 +95,9 @@ def _compose() -> type[_Collector]:
 _COLLECTOR = _compose()
 
 
-def collect(module: cst.Module) -> ModuleFacts:
-    """The facts of one parsed module, from one traversal."""
+def collect(module: cst.Module, text: str | None = None) -> ModuleFacts:
+    """The facts of one parsed module, from one traversal; ``text`` is its
+    source when the caller has it (printing the tree again is slow)."""
     collector = _COLLECTOR()
     loaders = LoaderProvider(collector, LoaderFacts())
     iteration = IterationProvider(collector, IterationFacts())
@@ -99,10 +106,13 @@ def collect(module: cst.Module) -> ModuleFacts:
     accelerator = AcceleratorProvider(collector, AcceleratorFacts())
     datasets = DatasetProvider(collector, DatasetFacts())
     between = CallProvider(collector, CallFacts())
+    cli = CliProvider(collector, CliFacts())
     # In the order of PROVIDERS, which the chained hooks index.
-    collector.providers = (loaders, iteration, loops, distributed, accelerator, datasets, between)
+    collector.providers = (loaders, iteration, loops, distributed, accelerator, datasets, between, cli)
     # Our walker, not module.visit(): libcst's rebuilds every node it passes.
     walk(module, collector)
+    # Namespaces first: a device may be a command-line default.
+    cli.finish(module, text)
     accelerator.finish()
     return ModuleFacts(
         collector.names,
@@ -113,4 +123,5 @@ def collect(module: cst.Module) -> ModuleFacts:
         accelerator.facts,
         datasets.facts,
         between.facts,
+        cli.facts,
     )

@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from loadlint.facts.cursor import Provider
+from loadlint.facts.cursor import Cursor, Provider
 from loadlint.facts.loaders import LoaderCall
 from loadlint.facts.names import Key, NameFacts
-from loadlint.resolve import Scope
+from loadlint.resolve import Scope, evaluate
 
 _DISTRIBUTED_CALLS = {
     "torch.distributed.init_process_group",
@@ -37,6 +37,9 @@ _FRAMEWORK_CALLS = {
     "trl.SFTTrainer": "Hugging Face Trainer",
     "ray.train.torch.prepare_data_loader": "Ray Train",
 }
+LIGHTNING_TRAINERS = {"lightning.Trainer", "lightning.pytorch.Trainer", "pytorch_lightning.Trainer"}
+#: Lightning strategies that start one process per device.
+_MULTIPROCESS_STRATEGIES = ("ddp", "fsdp", "deepspeed")
 _LIGHTNING_BASES = ("LightningModule", "LightningDataModule")
 _LIGHTNING_HOOKS = {"train_dataloader", "val_dataloader", "test_dataloader", "predict_dataloader"}
 
@@ -59,6 +62,8 @@ class DistributedFacts:
     #: Frameworks that build distributed loaders themselves.
     frameworks: set[str] = field(default_factory=set)
     samplers: list[SamplerCall] = field(default_factory=list)
+    #: Processes per node the module starts itself (Lightning's ``devices=N``); None when the target decides.
+    ranks_per_node: int | None = None
 
 
 class DistributedProvider(Provider[DistributedFacts]):
@@ -75,12 +80,33 @@ class DistributedProvider(Provider[DistributedFacts]):
             facts.evidence.append(qualified)
         elif qualified in _FRAMEWORK_CALLS:
             facts.frameworks.add(_FRAMEWORK_CALLS[qualified])
+            if qualified in LIGHTNING_TRAINERS and not in_test(self.cursor):
+                self._lightning_trainer(node)
+        elif qualified == "torch.cuda.set_device" and node.args and "rank" in _code(node.args[0].value):
+            # One GPU per process, chosen by its rank.
+            facts.evidence.append(f"torch.cuda.set_device({_code(node.args[0].value)})")
         elif qualified in ("os.environ.get", "os.getenv"):
             if node.args and isinstance(node.args[0].value, cst.SimpleString):
                 if node.args[0].value.evaluated_value in _DIST_ENV:
                     facts.evidence.append(f"{qualified}({node.args[0].value.value})")
         elif qualified == "torch.utils.data.DistributedSampler":
             facts.samplers.append(SamplerCall(node, self.cursor.scope, self.cursor.target_key(node)))
+
+    def _lightning_trainer(self, node: cst.Call) -> None:
+        """``Trainer(devices=N, strategy="ddp")`` starts N processes per node."""
+        scope = self.cursor.scope
+        devices = strategy = None
+        for arg in node.args:
+            if arg.keyword is not None and arg.keyword.value == "devices":
+                devices = evaluate(arg.value, scope)
+            elif arg.keyword is not None and arg.keyword.value == "strategy":
+                strategy = evaluate(arg.value, scope)
+        count = devices if isinstance(devices, int) and not isinstance(devices, bool) and devices > 1 else None
+        if count is not None:
+            self.facts.evidence.append(f"lightning.Trainer(devices={count})")
+            self.facts.ranks_per_node = max(self.facts.ranks_per_node or 0, count)
+        elif isinstance(strategy, str) and strategy.startswith(_MULTIPROCESS_STRATEGIES):
+            self.facts.evidence.append(f"lightning.Trainer(strategy={strategy!r})")
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         if len(node.slice) == 1 and self.cursor.qualify(node.value) == "os.environ":
@@ -96,3 +122,13 @@ def lightning_hook(names: NameFacts, call: LoaderCall) -> bool:
         return False
     cls = names.classes.get(call.class_name)
     return cls is not None and any(b.endswith(_LIGHTNING_BASES) for b in cls.bases)
+
+
+def in_test(cursor: Cursor) -> bool:
+    """The traversal is inside a test function: a ``Trainer`` built there
+    says nothing about the module's other loaders."""
+    return any(fn.name.startswith("test") for fn in cursor.functions)
+
+
+def _code(node: cst.BaseExpression) -> str:
+    return cst.Module([]).code_for_node(node)

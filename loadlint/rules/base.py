@@ -17,6 +17,7 @@ from typing import Callable, ClassVar, Iterator, Literal
 import libcst as cst
 
 from loadlint.facts.accelerator import AcceleratorFacts
+from loadlint.facts.cli_args import CliFacts
 from loadlint.facts.collect import ModuleFacts
 from loadlint.facts.datasets import DatasetFacts, dataset_class, in_memory_dataset, is_iterable_dataset
 from loadlint.facts.distributed import DistributedFacts, lightning_hook
@@ -115,6 +116,8 @@ class Context:
         self.launch: DistributedFacts = facts.distributed
         self.accelerator: AcceleratorFacts = facts.accelerator
         self.datasets: DatasetFacts = facts.datasets
+        #: Command-line defaults and the framework argument calls.
+        self.values: CliFacts = facts.cli
 
     @property
     def profile(self) -> HardwareProfile:

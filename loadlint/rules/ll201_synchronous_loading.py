@@ -7,10 +7,12 @@ import libcst.matchers as m
 
 from loadlint.facts.loaders import LoaderCall
 from loadlint.facts.names import FunctionFacts
-from loadlint.resolve import MISSING, follow_name
+from loadlint.resolve import MISSING, Origin, follow_name
 from loadlint.rules import worker_hazards
 from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
-from loadlint.rules.shared import module_spawn_reason, profile_note, suggested_workers
+from loadlint.rules.shared import (
+    module_spawn_reason, origin_note, origin_of, profile_note, set_argument_fix, suggested_workers, trainer_workers,
+)
 from loadlint.types import HardwareProfile
 
 _CPU16 = HardwareProfile(usable_cpus=16, gpu_count=0, declared=frozenset({"cpus", "gpus"}))
@@ -136,6 +138,34 @@ def _mutation(ctx: Context, call: LoaderCall, target: str) -> str | None:
     return None
 
 
+def _default_fix(call: LoaderCall, n: int, found: Origin, hazards: list[str]) -> FixSpec:
+    """Raise the command-line default the worker count comes from."""
+    fix = set_argument_fix(call.node, "num_workers", str(n), found, f"Set `num_workers={n}`")
+    if hazards:
+        fix.applicability = "unsafe"
+        fix.message += f" (unsafe: {'; '.join(hazards)})"
+    return fix
+
+
+def _training_arguments(ctx: Context) -> Iterator[Report]:
+    """``TrainingArguments(...)`` without loader workers: the Trainer's
+    loaders load in the training process."""
+    for call in ctx.values.training_arguments:
+        value = call.value("dataloader_num_workers")
+        if value is not MISSING and (type(value) is not int or value != 0):
+            continue
+        n = trainer_workers(ctx, call)
+        found = call.origin("dataloader_num_workers")
+        what = ("`dataloader_num_workers` is not set" if value is MISSING
+                else "`dataloader_num_workers=0`" + origin_note(found))
+        message = (
+            f"{what}: the Trainer loads every batch in the training process, the accelerator waits; "
+            f"use `dataloader_num_workers={n}` ({profile_note(ctx)})"
+        )
+        fix = set_argument_fix(call.node, "dataloader_num_workers", str(n), found, f"Set `dataloader_num_workers={n}`")
+        yield Report(call.node, message, fix)
+
+
 class SynchronousLoading(Rule):
     """
     ## What it does
@@ -163,6 +193,18 @@ class SynchronousLoading(Rule):
     containers that its `__init__` builds from such values.  Any other call
     in `__getitem__` (beyond `len`, `int` and the like), a file read in
     `__init__`, or a container passed in from outside keeps the finding.
+
+    A command-line default counts (`num_workers=args.workers` with
+    `parser.add_argument("--workers", default=0)`, dataclass fields parsed by
+    `HfArgumentParser`): it is what the script runs with unless the user
+    passes the option, and the message names it.  So is the default of a
+    parameter that every call in the module leaves out
+    (`def build(ds, workers=0)` called as `build(train_ds)`).
+
+    Hugging Face's `Trainer` builds its loaders from `TrainingArguments`
+    (`dataloader_num_workers` defaults to 0): a `TrainingArguments(...)` or
+    `Seq2SeqTrainingArguments(...)` call without workers is reported too.
+    Arguments parsed from the command line stay silent.
 
     Where workers would change what is loaded, the finding says so instead
     of suggesting a worker count: an `IterableDataset` whose `__iter__`
@@ -223,7 +265,8 @@ class SynchronousLoading(Rule):
                 continue
             if ctx.in_memory_dataset(call):
                 continue
-            what = "`num_workers` is not set" if value is MISSING else "`num_workers=0`"
+            found = origin_of(call, "num_workers")
+            what = "`num_workers` is not set" if value is MISSING else "`num_workers=0`" + origin_note(found)
             live = live_source(ctx, call)
             if live is not None:
                 cls, target, method = live
@@ -241,13 +284,18 @@ class SynchronousLoading(Rule):
                 f"use `num_workers={n}` ({profile_note(ctx)})"
             )
             hazards = worker_hazards(ctx, call)
-            fix = FixSpec(
-                "unsafe" if hazards else "safe",
-                f"Set `num_workers={n}`" + (f" (unsafe: {'; '.join(hazards)})" if hazards else ""),
-                calls=[CallChange(call.node, {"num_workers": str(n)})],
-                withheld=unguarded_script(ctx, call),
-            )
+            if found is None:
+                fix = FixSpec(
+                    "unsafe" if hazards else "safe",
+                    f"Set `num_workers={n}`" + (f" (unsafe: {'; '.join(hazards)})" if hazards else ""),
+                    calls=[CallChange(call.node, {"num_workers": str(n)})],
+                    withheld=unguarded_script(ctx, call),
+                )
+            else:
+                fix = _default_fix(call, n, found, hazards)
+                fix.withheld = unguarded_script(ctx, call)
             yield Report(call.node, message, fix)
+        yield from _training_arguments(ctx)
 
     VALID = [
         Valid("""
@@ -310,6 +358,29 @@ class SynchronousLoading(Rule):
         Valid("""
             from torch.utils.data import DataLoader
             loader = DataLoader(ds, 32, True, None, None, 4)
+        """),
+            # A command-line option without a default, or one the code changes: unknown.
+        Valid("""
+            import argparse
+            from torch.utils.data import DataLoader
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--workers", type=int, required=True)
+            args = parser.parse_args()
+            loader = DataLoader(ds, num_workers=args.workers)
+        """),
+        # TrainingArguments read from the command line or a file: the user's choice.
+        Valid("""
+            import sys
+            from transformers import HfArgumentParser, TrainingArguments
+            parser = HfArgumentParser((ModelArguments, TrainingArguments))
+            if sys.argv[1].endswith(".json"):
+                model_args, training_args = parser.parse_json_file(sys.argv[1])
+            else:
+                model_args, training_args = parser.parse_args_into_dataclasses()
+        """),
+        Valid("""
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="out", dataloader_num_workers=4)
         """),
     ]
     INVALID = [
@@ -448,5 +519,42 @@ class SynchronousLoading(Rule):
             loader = DataLoader(ds, collate_fn=lambda b: b, num_workers=2)
             """,
         ),
+            Invalid(
+            """
+            import argparse
+            from torch.utils.data import DataLoader
+            parser = argparse.ArgumentParser()
+            parser.add_argument("-j", "--workers", default=0, type=int)
+            args = parser.parse_args()
+            loader = DataLoader(ds, batch_size=64, num_workers=args.workers)
+            """,
+            message="`num_workers=0` (with the default `--workers 0`): batches are loaded in the training process, "
+            "the accelerator waits; use `num_workers=15` (target: 16 CPUs, 0 GPUs)",
+            fixed="""
+            import argparse
+            from torch.utils.data import DataLoader
+            parser = argparse.ArgumentParser()
+            parser.add_argument("-j", "--workers", default=15, type=int)
+            args = parser.parse_args()
+            loader = DataLoader(ds, batch_size=64, num_workers=args.workers)
+            """,
+            profile=_CPU16,
+            line=6,
+        ),
+        Invalid(
+            """
+            from transformers import Trainer, TrainingArguments
+            args = TrainingArguments(output_dir="out", per_device_train_batch_size=32)
+            Trainer(model=model, args=args, train_dataset=ds).train()
+            """,
+            message="`dataloader_num_workers` is not set: the Trainer loads every batch in the training process, "
+            "the accelerator waits; use `dataloader_num_workers=15` (target: 16 CPUs, 0 GPUs)",
+            fixed="""
+            from transformers import Trainer, TrainingArguments
+            args = TrainingArguments(output_dir="out", per_device_train_batch_size=32, dataloader_num_workers=15)
+            Trainer(model=model, args=args, train_dataset=ds).train()
+            """,
+            profile=_CPU16,
+            line=2,
+        ),
     ]
-

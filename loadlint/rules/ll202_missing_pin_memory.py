@@ -3,8 +3,22 @@ from __future__ import annotations
 from typing import Iterator
 
 from loadlint.resolve import MISSING
-from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
-from loadlint.rules.shared import dataset_touches_cuda
+from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
+from loadlint.rules.shared import dataset_touches_cuda, origin_note, origin_of, set_argument_fix
+
+
+def _training_arguments(ctx: Context) -> Iterator[Report]:
+    """``TrainingArguments(dataloader_pin_memory=False)`` in a module that uses the GPU."""
+    for call in ctx.values.training_arguments:
+        if call.value("dataloader_pin_memory") is not False or call.value("use_cpu") is True:
+            continue
+        found = call.origin("dataloader_pin_memory")
+        message = (
+            f"`dataloader_pin_memory=False`{origin_note(found)} but the Trainer moves batches to the GPU: copies "
+            "from pageable memory block and cannot overlap compute; set `dataloader_pin_memory=True`"
+        )
+        fix = set_argument_fix(call.node, "dataloader_pin_memory", "True", found, "Set `dataloader_pin_memory=True`")
+        yield Report(call.node, message, fix)
 
 
 class MissingPinMemory(Rule):
@@ -24,7 +38,11 @@ class MissingPinMemory(Rule):
 
     The rule is silent when the module shows no sign of an accelerator (a
     CPU-only script is not told to pin memory), and when the Dataset itself
-    returns CUDA tensors (pinning those fails; see LL105).
+    returns CUDA tensors (pinning those fails; see LL105).  Signs include a
+    `--device` option that defaults to `"cuda"`, `DistributedDataParallel`
+    with `device_ids`, accelerate's `accelerator.device` and Lightning's
+    `Trainer(accelerator="gpu")`.  `TrainingArguments(dataloader_pin_memory=False)`
+    in such a module is reported as well (the Trainer pins by default).
 
     ## Example
     ```python
@@ -63,13 +81,16 @@ class MissingPinMemory(Rule):
                 continue
             if dataset_touches_cuda(ctx, call):
                 continue
-            what = "`pin_memory` is not set" if value is MISSING else "`pin_memory=False`"
+            found = origin_of(call, "pin_memory")
+            what = "`pin_memory` is not set" if value is MISSING else "`pin_memory=False`" + origin_note(found)
             message = (
                 f"{what} but batches go to the GPU: copies from pageable memory block and cannot overlap compute; "
                 "set `pin_memory=True`"
             )
-            fix = FixSpec("safe", "Set `pin_memory=True`", calls=[CallChange(call.node, {"pin_memory": "True"})])
+            fix = set_argument_fix(call.node, "pin_memory", "True", found, "Set `pin_memory=True`")
             yield Report(call.node, message, fix)
+        yield from _training_arguments(ctx)
+
 
     VALID = [
         # No accelerator in sight.
@@ -110,6 +131,11 @@ class MissingPinMemory(Rule):
             loader = DataLoader(ds, num_workers=2)
             for x in loader:
                 x = x.to(device)
+        """),
+            # No accelerator in sight for the Trainer's loader.
+        Valid("""
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="out", dataloader_pin_memory=False)
         """),
     ]
     INVALID = [
@@ -176,6 +202,44 @@ class MissingPinMemory(Rule):
             from torch.utils.data import DataLoader
             dist.init_process_group(backend="nccl")
             loader = DataLoader(ds, num_workers=2, sampler=s, pin_memory=True)
+            """,
+        ),
+            Invalid(
+            """
+            import argparse
+            import torch
+            from torch.utils.data import DataLoader
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--device", default="cuda")
+            args = parser.parse_args()
+            loader = DataLoader(ds, num_workers=2)
+            for x in loader:
+                x = x.to(torch.device(args.device))
+            """,
+            fixed="""
+            import argparse
+            import torch
+            from torch.utils.data import DataLoader
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--device", default="cuda")
+            args = parser.parse_args()
+            loader = DataLoader(ds, num_workers=2, pin_memory=True)
+            for x in loader:
+                x = x.to(torch.device(args.device))
+            """,
+        ),
+        Invalid(
+            """
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="out", dataloader_num_workers=4, dataloader_pin_memory=False)
+            model.cuda()
+            """,
+            message="`dataloader_pin_memory=False` but the Trainer moves batches to the GPU: copies from pageable "
+            "memory block and cannot overlap compute; set `dataloader_pin_memory=True`",
+            fixed="""
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="out", dataloader_num_workers=4, dataloader_pin_memory=True)
+            model.cuda()
             """,
         ),
     ]

@@ -5,8 +5,10 @@ from typing import Iterator
 import libcst as cst
 
 from loadlint.resolve import follow_name
-from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
-from loadlint.rules.shared import profile_note, ranks, suggested_workers
+from loadlint.rules.base import Context, FixSpec, Invalid, Report, Rule, Valid
+from loadlint.rules.shared import (
+    origin_of, oversubscribed, profile_note, ranks, set_argument_fix, suggested_workers, trainer_workers,
+)
 from loadlint.types import HardwareProfile
 
 #: Divides the CPUs this process may use among the ranks torchrun starts on
@@ -18,6 +20,23 @@ PER_RANK_WORKERS = (
 
 _T8 = HardwareProfile(usable_cpus=16, gpu_count=8, declared=frozenset({"cpus", "gpus"}))
 _T1 = HardwareProfile(usable_cpus=4, gpu_count=1, declared=frozenset({"cpus", "gpus"}))
+
+
+def _training_arguments(ctx: Context) -> Iterator[Report]:
+    """``TrainingArguments(dataloader_num_workers=N)`` with more workers per node than usable CPUs."""
+    for call in ctx.values.training_arguments:
+        value = call.value("dataloader_num_workers")
+        per_node = ranks(ctx)
+        if type(value) is not int or value * per_node <= ctx.profile.usable_cpus:
+            continue
+        n = trainer_workers(ctx, call)
+        found = call.origin("dataloader_num_workers")
+        message = (
+            f"{oversubscribed('dataloader_num_workers', value, found, per_node)} on {ctx.profile.usable_cpus} usable CPUs: the Trainer's workers compete for cores and "
+            f"memory; use `dataloader_num_workers={n}` ({profile_note(ctx)})"
+        )
+        fix = set_argument_fix(call.node, "dataloader_num_workers", str(n), found, f"Set `dataloader_num_workers={n}`")
+        yield Report(call.node, message, fix)
 
 
 class WorkerOversubscription(Rule):
@@ -39,6 +58,11 @@ class WorkerOversubscription(Rule):
     starts that many workers: 8 ranks × 96 workers on a 96-CPU node.
     PyTorch only warns about one loader in one process
     (`check_worker_number_rationality`); it never adds up the ranks.
+
+    The ranks per node are Lightning's `Trainer(devices=N)` when the module
+    sets them.  `TrainingArguments(dataloader_num_workers=N)` is checked the
+    same way, and a command-line default counts (the message names it; the
+    fix changes the default, so the option still overrides it).
 
     "Usable CPUs" is the smallest of the logical CPUs, this process's
     affinity and the cgroup CPU quota of this machine, or `cpus` of the
@@ -102,13 +126,15 @@ class WorkerOversubscription(Rule):
             if total <= usable:
                 continue
             n = suggested_workers(ctx, call)
-            started = f"`num_workers={value}`" + (f" × {per_node} ranks = {total} workers" if per_node > 1 else "")
+            found = origin_of(call, "num_workers")
             message = (
-                f"{started} on {usable} usable CPUs: workers compete for cores and memory; "
+                f"{oversubscribed('num_workers', value, found, per_node)} on {usable} usable CPUs: workers compete for cores and memory; "
                 f"use `num_workers={n}` ({profile_note(ctx)})"
             )
-            fix = FixSpec("safe", f"Set `num_workers={n}`", calls=[CallChange(call.node, {"num_workers": str(n)})])
+            fix = set_argument_fix(call.node, "num_workers", str(n), found, f"Set `num_workers={n}`")
             yield Report(call.node, message, fix)
+        yield from _training_arguments(ctx)
+
 
     VALID = [
         Valid("""
@@ -127,6 +153,10 @@ class WorkerOversubscription(Rule):
             dist.init_process_group("nccl")
             loader = DataLoader(ds, sampler=s, num_workers=1)
         """, profile=_T8),
+            Valid("""
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="out", dataloader_num_workers=3)
+        """, profile=_T1),
     ]
     INVALID = [
         Invalid(
@@ -197,5 +227,43 @@ class WorkerOversubscription(Rule):
                 model = DistributedDataParallel(net)
                 return DataLoader(ds, sampler=s, num_workers=workers)
             """ % PER_RANK_WORKERS,
+        ),
+            Invalid(
+            """
+            import argparse
+            from torch.utils.data import DataLoader
+            def main(args):
+                return DataLoader(ds, batch_size=2, num_workers=args.workers)
+            if __name__ == "__main__":
+                parser = argparse.ArgumentParser()
+                parser.add_argument("-j", "--workers", default=16, type=int)
+                main(parser.parse_args())
+            """,
+            message="`num_workers=16` (with the default `--workers 16`) on 4 usable CPUs: workers compete for cores "
+            "and memory; use `num_workers=2` (target: 4 CPUs, 1 GPU)",
+            fixed="""
+            import argparse
+            from torch.utils.data import DataLoader
+            def main(args):
+                return DataLoader(ds, batch_size=2, num_workers=args.workers)
+            if __name__ == "__main__":
+                parser = argparse.ArgumentParser()
+                parser.add_argument("-j", "--workers", default=2, type=int)
+                main(parser.parse_args())
+            """,
+            profile=_T1,
+        ),
+        Invalid(
+            """
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="out", dataloader_num_workers=16)
+            """,
+            message="`dataloader_num_workers=16` on 4 usable CPUs: the Trainer's workers compete for cores and "
+            "memory; use `dataloader_num_workers=3` (target: 4 CPUs, 1 GPU)",
+            fixed="""
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="out", dataloader_num_workers=3)
+            """,
+            profile=_T1,
         ),
     ]

@@ -3,8 +3,32 @@ from __future__ import annotations
 from typing import Iterator
 
 from loadlint.resolve import MISSING
-from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
-from loadlint.rules.shared import workers_on
+from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
+from loadlint.rules.shared import origin_note, origin_of, set_argument_fix, workers_on
+
+
+def _training_arguments(ctx: Context) -> Iterator[Report]:
+    """``TrainingArguments`` with workers that are not persistent: the
+    Trainer iterates its training loader once per epoch."""
+    for call in ctx.values.training_arguments:
+        n = call.effective("dataloader_num_workers")
+        value = call.value("dataloader_persistent_workers")
+        if type(n) is not int or n <= 0 or (value is not MISSING and value is not False):
+            continue
+        epochs, steps = call.effective("num_train_epochs"), call.effective("max_steps")
+        if type(epochs) in (int, float) and epochs <= 1 and type(steps) is int and steps <= 0:
+            continue
+        found = call.origin("dataloader_persistent_workers")
+        what = ("`dataloader_persistent_workers` is not set" if value is MISSING
+                else "`dataloader_persistent_workers=False`" + origin_note(found))
+        message = (
+            f"{what}: the Trainer iterates its loader every epoch and starts its {n} "
+            f"workers{origin_note(call.origin('dataloader_num_workers'))} again each time; "
+            "set `dataloader_persistent_workers=True`"
+        )
+        fix = set_argument_fix(call.node, "dataloader_persistent_workers", "True", found,
+                               "Set `dataloader_persistent_workers=True`")
+        yield Report(call.node, message, fix)
 
 
 class NonPersistentWorkers(Rule):
@@ -25,6 +49,11 @@ class NonPersistentWorkers(Rule):
     from a 4 minute pause per epoch to 7 minutes cut to 35 seconds).
 
     A loader constructed inside the loop is LL206's finding, not this one.
+
+    Hugging Face's `Trainer` iterates its training loader once per epoch:
+    `TrainingArguments` with `dataloader_num_workers` and without
+    `dataloader_persistent_workers=True` is reported unless it trains a
+    single epoch.
 
     ## Example
     ```python
@@ -67,14 +96,17 @@ class NonPersistentWorkers(Rule):
             if not ctx.epoch_uses(call) and not ctx.lightning_hook(call):
                 continue
             n = call.workers()
-            what = "`persistent_workers` is not set" if value is MISSING else "`persistent_workers=False`"
+            found = origin_of(call, "persistent_workers")
+            what = ("`persistent_workers` is not set" if value is MISSING
+                    else "`persistent_workers=False`" + origin_note(found))
             message = (
-                f"{what}: the {n} workers of this loader are started again at every epoch; "
-                "set `persistent_workers=True`"
+                f"{what}: the {n} workers{origin_note(origin_of(call, 'num_workers'))} of this loader are started "
+                "again at every epoch; set `persistent_workers=True`"
             )
-            fix = FixSpec("safe", "Set `persistent_workers=True`",
-                          calls=[CallChange(call.node, {"persistent_workers": "True"})])
+            fix = set_argument_fix(call.node, "persistent_workers", "True", found, "Set `persistent_workers=True`")
             yield Report(call.node, message, fix)
+        yield from _training_arguments(ctx)
+
 
     VALID = [
         Valid("""
@@ -113,6 +145,15 @@ class NonPersistentWorkers(Rule):
                 for epoch in range(3):
                     for batch in loader:
                         step(batch)
+        """),
+            # One epoch: the Trainer iterates its loader once.
+        Valid("""
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="out", dataloader_num_workers=4, num_train_epochs=1)
+        """),
+        Valid("""
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="out", dataloader_num_workers=4, dataloader_persistent_workers=True)
         """),
     ]
     INVALID = [
@@ -173,6 +214,18 @@ class NonPersistentWorkers(Rule):
             class Data(L.LightningDataModule):
                 def train_dataloader(self):
                     return DataLoader(self.train, batch_size=32, num_workers=4, persistent_workers=True)
+            """,
+        ),
+            Invalid(
+            """
+            from transformers import Seq2SeqTrainingArguments
+            args = Seq2SeqTrainingArguments(output_dir="out", dataloader_num_workers=4)
+            """,
+            message="`dataloader_persistent_workers` is not set: the Trainer iterates its loader every epoch and "
+            "starts its 4 workers again each time; set `dataloader_persistent_workers=True`",
+            fixed="""
+            from transformers import Seq2SeqTrainingArguments
+            args = Seq2SeqTrainingArguments(output_dir="out", dataloader_num_workers=4, dataloader_persistent_workers=True)
             """,
         ),
     ]

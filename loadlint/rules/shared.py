@@ -7,17 +7,19 @@ from typing import AbstractSet
 
 import libcst as cst
 
+from loadlint.facts.cli_args import TrainingArgumentsCall
 from loadlint.facts.datasets import WORKER_METHODS
 from loadlint.facts.loaders import LoaderCall
 from loadlint.hardware import ranks_per_node, suggest_num_workers
-from loadlint.resolve import MISSING, UNKNOWN, Scope, dotted_name, evaluate, follow_name
-from loadlint.rules.base import Context
+from loadlint.resolve import MISSING, UNKNOWN, Origin, Scope, dotted_name, evaluate, follow_name, origin
+from loadlint.rules.base import CallChange, Context, FixSpec
 from loadlint.types import HardwareProfile
 
 
 def ranks(ctx: Context) -> int:
-    """Ranks per node of the target (1 unless the module runs distributed)."""
-    return ranks_per_node(ctx.profile, ctx.distributed)
+    """Ranks per node of the target (1 unless the module runs distributed);
+    the module's own count when it sets one (Lightning's ``devices=N``)."""
+    return ctx.launch.ranks_per_node or ranks_per_node(ctx.profile, ctx.distributed)
 
 
 def suggested_workers(ctx: Context, call: LoaderCall) -> int:
@@ -27,6 +29,18 @@ def suggested_workers(ctx: Context, call: LoaderCall) -> int:
     batch = call.value("batch_size")
     batch_size = batch if type(batch) is int and batch > 0 else None
     return suggest_num_workers(ctx.profile, ranks(ctx), batch_size)
+
+
+def trainer_workers(ctx: Context, call: TrainingArgumentsCall) -> int:
+    """The ``dataloader_num_workers`` to suggest for a ``TrainingArguments`` call."""
+    batch = call.effective("per_device_train_batch_size")
+    return suggest_num_workers(ctx.profile, ranks(ctx), batch if type(batch) is int and batch > 0 else None)
+
+
+def oversubscribed(name: str, value: int, found: Origin | None, per_node: int) -> str:
+    """How LL203 quotes the workers a node starts: `` `num_workers=8` × 4 ranks = 32 workers``."""
+    started = f"`{name}={value}`" + origin_note(found)
+    return started + (f" × {per_node} ranks = {value * per_node} workers" if per_node > 1 else "")
 
 
 def profile_note(ctx: Context) -> str:
@@ -195,3 +209,30 @@ def value_text(call: LoaderCall, name: str) -> str:
     """An argument as a message quotes it: ``name=<code>``."""
     expr = call.expr(name)
     return f"`{name}={code_of(expr)}`" if expr is not None else f"`{name}`"
+
+
+def origin_of(call: LoaderCall, name: str) -> Origin | None:
+    """Where an argument's value comes from when it is an overridable
+    default (``num_workers=args.workers``), else None."""
+    arg = call.args.get(name)
+    if arg is not None:
+        return origin(arg.value, call.scope)
+    entry = call.dict_args.get(name)
+    return origin(entry[0], entry[1]) if entry is not None else None
+
+
+def origin_note(found: Origin | None) -> str:
+    """`` (with the default `--workers 16`)`` for a message, or ""."""
+    return f" ({found.text})" if found is not None else ""
+
+
+def set_argument_fix(call: cst.Call, name: str, code: str, found: Origin | None, label: str) -> FixSpec:
+    """Set an argument, or the default it comes from (the command-line
+    override keeps working).  Replacing an option the user may pass with a
+    constant is unsafe."""
+    if found is not None and found.node is not None:
+        return FixSpec("safe", f"{label} (the default it comes from)", replace=[(found.node, code)])
+    if found is not None:
+        return FixSpec("unsafe", f"{label} (unsafe: the command-line option no longer applies)",
+                       calls=[CallChange(call, {name: code})])
+    return FixSpec("safe", label, calls=[CallChange(call, {name: code})])

@@ -1,0 +1,587 @@
+"""Command-line values: what ``argparse`` (and dataclass parsers such as
+``HfArgumentParser``, ``simple_parsing`` and ``tyro``) give a script that is
+run without options.
+
+A default is the value the script runs with unless the user overrides it, so
+the rules may use it, and their messages say where it comes from.  Anything
+the parser cannot show statically stays unknown: a required option, an
+option without a default, a value read from a file (``parse_json_file``), a
+namespace changed after parsing (``args.workers = ...``, ``setattr``,
+``vars(args).update``), arguments passed to ``parse_args([...])``.
+
+``finish`` binds the namespaces to the names that hold them
+(``Scope.namespaces``), which ``loadlint.resolve.evaluate`` reads; the
+module's plain values are exported for the project-wide join.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+import libcst as cst
+
+from loadlint.facts.cursor import Cursor, Provider
+from loadlint.facts.names import ClassFacts, FunctionFacts, NameFacts
+from loadlint.resolve import MISSING, UNKNOWN, Namespace, Option, Origin, Scope, evaluate, is_known, origin
+
+_PARSERS = {
+    "argparse.ArgumentParser": "argparse",
+    "simple_parsing.ArgumentParser": "argparse",
+    "transformers.HfArgumentParser": "dataclasses",
+    "transformers.hf_argparser.HfArgumentParser": "dataclasses",
+}
+#: Calls that parse the command line into one dataclass instance.
+_DATACLASS_CLI = {"simple_parsing.parse", "tyro.cli"}
+#: Hugging Face's own argument classes: the framework reads them, and their
+#: values on the command line are the user's business (the rules stay silent).
+FRAMEWORK_ARGUMENTS = {
+    "transformers.TrainingArguments",
+    "transformers.Seq2SeqTrainingArguments",
+    "transformers.training_args.TrainingArguments",
+    "transformers.training_args_seq2seq.Seq2SeqTrainingArguments",
+}
+_ALIASING = {"add_argument_group", "add_mutually_exclusive_group", "add_subparsers", "add_parser"}
+_PARSE = {"parse_args", "parse_known_args", "parse_args_into_dataclasses"}
+_CONVERT = {"int": int, "float": float, "str": str}
+_VARS_WRITE = re.compile(r"\bvars\(\s*(\w+)\s*\)(?!\s*\[)")
+_WORD = re.compile(r"\w+")
+_DICT = re.compile(r"\b(\w+)\.__dict__\b")
+
+#: A binding place: the scope a name is bound in, and the name.
+Place = tuple[Scope, str]
+
+
+@dataclass
+class ModuleValues:
+    """A module's values as plain data, for the project-wide join: its
+    constants, and the options of the parsers its functions build."""
+
+    #: Module-level names bound once to a constant.
+    constants: dict[str, object] = field(default_factory=dict)
+    #: Function returning a parser -> option dest -> (default, origin text).
+    parser_functions: dict[str, dict[str, tuple[object, str]]] = field(default_factory=dict)
+    #: Module-level names bound to a parsed namespace -> dest -> (default, origin text).
+    namespaces: dict[str, dict[str, tuple[object, str]]] = field(default_factory=dict)
+
+
+@dataclass
+class CliFacts:
+    """Parsers, what they parse into, and the module's exported values."""
+
+    values: ModuleValues = field(default_factory=ModuleValues)
+    #: ``TrainingArguments(...)`` calls, whose loaders the Trainer builds.
+    training_arguments: list[TrainingArgumentsCall] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class _Parser:
+    kind: str
+    node: cst.Call
+    scope: Scope
+    options: list[tuple[cst.Call, Scope]] = field(default_factory=list)
+    defaults: list[tuple[cst.Call, Scope]] = field(default_factory=list)
+    dataclasses: list[tuple[cst.Call, Scope]] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class _Parse:
+    """A parse call: ``receiver.method()`` or ``simple_parsing.parse(Cls)``."""
+
+    node: cst.Call
+    scope: Scope
+    method: str
+    receiver: cst.BaseExpression | None
+
+
+class CliProvider(Provider[CliFacts]):
+    """Records parsers, their options and the parse calls; ``finish`` binds namespaces."""
+
+    def __init__(self, cursor: Cursor, facts: CliFacts) -> None:
+        super().__init__(cursor, facts)
+        self._names: NameFacts = cursor.names
+        self._parsers: dict[int, _Parser] = {}
+        self._aliases: dict[tuple[int, str], cst.BaseExpression] = {}
+        self._alias_scopes: dict[tuple[int, str], Scope] = {}
+        self._members: list[tuple[str, cst.BaseExpression, cst.Call, Scope]] = []
+        self._parses: dict[int, _Parse] = {}
+        self._assigns: list[tuple[cst.BaseExpression, cst.BaseExpression, Scope]] = []
+        self._returns: dict[FunctionFacts, list[tuple[cst.BaseExpression, Scope]]] = {}
+        self._calls: dict[str, list[tuple[cst.Call, Scope]]] = {}
+        self._changed_attrs: set[str] = set()
+        self._changed_names: set[str] = set()
+        self._module = cst.Module([])
+        self._code: str | None = None
+        self._words: Counter[str] | None = None
+
+    # -- traversal ------------------------------------------------------------
+
+    def visit_Call(self, node: cst.Call) -> None:
+        cursor = self.cursor
+        qualified = cursor.qualified
+        func = node.func
+        if qualified in FRAMEWORK_ARGUMENTS:
+            self._record_training_arguments(node, qualified)
+        elif qualified in _PARSERS:
+            self._parsers[id(node)] = _Parser(_PARSERS[qualified], node, cursor.scope)
+        elif qualified in _DATACLASS_CLI:
+            self._parses[id(node)] = _Parse(node, cursor.scope, qualified, None)
+        elif isinstance(func, cst.Name):
+            if func.value == "setattr" and node.args and isinstance(node.args[0].value, cst.Name):
+                self._changed_names.add(node.args[0].value.value)
+            elif node.args:
+                self._calls.setdefault(func.value, []).append((node, cursor.scope))
+        if not isinstance(func, cst.Attribute):
+            return
+        method = func.attr.value
+        if method in ("add_argument", "set_defaults", "add_arguments"):
+            self._members.append((method, func.value, node, cursor.scope))
+        elif method in _PARSE:
+            self._parses[id(node)] = _Parse(node, cursor.scope, method, func.value)
+        elif method in _ALIASING:
+            for target in cursor.pending_targets.get(id(node), ()):
+                place = self._place(target)
+                if place is not None:
+                    self._aliases[(id(place[0]), place[1])] = func.value
+                    self._alias_scopes[(id(place[0]), place[1])] = cursor.scope
+
+    def _record_training_arguments(self, node: cst.Call, qualified: str) -> None:
+        args: dict[str, cst.Arg] = {}
+        opaque = False
+        for index, arg in enumerate(node.args):
+            if arg.star or (arg.keyword is None and index > 0):
+                opaque = True
+            elif arg.keyword is not None:
+                args[arg.keyword.value] = arg
+        name = qualified.rpartition(".")[2]
+        self.facts.training_arguments.append(TrainingArgumentsCall(node, self.cursor.scope, name, args, opaque))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self._assigned(target.target)
+            self._assigns.append((target.target, node.value, self.cursor.scope))
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._assigned(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._assigned(node.target)
+
+    def visit_Return(self, node: cst.Return) -> None:
+        fn = self.cursor.function
+        if fn is not None and node.value is not None:
+            self._returns.setdefault(fn, []).append((node.value, self.cursor.scope))
+
+    def _assigned(self, target: cst.BaseExpression) -> None:
+        # ``args.workers = 8`` anywhere: that option's default is not what runs.
+        if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name):
+            self._changed_attrs.add(target.attr.value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._assigned(element.value)
+
+    def _place(self, target: cst.BaseExpression) -> Place | None:
+        if not isinstance(target, cst.Name):
+            return None
+        found = self.cursor.scope.lookup(target.value)
+        return (found[0] if found else self.cursor.scope.function, target.value)
+
+    # -- after the traversal ----------------------------------------------------
+
+    def finish(self, module: cst.Module, text: str | None = None) -> None:
+        """Bind every parsed namespace to the names that hold it; ``text`` is
+        the module's source (printed from the tree when not given)."""
+        self._module, self._code = module, text
+        if self._parses:
+            # ``vars(args).update(...)``, ``args.__dict__``: the namespace changes.
+            code = self._source()
+            self._changed_names.update(_VARS_WRITE.findall(code), _DICT.findall(code))
+        for method, receiver, node, scope in self._members:
+            parser = self._parser_of(receiver, scope, 0)
+            if parser is None:
+                continue
+            {"add_argument": parser.options, "set_defaults": parser.defaults,
+             "add_arguments": parser.dataclasses}[method].append((node, scope))
+        # Twice: a function that returns a namespace may be defined below its use.
+        for _ in range(2):
+            for target, value, scope in self._assigns:
+                self._bind(target, value, scope)
+        self._flow_into_parameters()
+        self._parameter_defaults()
+        self._export()
+
+    def _parser_of(self, expr: cst.BaseExpression, scope: Scope, depth: int) -> _Parser | None:
+        """The parser an expression holds: a name bound to one (or to a group
+        or subparser of one), or a local function returning one."""
+        if depth > 8:
+            return None
+        if isinstance(expr, cst.Call):
+            parser = self._parsers.get(id(expr))
+            if parser is not None:
+                return parser
+            fn = self._local_function(expr, scope)
+            returns = self._returns.get(fn, []) if fn is not None else []
+            if len(returns) == 1:
+                return self._parser_of(returns[0][0], returns[0][1], depth + 1)
+            return None
+        if not isinstance(expr, cst.Name):
+            return None
+        found = scope.lookup(expr.value)
+        if found is None or len(found[1]) != 1:
+            return None
+        owner, bindings = found
+        alias = self._aliases.get((id(owner), expr.value))
+        if alias is not None:
+            return self._parser_of(alias, self._alias_scopes[(id(owner), expr.value)], depth + 1)
+        value = bindings[0].value
+        return self._parser_of(value, owner, depth + 1) if value is not None else None
+
+    def _local_function(self, call: cst.Call, scope: Scope) -> FunctionFacts | None:
+        if not isinstance(call.func, cst.Name):
+            return None
+        definition = self._names.definition(call.func.value, scope)
+        return definition if isinstance(definition, FunctionFacts) else None
+
+    def _result(self, value: cst.BaseExpression, scope: Scope, depth: int = 0) -> list[Namespace] | None:
+        """What an expression evaluates to: one namespace, or the tuple a
+        parse call returns (a list of namespaces); None when unknown."""
+        if depth > 8:
+            return None
+        if isinstance(value, cst.Subscript) and isinstance(value.value, cst.Call) and len(value.slice) == 1:
+            index = value.slice[0].slice
+            inner = self._result(value.value, scope, depth + 1)
+            if inner is not None and isinstance(index, cst.Index) and evaluate(index.value, None) == 0:
+                return inner[:1]
+            return None
+        if isinstance(value, cst.Name):
+            found = scope.lookup(value.value)
+            if found is None or len(found[1]) != 1 or value.value in self._changed_names:
+                return None
+            ns = found[0].namespaces.get(value.value)
+            return [ns] if ns is not None else None
+        if not isinstance(value, cst.Call):
+            return None
+        parse = self._parses.get(id(value))
+        if parse is None:
+            fn = self._local_function(value, scope)
+            returns = self._returns.get(fn, []) if fn is not None else []
+            return self._result(returns[0][0], returns[0][1], depth + 1) if len(returns) == 1 else None
+        if parse.receiver is None:
+            return self._dataclass_result(value, scope)
+        # Arguments given to the parse call replace the command line.
+        if value.args:
+            return None
+        parser = self._parser_of(parse.receiver, parse.scope, 0)
+        if parser is None:
+            return None
+        if parse.method == "parse_args_into_dataclasses":
+            return self._dataclass_namespaces(parser, value)
+        if parser.kind != "argparse":
+            return None
+        ns = self._argparse_namespace(parser)
+        return [ns] if ns is not None else None
+
+    def _dataclass_result(self, call: cst.Call, scope: Scope) -> list[Namespace] | None:
+        if not call.args or call.args[0].keyword is not None:
+            return None
+        ns = self._dataclass_namespace(call.args[0].value, scope, call)
+        return [ns] if ns is not None else None
+
+    def _dataclass_namespaces(self, parser: _Parser, call: cst.Call) -> list[Namespace] | None:
+        if parser.kind != "dataclasses" or not parser.node.args:
+            return None
+        types = parser.node.args[0].value
+        elements = [e.value for e in types.elements] if isinstance(types, (cst.Tuple, cst.List)) else [types]
+        out = []
+        for element in elements:
+            ns = self._dataclass_namespace(element, parser.scope, call)
+            if ns is None:
+                return None
+            out.append(ns)
+        return out
+
+    def _dataclass_namespace(self, expr: cst.BaseExpression, scope: Scope, call: cst.Call) -> Namespace | None:
+        """The fields of a local dataclass with their defaults; a framework's
+        own arguments class gives an empty namespace (silence)."""
+        qualified = self.cursor.qualify(expr)
+        if qualified in FRAMEWORK_ARGUMENTS:
+            return Namespace()
+        if not isinstance(expr, cst.Name):
+            return None
+        cls = self._names.definition(expr.value, scope)
+        if not isinstance(cls, ClassFacts):
+            return None
+        ns = Namespace()
+        for klass in reversed(self._names.class_hierarchy(cls)):
+            ns.options.update(_dataclass_fields(klass, self._names.module_scope))
+        for name in self._changed_attrs:
+            ns.options.pop(name, None)
+        return ns
+
+    def _argparse_namespace(self, parser: _Parser) -> Namespace | None:
+        options: dict[str, Option | Namespace] = {}
+        for node, scope in parser.options:
+            parsed = _argparse_option(node, scope)
+            if parsed is None:
+                continue
+            dest, option = parsed
+            # The same dest twice (subparsers) with different defaults: unknown.
+            previous = options.get(dest)
+            if isinstance(previous, Option) and previous.value != option.value:
+                option = Option(UNKNOWN)
+            options[dest] = option
+        for node, scope in parser.defaults:
+            for arg in node.args:
+                if arg.star or arg.keyword is None:
+                    return None
+                key, value = arg.keyword.value, evaluate(arg.value, scope)
+                options[key] = Option(value, Origin(f"with the default `{key}={value!r}`", arg.value))
+        for node, scope in parser.dataclasses:
+            dest_expr = _keyword(node, "dest")
+            name = evaluate(dest_expr, scope) if dest_expr is not None else None
+            if not node.args or not isinstance(name, str):
+                continue
+            inner = self._dataclass_namespace(node.args[0].value, scope, node)
+            if inner is not None:
+                options[name] = inner
+        for name in self._changed_attrs:
+            options.pop(name, None)
+        return Namespace(options)
+
+    def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression, scope: Scope) -> None:
+        result = self._result(value, scope)
+        if result is None:
+            return
+        if isinstance(target, (cst.Tuple, cst.List)):
+            parse = self._parses.get(id(value)) if isinstance(value, cst.Call) else None
+            into = parse is not None and parse.method == "parse_args_into_dataclasses"
+            targets = [e.value for e in target.elements]
+            if into and len(targets) != len(result):
+                return
+            pairs = list(zip(targets, result)) if into else [(targets[0], result[0])]
+        elif len(result) == 1:
+            pairs = [(target, result[0])]
+        else:
+            return
+        for name_node, ns in pairs:
+            if isinstance(name_node, cst.Name) and name_node.value not in self._changed_names:
+                found = scope.lookup(name_node.value)
+                owner = found[0] if found else scope.function
+                owner.namespaces[name_node.value] = ns
+
+    def _flow_into_parameters(self) -> None:
+        """``main(args)``: a parameter every call in the module passes the
+        same namespace to holds that namespace."""
+        for _ in range(3):
+            for fn in self._names.functions:
+                if fn.class_name is not None:
+                    continue
+                calls = [(c, s) for c, s in self._calls.get(fn.name, ()) if self._local_function(c, s) is fn]
+                if not calls:
+                    continue
+                for index, param in enumerate(fn.params):
+                    if param in fn.scope.namespaces or param in self._changed_names:
+                        continue
+                    passed = {id(ns): ns for ns in (self._passed(c, s, index, param) for c, s in calls)
+                              if ns is not None}
+                    complete = all(self._passed(c, s, index, param) is not None for c, s in calls)
+                    if complete and len(passed) == 1:
+                        fn.scope.namespaces[param] = next(iter(passed.values()))
+
+    def _parameter_defaults(self) -> None:
+        """``def build(ds, workers=4)`` that every call in the module leaves
+        ``workers`` out of: inside it, ``workers`` is 4."""
+        for fn in self._names.functions:
+            calls = [(c, s) for c, s in self._calls.get(fn.name, ()) if self._local_function(c, s) is fn]
+            # Only a function the module calls, and never refers to otherwise (the def names it once).
+            if fn.class_name is not None or not calls or not any(p.default for p in _parameters(fn)):
+                continue
+            # The def and the calls are the only mentions (a function passed around is called elsewhere too).
+            if self._mentions()[fn.name] != len(calls) + 1:
+                continue
+            if any(arg.star for call, _ in calls for arg in call.args):
+                continue
+            params = fn.node.params
+            positional = [*params.posonly_params, *params.params]
+            for index, param in enumerate([*positional, *params.kwonly_params]):
+                if param.default is None:
+                    continue
+                name = param.name.value
+                at = index if index < len(positional) else None
+                if any(_passes(call, at, name) for call, _ in calls):
+                    continue
+                value = evaluate(param.default, fn.scope.parent)
+                text = f"with the default `{name}={_code(param.default)}` of `{fn.name}()`"
+                fn.scope.defaults[name] = Option(value, Origin(text, param.default))
+
+    def _mentions(self) -> Counter[str]:
+        """How often each word occurs in the source (comments and strings
+        included: an over-count only keeps a default unknown)."""
+        if self._words is None:
+            self._words = Counter(_WORD.findall(self._source()))
+        return self._words
+
+    def _source(self) -> str:
+        if self._code is None:
+            self._code = self._module.code
+        return self._code
+
+    def _passed(self, call: cst.Call, scope: Scope, index: int, param: str) -> Namespace | None:
+        position = 0
+        for arg in call.args:
+            if arg.star:
+                return None
+            if (arg.keyword is None and position == index) or (arg.keyword is not None and arg.keyword.value == param):
+                result = self._result(arg.value, scope)
+                return result[0] if result is not None and len(result) == 1 else None
+            if arg.keyword is None:
+                position += 1
+        return None
+
+    def _export(self) -> None:
+        values = self.facts.values
+        module = self._names.module_scope
+        for name, bindings in module.bindings.items():
+            if len(bindings) == 1 and bindings[0].value is not None and not isinstance(bindings[0].value, cst.Call):
+                value = evaluate(bindings[0].value, module)
+                if is_known(value) and type(value) in (int, float, str, bool, type(None)):
+                    values.constants[name] = value
+        for name, ns in module.namespaces.items():
+            values.namespaces[name] = _plain(ns)
+        for fn, returns in self._returns.items():
+            if fn.nested or fn.class_name is not None or len(returns) != 1:
+                continue
+            parser = self._parser_of(returns[0][0], returns[0][1], 0)
+            built = self._argparse_namespace(parser) if parser is not None and parser.kind == "argparse" else None
+            if built is not None:
+                values.parser_functions[fn.name] = _plain(built)
+
+
+def _parameters(fn: FunctionFacts) -> list[cst.Param]:
+    params = fn.node.params
+    return [*params.posonly_params, *params.params, *params.kwonly_params]
+
+
+def _passes(call: cst.Call, index: int | None, name: str) -> bool:
+    """The call gives the parameter at ``index`` (positional) or named ``name``."""
+    positional = sum(1 for arg in call.args if arg.keyword is None)
+    return (index is not None and index < positional) or any(
+        arg.keyword is not None and arg.keyword.value == name for arg in call.args
+    )
+
+
+def _code(node: cst.BaseExpression) -> str:
+    return cst.Module([]).code_for_node(node)
+
+
+def _plain(ns: Namespace) -> dict[str, tuple[object, str]]:
+    return {
+        name: (option.value, option.origin.text)
+        for name, option in ns.options.items()
+        if isinstance(option, Option) and is_known(option.value) and option.origin is not None
+    }
+
+
+def _keyword(call: cst.Call, name: str) -> cst.BaseExpression | None:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg.value
+    return None
+
+
+def _argparse_option(call: cst.Call, scope: Scope) -> tuple[str, Option] | None:
+    """(dest, default) of one ``add_argument`` call."""
+    flags = [evaluate(a.value, scope) for a in call.args if a.keyword is None and not a.star]
+    if not flags or not all(isinstance(f, str) for f in flags):
+        return None
+    long = [f for f in flags if f.startswith("--")]
+    flag = long[0] if long else flags[0]
+    dest_expr = _keyword(call, "dest")
+    dest = evaluate(dest_expr, scope) if dest_expr is not None else flag.lstrip("-").replace("-", "_")
+    if not isinstance(dest, str):
+        return None
+    action = evaluate(_keyword(call, "action"), scope) if _keyword(call, "action") is not None else "store"
+    default_expr = _keyword(call, "default")
+    if not flag.startswith("-") or evaluate(_keyword(call, "required"), scope) is True:
+        return dest, Option(UNKNOWN)
+    if action in ("store_true", "store_false") and default_expr is None:
+        value = action == "store_false"
+        return dest, Option(value, Origin(f"without `{flag}`"))
+    if action != "store" or default_expr is None:
+        return dest, Option(UNKNOWN)
+    value = evaluate(default_expr, scope)
+    type_expr = _keyword(call, "type")
+    if isinstance(value, str) and type_expr is not None:
+        # argparse converts a string default with ``type``.
+        convert = _CONVERT.get(type_expr.value) if isinstance(type_expr, cst.Name) else None
+        try:
+            value = convert(value) if convert is not None else UNKNOWN
+        except ValueError:
+            value = UNKNOWN
+    return dest, Option(value, Origin(f"with the default `{flag} {value}`", default_expr))
+
+
+def _dataclass_fields(cls: ClassFacts, scope: Scope) -> dict[str, Option | Namespace]:
+    """Field name -> default of a dataclass body (``x: int = 4``,
+    ``x: int = field(default=4)``); a field without one is unknown."""
+    out: dict[str, Option | Namespace] = {}
+    body = cls.node.body
+    statements = body.body if isinstance(body, cst.IndentedBlock) else ()
+    for statement in statements:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if not isinstance(small, cst.AnnAssign) or not isinstance(small.target, cst.Name):
+                continue
+            name, default = small.target.value, small.value
+            if isinstance(default, cst.Call) and isinstance(default.func, cst.Name) and default.func.value == "field":
+                default = _keyword(default, "default")
+            if default is None:
+                out[name] = Option(UNKNOWN)
+                continue
+            value = evaluate(default, scope)
+            out[name] = Option(value, Origin(f"with the default `{cls.name}.{name} = {value!r}`", default))
+    return out
+
+
+#: The loader settings of Hugging Face's ``TrainingArguments`` (transformers 5.x defaults).
+TRAINING_DEFAULTS: dict[str, object] = {
+    "dataloader_num_workers": 0,
+    "dataloader_pin_memory": True,
+    "dataloader_persistent_workers": False,
+    "dataloader_prefetch_factor": None,
+    "per_device_train_batch_size": 8,
+    "num_train_epochs": 3.0,
+    "max_steps": -1,
+}
+
+
+@dataclass(eq=False)
+class TrainingArgumentsCall:
+    """A ``TrainingArguments(...)`` call: the Trainer builds its loaders from it."""
+
+    node: cst.Call
+    scope: Scope
+    #: The class as written (``TrainingArguments``, ``Seq2SeqTrainingArguments``).
+    name: str
+    args: dict[str, cst.Arg]
+    #: A ``*args`` or ``**kwargs`` may hide any argument.
+    opaque: bool
+
+    def value(self, name: str) -> Any:
+        """The argument's value, MISSING when certainly absent, else UNKNOWN."""
+        arg = self.args.get(name)
+        if arg is not None:
+            return evaluate(arg.value, self.scope)
+        return UNKNOWN if self.opaque else MISSING
+
+    def effective(self, name: str) -> Any:
+        """Like value(), with a missing argument replaced by the framework's default."""
+        value = self.value(name)
+        return TRAINING_DEFAULTS[name] if value is MISSING else value
+
+    def origin(self, name: str) -> Origin | None:
+        """Where the argument's value comes from, when it is an overridable default."""
+        arg = self.args.get(name)
+        return origin(arg.value, self.scope) if arg is not None else None
