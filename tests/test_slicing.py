@@ -41,8 +41,12 @@ def sliced_and_full(monkeypatch: pytest.MonkeyPatch, text: str) -> tuple[list, l
 def padded(text: str) -> str:
     """``text`` with unrelated top-level assignments before every top-level statement."""
     out = []
+    previous = ""
     for i, line in enumerate(text.splitlines(keepends=True)):
-        if line[:1].isalpha() and not line.startswith(("else", "elif", "except", "finally")):
+        # Not between a decorator and what it decorates: that would not parse.
+        decorated = previous.startswith("@")
+        previous = line
+        if line[:1].isalpha() and not decorated and not line.startswith(("else", "elif", "except", "finally")):
             out.append(f"padding_{i}_a = {i} * 2\npadding_{i}_b = [padding_{i}_a, 'DataL' 'oader', {{'k': 1}}]\n")
         out.append(line)
     return "".join(out)
