@@ -290,3 +290,14 @@ def test_import_linter_contracts() -> None:
     proc = subprocess.run([lint_imports, "--no-cache", "--no-logo"], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_every_package_is_installed() -> None:
+    # An explicit package list once left new subpackages out of the wheel:
+    # the installed CLI then failed with ModuleNotFoundError.
+    from setuptools import find_packages
+
+    on_disk = sorted(
+        ".".join(init.parent.relative_to(REPO).parts) for init in PACKAGE.rglob("__init__.py")
+    )
+    assert sorted(find_packages(str(REPO), include=["loadlint", "loadlint.*"])) == on_disk

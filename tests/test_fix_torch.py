@@ -87,6 +87,9 @@ def test_fixed_loaders_yield_a_batch(path: Path, process_group, monkeypatch) -> 
             "multiprocessing": __import__("multiprocessing"),
             "dataset": Tiny(), "train_set": Tiny(), "val_set": Tiny(),
             "BATCH_SIZE": 4, "BATCH": 4, "sampler": None, "train_sampler": None, "valid_sampler": None,
+            # The tutorial and replay-buffer shapes: their datasets stand in as Tiny.
+            "training_data": Tiny(), "test_data": Tiny(), "batch_size": 4,
+            "buffer": None, "RLDataset": lambda buffer, size: Tiny(),
         }
         namespace["WORKERS"] = eval(  # the module-level value LL203 rewrote, as fixed
             next((line.split("=", 1)[1] for line in fixed.splitlines() if line.startswith("WORKERS =")), "1"),
