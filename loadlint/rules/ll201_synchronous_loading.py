@@ -519,7 +519,7 @@ class SynchronousLoading(Rule):
             loader = DataLoader(ds, collate_fn=lambda b: b, num_workers=2)
             """,
         ),
-            Invalid(
+        Invalid(
             """
             import argparse
             from torch.utils.data import DataLoader

@@ -204,7 +204,7 @@ class MissingPinMemory(Rule):
             loader = DataLoader(ds, num_workers=2, sampler=s, pin_memory=True)
             """,
         ),
-            Invalid(
+        Invalid(
             """
             import argparse
             import torch

@@ -153,7 +153,7 @@ class WorkerOversubscription(Rule):
             dist.init_process_group("nccl")
             loader = DataLoader(ds, sampler=s, num_workers=1)
         """, profile=_T8),
-            Valid("""
+        Valid("""
             from transformers import TrainingArguments
             args = TrainingArguments(output_dir="out", dataloader_num_workers=3)
         """, profile=_T1),
@@ -228,7 +228,7 @@ class WorkerOversubscription(Rule):
                 return DataLoader(ds, sampler=s, num_workers=workers)
             """ % PER_RANK_WORKERS,
         ),
-            Invalid(
+        Invalid(
             """
             import argparse
             from torch.utils.data import DataLoader

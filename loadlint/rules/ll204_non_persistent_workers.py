@@ -216,7 +216,7 @@ class NonPersistentWorkers(Rule):
                     return DataLoader(self.train, batch_size=32, num_workers=4, persistent_workers=True)
             """,
         ),
-            Invalid(
+        Invalid(
             """
             from transformers import Seq2SeqTrainingArguments
             args = Seq2SeqTrainingArguments(output_dir="out", dataloader_num_workers=4)
