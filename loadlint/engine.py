@@ -13,7 +13,7 @@ import codecs
 import ast
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, TypeAlias
 
 from loadlint.rules import CODES, ENGINE_CODES, name_of, rule_class
 from loadlint import slicing
@@ -193,6 +193,9 @@ class Analysis:
     findings: list[Finding] = field(default_factory=list)
 
 
+#: A text's tree, parsed already: the module and the slice it holds, or an analysis of it.
+Parsed: TypeAlias = "tuple[libcst.Module, Slice | None] | Analysis"
+
 #: Values a project's callers give a module's function parameters:
 #: function (``name`` or ``Class.method``) -> parameter -> value descriptor
 #: (``loadlint.facts.summary``; ``{"default": true}`` for the parameter's default).
@@ -201,13 +204,13 @@ Bindings = dict[str, dict[str, dict[str, Any]]]
 
 def analyse(
     text: str, path: str, options: Options, *, notebook: bool = False, bindings: Bindings | None = None,
-    summaries: list[dict[str, Any]] | None = None,
+    summaries: list[dict[str, Any]] | None = None, parsed: Parsed | None = None,
 ) -> tuple[list[Finding], Analysis | None]:
-    """Lint one module's text.  Returns findings and, when parsed, the analysis.
-
-    ``bindings`` gives parameters the values a caller passes (the rules then
-    see them as if assigned in the function); ``summaries``, when given,
-    receives the module's project summary."""
+    """Lint one module's text: findings and, when parsed, the analysis.
+    ``bindings`` gives parameters the values a caller passes (as if assigned
+    in the function); ``summaries`` receives the module's project summary;
+    ``parsed`` is the text's tree when the caller has it (an analysis: its
+    positions are reused too)."""
     if not may_construct_loader(text):
         return [], None
     piece = sliced(text)
@@ -230,7 +233,10 @@ def analyse(
     from loadlint.rules.base import Context, Settings
 
     try:
-        module, piece = slicing.parse(text, piece)
+        if isinstance(parsed, Analysis):
+            module, piece = parsed.module, parsed.positions.piece
+        else:
+            module, piece = slicing.parse(text, piece) if parsed is None else parsed
     except cst.ParserSyntaxError as exc:
         if "LL900" not in options.select:
             return [], None
@@ -253,10 +259,10 @@ def analyse(
         # escapes, an editor's buffer) can hold a lone surrogate.
         if "LL901" not in options.select:
             return [], None
-        parsed = text if piece is None else piece.text
-        row, column = position_of_offset(parsed, exc.start)
+        read = text if piece is None else piece.text
+        row, column = position_of_offset(read, exc.start)
         row = row if piece is None else piece.row(row)
-        message = f"cannot read source: U+{ord(parsed[exc.start]):04X} (a lone surrogate) is not valid Unicode"
+        message = f"cannot read source: U+{ord(read[exc.start]):04X} (a lone surrogate) is not valid Unicode"
         return [_engine_finding("LL901", message, path, row, column)], None
     try:
         info = collect(module, text)
@@ -273,7 +279,7 @@ def analyse(
     if not info.calls and not info.distributed.samplers and not info.cli.training_arguments:
         return [], None
 
-    positions = Positions(module, text, piece)
+    positions = parsed.positions if isinstance(parsed, Analysis) else Positions(module, text, piece)
     analysis = Analysis(text, module, positions, info)
     settings = Settings(options.profile)
     # A rule reads the profile only if it declares so (detection is lazy).
@@ -396,13 +402,7 @@ Chosen = list[tuple[str, "FixSpec"]]
 
 
 def fix_text(
-    text: str,
-    path: str,
-    options: Options,
-    *,
-    unsafe: bool,
-    external: SpecSource | None = None,
-    notebook: bool = False,
+    text: str, path: str, options: Options, *, unsafe: bool, external: SpecSource | None = None, notebook: bool = False,
 ) -> tuple[str, list[Finding], dict[str, int]]:
     """Apply fixes until none applies; return (new text, remaining findings, applied counts).
 
@@ -415,9 +415,8 @@ def fix_text(
     further run would apply; a withheld one says why (``fix_withheld``).
 
     ``external`` replaces the rules' fixes by other ones (``--from-verify``),
-    applied in a single round, all or nothing, with crash findings as the
-    veto.  ``notebook`` analyses the text as a notebook's joined cells (as
-    ``analyse`` does).
+    applied in one round, all or nothing, crash findings the veto.
+    ``notebook`` analyses the text as a notebook's joined cells.
     """
     guard = _guard(options)
     if external is not None:
@@ -460,16 +459,16 @@ def decided_findings(
 ) -> list[Finding]:
     """``analyse``'s findings, with the fix markers ``fix`` honours: a fix
     that would introduce a finding is withheld, with its reason.  The
-    comparison needs every rule; when some are not selected they run only
-    for files with a fix, as does the dry run.  ``summaries`` receives the
-    module's project summary, as in ``analyse``."""
+    comparison needs every rule; unselected ones run only for files with a
+    fix (on the same tree).  ``summaries`` as in ``analyse``."""
     guard = _guard(options)
+    first: Analysis | None = None
     if guard.select != options.select:
-        findings, _ = analyse(text, path, options, notebook=notebook, summaries=summaries)
+        findings, first = analyse(text, path, options, notebook=notebook, summaries=summaries)
         if not any(f.fix is not None for f in findings):
             return findings
         summaries = None  # the first pass filled it
-    all_findings, analysis = analyse(text, path, guard, notebook=notebook, summaries=summaries)
+    all_findings, analysis = analyse(text, path, guard, notebook=notebook, summaries=summaries, parsed=first)
     all_findings = _decided(text, path, options, guard, all_findings, analysis, notebook)
     return [f for f in all_findings if f.code in options.select]
 
@@ -504,8 +503,8 @@ def _decide(
             return None
         if new_text == text:
             return Outcome(text, analysis.findings, analysis)
-        _check_parses(new_text, path, original_compiles)
-        findings, new_analysis = analyse(new_text, path, guard, notebook=notebook)
+        parsed = _check_parses(new_text, path, original_compiles)
+        findings, new_analysis = analyse(new_text, path, guard, notebook=notebook, parsed=parsed)
         return Outcome(new_text, findings, new_analysis)
 
     def fixable(finding: Finding) -> bool:
@@ -547,8 +546,8 @@ def _fix_external(
     new_text = apply_edits(text, builder.edits([s for _, s in kept]))
     if new_text == text:
         return text, [f for f in all_findings if f.code in options.select], {}
-    _check_parses(new_text, path, _compiles(text, path))
-    new_all, _ = analyse(new_text, path, guard, notebook=notebook)
+    parsed = _check_parses(new_text, path, _compiles(text, path))
+    new_all, _ = analyse(new_text, path, guard, notebook=notebook, parsed=parsed)
     _check_no_new_crash(all_findings, new_all)
     applied: dict[str, int] = {}
     for label, _ in kept:
@@ -557,28 +556,28 @@ def _fix_external(
 
 
 def _compiles(text: str, path: str) -> bool:
-    import ast
-
     try:
-        compile(text, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+        return compile(text, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True) is not None
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
-    return True
 
 
-def _check_parses(text: str, path: str, original_compiles: bool) -> None:
+def _check_parses(text: str, path: str, original_compiles: bool) -> tuple[libcst.Module, Slice | None] | None:
+    """Raises FixFailed unless ``text`` parses; the tree, for ``analyse``."""
+    parsed = None
     try:
         # A large module as ``analyse`` parses it: its other statements are
         # checked by Python's parser (a fix on a megabyte must not take minutes).
         piece = sliced(text)
         if piece is None or not piece.too_large:
-            slicing.parse(text, piece)
+            parsed = slicing.parse(text, piece)
     except Exception as exc:
         raise FixFailed(f"fixed code does not parse ({type(exc).__name__}); file left unchanged") from None
     # libcst accepts some code Python rejects; hold the result to Python's
     # standard whenever the original met it.
     if original_compiles and not _compiles(text, path):
         raise FixFailed("fixed code is not valid Python; file left unchanged")
+    return parsed
 
 
 def _check_no_new_crash(before: list[Finding], after: list[Finding]) -> None:

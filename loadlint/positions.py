@@ -1,8 +1,9 @@
 """Where a libcst node stands in its source: rows, columns and offsets.
 
-Positions are computed only when asked for, per top-level statement (see
-``Positions.range``), and for a large module parsed in part (see
-``loadlint.slicing``) mapped back to the rows of the whole file.
+Positions are computed only when asked for, per statement (the innermost
+one in an indented block that holds the node, see ``Positions.range``), and
+for a large module parsed in part (see ``loadlint.slicing``) mapped back to
+the rows of the whole file.
 """
 
 from __future__ import annotations
@@ -18,7 +19,24 @@ from libcst.metadata import CodeRange
 from loadlint.slicing import Slice
 from loadlint.source import LINE_BREAK, line_starts
 from loadlint.types import Location
-from loadlint.walk import statement_index, statement_lines
+from loadlint.walk import Unit, statement_starts, statement_units
+
+
+def code_ranges(node: cst.CSTNode, module: cst.Module, indents: tuple[str, ...] = ()) -> Mapping[cst.CSTNode, CodeRange]:
+    """libcst's positions (``PositionProvider``) of ``node`` and what it
+    holds, rendered from line 1 inside blocks indented by ``indents``.
+
+    The provider is run directly: ``MetadataWrapper.resolve`` also walks the
+    whole tree for batchable providers, which doubled the cost."""
+    from libcst.metadata.position_provider import PositionProvider, PositionProvidingCodegenState
+
+    provider = PositionProvider()
+    state = PositionProvidingCodegenState(
+        default_indent=module.default_indent, default_newline=module.default_newline, provider=provider,
+        indent_tokens=list(indents),
+    )
+    node._codegen(state)
+    return provider._computed
 
 
 @dataclass
@@ -33,21 +51,19 @@ class Positions:
 
     @cached_property
     def _ranges(self) -> Mapping[cst.CSTNode, CodeRange]:
-        from libcst.metadata import MetadataWrapper, PositionProvider
-
-        return MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
+        return code_ranges(self.module, self.module)
 
     @cached_property
     def _starts(self) -> list[int]:
         return line_starts(self.text)
 
     @cached_property
-    def _statements(self) -> tuple[dict[cst.CSTNode, int], list[int]] | None:
-        """(node -> its top-level statement, each statement's first line):
-        positions are then computed only for the statements holding the nodes
+    def _statements(self) -> tuple[dict[cst.CSTNode, int], list[Unit], dict[cst.CSTNode, int]] | None:
+        """(node -> its unit, the units, each statement's first line):
+        positions are then computed only for the units holding the nodes
         asked for, which is much faster than for the whole module."""
-        lines = statement_lines(self.module, self.text if self.piece is None else self.piece.text)
-        return None if lines is None else (statement_index(self.module), lines)
+        lines = statement_starts(self.module, self.text if self.piece is None else self.piece.text)
+        return None if lines is None else (*statement_units(self.module), lines)
 
     @cached_property
     def _local(self) -> dict[int, tuple[Mapping[cst.CSTNode, CodeRange], int]]:
@@ -61,13 +77,12 @@ class Positions:
             code_range, shift = self._ranges[node], 0
         else:
             if index not in self._local:
-                from libcst.metadata import MetadataWrapper, PositionProvider
-
-                stmt = self.module.body[index]
-                # The module's defaults (indent, newline) render the statement as in the file.
-                alone = MetadataWrapper(self.module.with_changes(body=[stmt], header=(), footer=()), unsafe_skip_copy=True)
-                ranges = alone.resolve(PositionProvider)
-                self._local[index] = ranges, statements[1][index] - ranges[stmt].start.line
+                stmt, indents = statements[1][index]
+                # Rendered inside its blocks' indentation: columns are the file's,
+                # rows are shifted to where Python's parser starts the statement.
+                ranges = code_ranges(stmt, self.module, indents)
+                first = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) else stmt
+                self._local[index] = ranges, statements[2][stmt] - ranges[first].start.line
             ranges, shift = self._local[index]
             code_range = ranges[node]
         start, end = code_range.start, code_range.end

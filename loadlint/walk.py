@@ -102,6 +102,52 @@ def _kind(value_type: type) -> int:
 
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
+#: A unit: a statement whose positions are computed together (a top-level
+#: statement, or one in an indented block), with the indentation its
+#: enclosing blocks give it.
+Unit = tuple[cst.BaseStatement, tuple[str, ...]]
+
+
+def statement_units(module: cst.Module) -> tuple[dict[cst.CSTNode, int], list[Unit]]:
+    """Each code-bearing node of ``module`` (those ``walk`` visits) -> the
+    index of the innermost unit holding it, and the units.  A finding in a
+    method of a large class then costs the positions of one statement, not
+    of the class."""
+    owner: dict[cst.CSTNode, int] = {}
+    units: list[Unit] = []
+    default = module.default_indent
+    stack: list[tuple[cst.CSTNode, int, bool]] = []
+    for stmt in module.body:
+        units.append((stmt, ()))
+        stack.append((stmt, len(units) - 1, False))
+    while stack:
+        node, unit, flat = stack.pop()
+        owner[node] = unit
+        if type(node) is cst.IndentedBlock and not flat:
+            indents = units[unit][1] + (default if node.indent is None else node.indent,)
+            for child in node.body:
+                units.append((child, indents))
+                stack.append((child, len(units) - 1, False))
+            continue
+        # A match statement indents its cases itself: what is inside stays with it.
+        flat = flat or type(node) is cst.Match
+        names = _FIELDS.get(type(node))
+        if names is None:
+            names = _FIELDS[type(node)] = _fields(type(node))
+        for name in names:
+            value = getattr(node, name)
+            kind = _KINDS.get(type(value))
+            if kind is None:
+                kind = _kind(type(value))
+            if kind == _NODE:
+                stack.append((value, unit, flat))
+            elif kind == _SEQUENCE:
+                for child in value:
+                    child_kind = _KINDS.get(type(child))
+                    if child_kind == _NODE or (child_kind is None and _kind(type(child)) == _NODE):
+                        stack.append((child, unit, flat))
+    return owner, units
+
 
 def statement_index(module: cst.Module) -> dict[cst.CSTNode, int]:
     """Each code-bearing node of ``module`` (those ``walk`` visits) -> the
@@ -135,16 +181,83 @@ def statement_lines(module: cst.Module, text: str) -> list[int] | None:
     ``text``) starts, after its leading comments and blank lines, from
     Python's own parser, many times faster than libcst's positions; None
     where the two parsers disagree."""
+    starts = statement_starts(module, text)
+    return None if starts is None else [starts[stmt] for stmt in module.body]
+
+
+#: libcst's statement names that Python's parser spells otherwise.
+_AST_NAMES = {"Del": "Delete"}
+_BLOCKS = ("body", "handlers", "orelse", "finalbody", "cases")
+
+
+def statement_starts(module: cst.Module, text: str) -> dict[cst.CSTNode, int] | None:
+    """The line where each statement of ``module`` (parsed from ``text``)
+    starts, after its leading comments and blank lines (for a line of
+    simple statements, where its first one starts), from Python's own
+    parser: both list the statements in the same order.  None where the two
+    parsers disagree."""
     try:
         flags = ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
         body = compile(text, "<module>", "exec", flags, dont_inherit=True).body
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return None
-    lines, k = [], 0
-    for stmt in module.body:
-        if k >= len(body):
+    theirs: list[ast.stmt] = []
+    for stmt in body:
+        _flat_ast(stmt, theirs)
+    ours: list[cst.CSTNode | None] = []
+    for node in module.body:
+        _flat_cst(node, ours)
+    if len(ours) != len(theirs):
+        return None
+    starts: dict[cst.CSTNode, int] = {}
+    for node, other in zip(ours, theirs):
+        if node is None:
+            continue
+        first = node.body[0] if isinstance(node, cst.SimpleStatementLine) else node
+        name = type(first).__name__
+        if _AST_NAMES.get(name, name) != type(other).__name__.removeprefix("Async"):
             return None
         # Both parsers start a decorated definition at ``def``/``class``.
-        lines.append(body[k].lineno)
-        k += len(stmt.body) if isinstance(stmt, cst.SimpleStatementLine) else 1
-    return lines if k == len(body) else None
+        starts[node] = other.lineno
+    return starts
+
+
+def _flat_ast(stmt: ast.stmt, out: list[ast.stmt]) -> None:
+    out.append(stmt)
+    for name in stmt._fields:
+        value = getattr(stmt, name)
+        if not isinstance(value, list):
+            continue
+        for item in value:
+            if isinstance(item, ast.stmt):
+                _flat_ast(item, out)
+            elif isinstance(item, (ast.excepthandler, ast.match_case)):
+                for inner in item.body:
+                    _flat_ast(inner, out)
+
+
+def _flat_cst(stmt: cst.CSTNode, out: list[cst.CSTNode | None]) -> None:
+    """The statements of ``stmt`` in source order; a line of simple
+    statements is itself then None for each further statement on it."""
+    if isinstance(stmt, cst.SimpleStatementLine):
+        out.append(stmt)
+        out.extend([None] * (len(stmt.body) - 1))
+        return
+    out.append(stmt)
+    for name in _BLOCKS:
+        value = getattr(stmt, name, None)
+        if value is None:
+            continue
+        for part in value if isinstance(value, (tuple, list)) else (value,):
+            if isinstance(part, cst.BaseCompoundStatement):  # ``elif``
+                _flat_cst(part, out)
+            else:
+                _flat_suite(part if isinstance(part, cst.BaseSuite) else part.body, out)
+
+
+def _flat_suite(suite: cst.BaseSuite, out: list[cst.CSTNode | None]) -> None:
+    if isinstance(suite, cst.SimpleStatementSuite):
+        out.extend([None] * len(suite.body))
+        return
+    for stmt in suite.body:
+        _flat_cst(stmt, out)

@@ -9,6 +9,7 @@ import libcst as cst
 import pytest
 
 from loadlint.fixes import Positions
+from loadlint.types import Location
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCES = sorted((REPO / "loadlint").rglob("*.py"))[:40]
@@ -67,3 +68,76 @@ def test_code_pythons_parser_rejects_gets_whole_module_positions() -> None:
     positions = Positions(module, text)
     call = module.body[1].body[0].value  # type: ignore[attr-defined]
     assert positions.range(call)[0].row == 3
+
+
+NESTED = """\
+class Model:
+    # comment
+    x = 1; y = (2,
+      3)
+
+    @property
+    @other(a,
+           b)
+    def f(self):
+        if a:
+            pass
+        elif b: c(); d()
+        else:
+            for i in DataLoader(x,
+                    num_workers=0):
+                pass
+            else:
+                while x:
+                    break
+        try:
+            del a, b
+        except (ValueError,
+                TypeError) as e:
+            raise
+        except Exception:
+            pass
+        else:
+            with open(x) as f, open(
+                y) as g:
+                return lambda: [
+            1]
+        finally:
+            async def g():
+                async for x in y:
+                    await z
+                async with a:
+                    pass
+        match value:
+            case 1:
+                loader = DataLoader(x)
+            case _: pass
+        global q; nonlocal r
+        assert x, (
+          "message")
+        s = '''multi
+line'''; t = 1 \\
+            + 2
+z = 1
+"""
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_nested_statements(newline: str) -> None:
+    text = NESTED.replace("\n", newline)
+    assert same_positions(text) > 150
+    assert same_positions(text.replace("    ", "\t")) > 150
+    # A node in a method: positions are computed for its own statement only.
+    module = cst.parse_module(text)
+    positions = Positions(module, text)
+    cls = cst.ensure_type(module.body[0], cst.ClassDef)
+    method = [s for s in cst.ensure_type(cls.body, cst.IndentedBlock).body if isinstance(s, cst.FunctionDef)][0]
+    body = cst.ensure_type(method.body, cst.IndentedBlock).body
+    branch = cst.ensure_type(body[0], cst.If)
+    assert positions.range(branch.test) == (Location(10, 12), Location(10, 13))
+    rendered = [positions._statements[1][i][0] for i in positions._local]  # noqa: SLF001
+    assert rendered == [branch]
+    match = [s for s in body if isinstance(s, cst.Match)][0]
+    line = cst.ensure_type(cst.ensure_type(match.cases[0].body, cst.IndentedBlock).body[0], cst.SimpleStatementLine)
+    value = cst.ensure_type(line.body[0], cst.Assign).value
+    assert positions.range(value)[0].row == text.count(newline, 0, text.index("loader = ")) + 1
