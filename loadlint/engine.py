@@ -265,7 +265,8 @@ def analyse(
         message = f"cannot read source: U+{ord(read[exc.start]):04X} (a lone surrogate) is not valid Unicode"
         return [_engine_finding("LL901", message, path, row, column)], None
     try:
-        info = collect(module, text)
+        # The facts do not depend on the selection: an earlier pass's serve.
+        info = parsed.info if isinstance(parsed, Analysis) else collect(module, text)
         if summaries is not None:
             from loadlint.facts.summary import Numbering, summarise
 

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from concurrent.futures import Future
 
     from loadlint.cache import Cache
+    from loadlint.source import Source
 
 #: Bytes of source the engine gets through in about 0.1 s on one core:
 #: below this saving, starting a pool costs more than it saves.
@@ -235,6 +236,9 @@ def lint_candidates(
     done = _run_pool(work, profiles, request, jobs, progress, pool_min_saving)
     for item, (result, consulted) in done:
         results[item.index] = result
+        if result.source is None and result.findings and item.data is not None:
+            # A worker sends no text back: the report quotes the lines from here.
+            result.source = _decoded(item.data)
         if open_cache is None or item.digest is None or item.fingerprint is None:
             continue
         if result.error is None and result.fixed is None:
@@ -263,13 +267,17 @@ def _from_cache(path: str, data: bytes, findings: list[Finding], *, fixing: bool
     result = FileResult(path, findings=findings)
     if findings or fixing:
         # The report quotes the offending lines; the text is the one hashed.
-        from loadlint.source import DecodeError, decode
-
-        try:
-            result.source = decode(data)
-        except DecodeError:
-            pass
+        result.source = _decoded(data)
     return result
+
+
+def _decoded(data: bytes) -> Source | None:
+    from loadlint.source import DecodeError, decode
+
+    try:
+        return decode(data)
+    except DecodeError:
+        return None
 
 
 # -- the pool --------------------------------------------------------------

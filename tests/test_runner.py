@@ -71,6 +71,11 @@ def test_pool_and_sequential_give_identical_results(tmp_path):
     sequential = runner.lint_candidates(candidates(root), jobs=1, profiles=profiles())
     pooled = runner.lint_candidates(candidates(root), jobs=2, profiles=profiles(), pool_min_saving=0)
     assert report(sequential) == report(pooled)
+    # The report quotes the lines of a file checked in a worker too.
+    assert [r.source.text if r.source else None for r in sequential.results] == [
+        r.source.text if r.source else None for r in pooled.results
+    ]
+    assert any(r.source is not None for r in pooled.results)
     assert sequential.files == pooled.files == 21
     assert sequential.parsed == pooled.parsed == 16  # the five plain files never reach the engine
     codes = {f.code for f in sequential.findings}
