@@ -37,7 +37,7 @@ from loadlint.types import Edit, Finding, Fix, HardwareProfile, Location
 
 DEFAULT_DIR = ".loadlint_cache"
 #: Bumped whenever the entry layout changes.
-SCHEMA = 2
+SCHEMA = 3
 CACHEDIR_TAG = (
     "Signature: 8a477f597d28d172789f06886806bc55\n"
     "# This file is a cache directory tag created by loadlint.\n"
@@ -129,7 +129,7 @@ class Cache:
 
     def store(
         self, path: str, fingerprint: str, digest: str, profile: str | None, findings: list[Finding],
-        summary: dict[str, Any] | None = None,
+        summary: dict[str, Any] | None = None, cells: dict[int, str] | None = None,
     ) -> None:
         if not self.writable:
             return
@@ -143,6 +143,7 @@ class Cache:
             "profile": profile,
             "findings": [_finding_to_json(f) for f in findings],
             "summary": summary,
+            "cells": {str(index): source for index, source in (cells or {}).items()},
         }
         self.write(self._name(path, fingerprint), json.dumps(payload, separators=(",", ":")).encode())
 
@@ -223,14 +224,19 @@ class ProjectCache:
 
 
 class Entry:
-    __slots__ = ("profile", "findings", "summary")
+    __slots__ = ("profile", "findings", "summary", "cells")
 
-    def __init__(self, profile: str | None, findings: list[Finding], summary: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, profile: str | None, findings: list[Finding], summary: dict[str, Any] | None = None,
+        cells: dict[int, str] | None = None,
+    ) -> None:
         #: profile_key() of the profile the rules consulted; None when none did.
         self.profile = profile
         self.findings = findings
         #: The module's project summary (``loadlint.facts.summary``), when it was parsed.
         self.summary = summary
+        #: A notebook's checked cells (index -> source), which its report quotes.
+        self.cells = cells or {}
 
 
 def is_cache_dir(folder: Path) -> bool:
@@ -361,6 +367,7 @@ def _parse_entry(raw: bytes, path: str, fingerprint: str, digest: str, stamp: st
         summary = data.get("summary")
         if summary is not None:
             _expect(summary, dict)
+        cells = {int(_expect(k, str)): _expect(v, str) for k, v in _expect(data.get("cells"), dict).items()}
     except (ValueError, _Invalid, TypeError, RecursionError):
         return None
-    return Entry(profile, findings, summary)
+    return Entry(profile, findings, summary, cells)

@@ -131,10 +131,14 @@ class Progress:
 class _Work:
     index: int
     candidate: Candidate
-    #: None for a notebook, which the engine reads itself.
+    #: None: the pipeline reads the file itself.
     data: bytes | None
     digest: str | None = None
     fingerprint: str | None = None
+
+    @property
+    def notebook(self) -> bool:
+        return str(self.candidate.path).endswith(".ipynb")
 
     @property
     def size(self) -> int:
@@ -203,15 +207,13 @@ def lint_candidates(
 
     for index, candidate in enumerate(candidates):
         path = str(candidate.path)
-        if path.endswith(".ipynb"):
-            work.append(_Work(index, candidate, None))
-            continue
         try:
             data = read_source(candidate.path)
         except OSError as exc:
             results[index] = pipeline.unreadable(path, exc, options_for(candidate.settings, path, profiles))
             continue
-        if not passes_prefilter(data):
+        notebook = path.endswith(".ipynb")
+        if not notebook and not passes_prefilter(data):
             continue  # cannot construct a DataLoader: nothing to parse
         item = _Work(index, candidate, data)
         if cache is not None:
@@ -225,8 +227,9 @@ def lint_candidates(
             if entry is not None and (entry.profile is None or entry.profile == profile_key_for(candidate.settings.target)):
                 if request is None or not _has_applicable_fix(entry.findings, request):
                     open_cache.hits += 1
-                    hit = _from_cache(path, data, entry.findings, fixing=request is not None)
+                    hit = _from_cache(path, data, entry.findings, fixing=request is not None, notebook=notebook)
                     hit.summary = entry.summary
+                    hit.cell_sources = entry.cells
                     results[index] = hit
                     continue
         work.append(item)
@@ -236,7 +239,7 @@ def lint_candidates(
     done = _run_pool(work, profiles, request, jobs, progress, pool_min_saving)
     for item, (result, consulted) in done:
         results[item.index] = result
-        if result.source is None and result.findings and item.data is not None:
+        if result.source is None and result.findings and item.data is not None and not item.notebook:
             # A worker sends no text back: the report quotes the lines from here.
             result.source = _decoded(item.data)
         if open_cache is None or item.digest is None or item.fingerprint is None:
@@ -244,7 +247,8 @@ def lint_candidates(
         if result.error is None and result.fixed is None:
             profile = profile_key_for(item.candidate.settings.target) if consulted else None
             open_cache.store(
-                str(item.candidate.path), item.fingerprint, item.digest, profile, result.findings, result.summary
+                str(item.candidate.path), item.fingerprint, item.digest, profile, result.findings, result.summary,
+                result.cell_sources,
             )
     if progress is not None:
         progress.close()
@@ -263,9 +267,9 @@ def _has_applicable_fix(findings: list[Finding], request: FixRequest) -> bool:
     return any(f.fix is not None and (request.unsafe or f.fix.applicability == "safe") for f in findings)
 
 
-def _from_cache(path: str, data: bytes, findings: list[Finding], *, fixing: bool) -> FileResult:
+def _from_cache(path: str, data: bytes, findings: list[Finding], *, fixing: bool, notebook: bool) -> FileResult:
     result = FileResult(path, findings=findings)
-    if findings or fixing:
+    if (findings or fixing) and not notebook:
         # The report quotes the offending lines; the text is the one hashed.
         result.source = _decoded(data)
     return result

@@ -428,3 +428,30 @@ def test_profile_key_does_not_depend_on_string_hashing():
         for seed in range(6)
     }
     assert len(keys) == 1
+
+
+def test_notebook_is_answered_from_the_cache_with_its_cells(tree, tmp_path, monkeypatch):
+    cells = [
+        {"cell_type": "markdown", "metadata": {}, "source": ["# title"]},
+        {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": SLOW.splitlines(True)},
+    ]
+    notebook = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (tree / "train.ipynb").write_text(json.dumps(notebook))
+    settings = Settings(root=str(tree))
+    candidates = [Candidate(p, settings, False) for p in sorted(tree.rglob("*.ip*"))]
+    first = runner.lint_candidates(candidates, cache=runner.lazy_cache(tmp_path / "cache"), jobs=1, profiles=profiles_with())
+    import loadlint.notebook as notebook_mod
+
+    checked: list[str] = []
+    real = notebook_mod.analyse_cells
+    monkeypatch.setattr(notebook_mod, "analyse_cells", lambda *a, **k: checked.append("x") or real(*a, **k))
+    second = runner.lint_candidates(candidates, cache=runner.lazy_cache(tmp_path / "cache"), jobs=1, profiles=profiles_with())
+    assert checked == []
+    assert summary(first) == summary(second) and summary(first)
+    assert [f.cell for f in first.findings] == [f.cell for f in second.findings]
+    # The report quotes the cells' lines.
+    assert second.results[0].cell_sources == first.results[0].cell_sources == {2: SLOW}
+    assert second.results[0].source is None
+    (tree / "train.ipynb").write_text(json.dumps(notebook).replace("batch_size=32", "batch_size=32, num_workers=2"))
+    third = runner.lint_candidates(candidates, cache=runner.lazy_cache(tmp_path / "cache"), jobs=1, profiles=profiles_with())
+    assert checked == ["x"] and summary(third) != summary(first)
