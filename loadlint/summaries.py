@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from loadlint.engine import too_deep_at
-from loadlint.facts.summary import Numbering
 from loadlint.types import Location
 
 if TYPE_CHECKING:
@@ -18,7 +17,7 @@ def summarise_text(text: str) -> dict[str, Any] | None:
     """The project summary of a module's text, whether or not it builds a
     loader; None when it does not parse."""
     from loadlint.facts.collect import collect
-    from loadlint.facts.summary import summarise
+    from loadlint.facts.summary import Numbering, summarise
 
     module = parse_quietly(text)
     if module is None:
@@ -34,7 +33,7 @@ def locate(text: str, refs: list[int] | None = None) -> dict[int, tuple[Location
     import libcst as cst
 
     from loadlint.facts.collect import collect
-    from loadlint.facts.summary import summarise
+    from loadlint.facts.summary import Numbering, summarise
     from loadlint.fixes import Positions
 
     module = parse_quietly(text)
