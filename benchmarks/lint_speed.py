@@ -1,6 +1,19 @@
 """How fast loadlint lints a real repository, next to TorchFix and grep.
 
+    python benchmarks/lint_speed.py --tree CHECKOUT [--file REL] [--torchfix PATH | --skip-torchfix]
     python benchmarks/lint_speed.py
+
+With ``--tree``, it measures a checkout you name (the speed issue's
+figures come from Lightning-AI/pytorch-lightning), in one run, side by
+side: ``loadlint check --no-cache --select LL201 .`` cold and warm (wall and
+CPU), ``torchfix --select TOR401 .`` (``--torchfix PATH``, default
+``torchfix`` on PATH; "not installed" when there is none) and the ratios,
+the libcst parse of the files loadlint parses (timed in a subprocess in the
+same run) and loadlint's CPU as a multiple of it, a pre-commit-style run on
+one file of the tree with a warm cache (``--file``, default: the first file
+with a finding), and the large-file growth curve.
+
+Without ``--tree``:
 
 Run it from the loadlint virtual environment (it needs ``psutil``, which
 loadlint depends on, and ``pip``).  Everything it downloads or builds goes to
@@ -384,6 +397,144 @@ def why_silent(path: Path, row: int) -> str:
     return "not resolved to torch.utils.data.DataLoader by loadlint's import table"
 
 
+# -- a named checkout (--tree) ------------------------------------------------
+
+TREE_GOALS = {"vs_torchfix": 40.0, "cpu_vs_parse": 1.5, "warm_seconds": 0.5, "one_file_seconds": 0.5}
+
+#: Run in a subprocess: the libcst parse of the files ``loadlint check``
+#: parses in ``argv[1]`` (discovered and pre-filtered as the runner does).
+PARSE_SCRIPT = """
+import json, sys, time
+from pathlib import Path
+from loadlint.config import Overrides, Resolver
+from loadlint.discover import discover
+from loadlint.engine import passes_prefilter
+from loadlint.source import DecodeError, decode
+
+texts, notebooks = [], 0
+for candidate in discover([Path(sys.argv[1])], Resolver(Overrides()).for_path):
+    if str(candidate.path).endswith(".ipynb"):
+        notebooks += 1
+        continue
+    data = candidate.path.read_bytes()
+    if passes_prefilter(data):
+        try:
+            texts.append(decode(data).text)
+        except DecodeError:
+            pass
+import libcst
+start = time.process_time()
+for text in texts:
+    try:
+        libcst.parse_module(text)
+    except Exception:
+        pass
+print(json.dumps({"files": len(texts), "chars": sum(map(len, texts)), "notebooks": notebooks,
+                  "cpu": time.process_time() - start}))
+"""
+
+
+def find_torchfix(option: str) -> str | None:
+    """The TorchFix executable the option names (a path or a command on PATH)."""
+    if os.sep in option:
+        return option if os.access(option, os.X_OK) else None
+    return shutil.which(option)
+
+
+def parse_cost(tree: Path) -> dict:
+    out = subprocess.run([sys.executable, "-c", PARSE_SCRIPT, "."], cwd=tree, capture_output=True, text=True,
+                         check=True)
+    return json.loads(out.stdout)
+
+
+def tree_benchmark(args: argparse.Namespace) -> int:
+    tree: Path = args.tree.resolve()
+    select = ["--select", args.select] if args.select else []
+    cold_cmd = [*loadlint_command(), "check", "--no-cache", *select, "."]
+    scratch = Path(tempfile.mkdtemp(prefix="loadlint-bench-"))
+    cache = ["--cache-dir", str(scratch / "cache")]
+    warm_cmd = [*loadlint_command(), "check", *cache, *select, "."]
+    torchfix = None if args.skip_torchfix else find_torchfix(args.torchfix)
+    loads = [os.getloadavg()[0]]
+    try:
+        files = py_files(tree)
+        log(f"{tree.name}: parse cost of the files loadlint parses")
+        parse = parse_cost(tree)
+        log("loadlint cold")
+        colds = [run(cold_cmd, tree, capture=i == 0) for i in range(args.repeat)]
+        cold_out = colds[0].stdout
+        log("loadlint warm")
+        run(warm_cmd, tree)  # fills the cache
+        warms = [run(warm_cmd, tree) for _ in range(max(args.repeat, 5))]
+        one = args.file or first_flagged(cold_out)
+        ones = [run([*loadlint_command(), "check", "--force-exclude", *cache, *select, one], tree)
+                for _ in range(5)] if one else []
+        loads.append(os.getloadavg()[0])
+        tf = None
+        if torchfix is not None:
+            log("TorchFix (slow)")
+            tf = run([torchfix, "--select", "TOR401", "."], tree, poll=True, limit=args.torchfix_limit)
+            loads.append(os.getloadavg()[0])
+        growth = [] if args.skip_growth else growth_curve(scratch, args.growth_limit)
+        loads.append(os.getloadavg()[0])
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+    def med(measures: list[Measure], attr: str) -> float:
+        return statistics.median(getattr(m, attr) for m in measures)
+
+    cold, cold_cpu = med(colds, "wall"), med(colds, "cpu")
+    warm, warm_cpu = med(warms, "wall"), med(warms, "cpu")
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    print(f"Tree: {tree.name}, {len(files)} .py files; loadlint parses {parse['files']} "
+          f"({parse['chars'] / 1e6:.2f} M characters) and {parse['notebooks']} notebooks")
+    print(f"Machine: {cpus} CPUs; load average {', '.join(f'{x:.1f}' for x in loads)} "
+          f"(start, after loadlint, after TorchFix, end); medians of {args.repeat} cold / {len(warms)} warm runs")
+    print(f"Commands: `{' '.join(['loadlint', *cold_cmd[len(loadlint_command()):]])}` (cold), with a cache (warm), "
+          f"`torchfix --select TOR401 .`")
+    print()
+    print("| run | wall | CPU |")
+    print("|---|---:|---:|")
+    print(f"| loadlint cold (`--no-cache`) | {fmt_s(cold)} | {fmt_s(cold_cpu)} |")
+    print(f"| loadlint warm (cache hit for every file) | {fmt_s(warm)} | {fmt_s(warm_cpu)} |")
+    if ones:
+        print(f"| loadlint on `{one}`, warm cache (pre-commit) | {fmt_s(med(ones, 'wall'))} | {fmt_s(med(ones, 'cpu'))} |")
+    if tf is not None:
+        bound = "> " if tf.timed_out else ""
+        print(f"| torchfix --select TOR401 | {bound}{fmt_s(tf.wall)} | {bound}{fmt_s(tf.cpu)} |")
+    else:
+        print(f"| torchfix --select TOR401 | {'skipped' if args.skip_torchfix else 'not installed'} | — |")
+    print(f"| libcst.parse_module of the {parse['files']} files loadlint parses | — | {fmt_s(parse['cpu'])} |")
+    print()
+    print("| target | goal | measured | |")
+    print("|---|---|---:|---|")
+    if tf is not None:
+        ratio, cpu_ratio = tf.wall / cold, tf.cpu / cold_cpu
+        more = "> " if tf.timed_out else ""
+        print(f"| TorchFix / loadlint cold, wall | ≥ {TREE_GOALS['vs_torchfix']:.0f}× | {more}{ratio:.1f}× | "
+              f"{verdict(ratio >= TREE_GOALS['vs_torchfix'])} |")
+        print(f"| TorchFix / loadlint cold, CPU | ≥ {TREE_GOALS['vs_torchfix']:.0f}× | {more}{cpu_ratio:.1f}× | "
+              f"{verdict(cpu_ratio >= TREE_GOALS['vs_torchfix'])} |")
+    multiple = cold_cpu / parse["cpu"] if parse["cpu"] else float("inf")
+    print(f"| loadlint cold CPU / libcst parse CPU | ≤ {TREE_GOALS['cpu_vs_parse']}× | {multiple:.2f}× | "
+          f"{verdict(multiple <= TREE_GOALS['cpu_vs_parse'])} |")
+    print(f"| warm run | < {TREE_GOALS['warm_seconds']} s | {fmt_s(warm)} | {verdict(warm < TREE_GOALS['warm_seconds'])} |")
+    if ones:
+        one_wall = med(ones, "wall")
+        print(f"| one file, warm cache | < {TREE_GOALS['one_file_seconds']} s | {fmt_s(one_wall)} | "
+              f"{verdict(one_wall < TREE_GOALS['one_file_seconds'])} |")
+    if growth:
+        print()
+        print_growth(growth, args.growth_limit)
+    return 0
+
+
+def first_flagged(report: str) -> str | None:
+    """The file of the first finding in a ``full`` report."""
+    match = re.search(r"^(\S+?\.py):\d+:\d+: ", report, re.MULTILINE)
+    return match.group(1) if match else None
+
+
 # -- report ----------------------------------------------------------------
 
 
@@ -413,8 +564,19 @@ def main(argv: list[str] | None = None) -> int:
                         help="only the large-file growth curve (no corpus, no TorchFix)")
     parser.add_argument("--growth-limit", type=float, default=300.0, metavar="SECONDS",
                         help="stop a large-file run after this long; its time is then a lower bound")
+    parser.add_argument("--tree", type=Path, default=None, metavar="CHECKOUT",
+                        help="measure this checkout instead of the fetched corpus (see the module's help)")
+    parser.add_argument("--select", default="LL201", help="with --tree: the codes loadlint checks (default LL201, "
+                        "as TorchFix's TOR401; empty for every rule)")
+    parser.add_argument("--file", default=None, metavar="REL",
+                        help="with --tree: the file of the pre-commit-style run (default: the first with a finding)")
+    parser.add_argument("--torchfix", default="torchfix", metavar="PATH",
+                        help="the TorchFix executable (default: torchfix on PATH)")
+    parser.add_argument("--skip-growth", action="store_true", help="with --tree: leave the growth curve out")
     args = parser.parse_args(argv)
 
+    if args.tree is not None:
+        return tree_benchmark(args)
     if args.growth_only:
         scratch = Path(tempfile.mkdtemp(prefix="loadlint-bench-"))
         try:

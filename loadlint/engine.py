@@ -17,8 +17,11 @@ from typing import TYPE_CHECKING, Any, Callable, TypeAlias
 
 from loadlint.rules import CODES, ENGINE_CODES, name_of, rule_class
 from loadlint import slicing
-from loadlint.slicing import TOKENS, Slice
+from loadlint.slicing import Slice
+from loadlint.syntax import MAX_NESTING as MAX_NESTING  # re-exported: callers of analyse know the limit
 from loadlint.syntax import interpreter_error, syntax_error
+from loadlint.syntax import too_deep_at as too_deep_at  # re-exported
+from loadlint.syntax import nesting_depth as nesting_depth  # re-exported
 from loadlint.source import DecodeError, decode, position_of_offset
 from loadlint.types import FileResult as FileResult  # re-exported: callers of lint_bytes name it
 from loadlint.types import Finding, Fix, Location
@@ -47,12 +50,6 @@ _CONSTRUCTS_BYTES = re.compile(rb"DataLoader\s*\(|DataLoader\s+as\s|TrainingArgu
 def may_construct_loader(text: str) -> bool:
     """The text pre-filter: False means no DataLoader can be built here."""
     return any(word in text for word in PREFILTER) and _CONSTRUCTS.search(text) is not None
-
-#: Nesting beyond this (see ``nesting_depth``) is reported as too complex
-#: instead of being handed to a recursive parser and visitor: libcst's native
-#: parser slows down superlinearly with depth and overflows its stack (a hard
-#: crash, not a RecursionError) at a few thousand levels.
-MAX_NESTING = 200
 
 _NOQA = re.compile(r"#\s*noqa(?::[ \t]*(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*))?", re.IGNORECASE)
 _FILE_NOQA = re.compile(
@@ -89,90 +86,6 @@ def _is_suppressed(finding: Finding, line: str, file_level: set[str]) -> bool:
         return True
     codes = suppressed_codes(line)
     return codes is not None and ("*" in codes or finding.code in codes)
-
-
-_STATEMENT = re.compile(r"[ \t]*(?:def|class|import|return|pass|raise|with|while|try|except|finally|global|nonlocal|del|assert|break|continue|elif)\b")
-#: Keywords that nest what follows them (or chain with what precedes them).
-_NESTING_KEYWORDS = frozenset({"not", "lambda", "await", "if", "else", "and", "or", "in", "is", "yield", "for"})
-
-
-def nesting_depth(text: str) -> int:
-    """An upper estimate of the syntax tree's depth (see ``_nesting``)."""
-    return _nesting(text)[0]
-
-
-def _nesting(text: str, limit: int = MAX_NESTING) -> tuple[int, int]:
-    """An upper estimate of the syntax tree's depth, from tokens alone.
-
-    Brackets nest, and so do operator chains within one bracket level
-    (``a.b.c``, ``f()()``, ``-~-x``, ``not not x``, ``lambda: lambda: x``,
-    adjacent strings, ``1 + 1 + ...``: libcst builds one node per link), so
-    each bracket level contributes its open chain, reset by a comma.  Strings
-    and comments are skipped; an f-string adds its replacement-field depth.
-    Returns the depth and the offset where it first exceeds ``limit`` (or
-    where it is reached, when it stays within).
-    """
-    levels = [0]  # open chain length per bracket level, outermost first
-    total = deepest = where = 0
-    operand = False  # the previous token ends an operand: a bracket is a call or subscript
-    for match in TOKENS.finditer(text):
-        kind = match.lastgroup
-        if kind == "comment" or kind == "cont":
-            continue
-        was_operand, operand = operand, kind in ("name", "number", "string", "close")
-        if kind == "open":
-            if was_operand:
-                levels[-1] += 1
-                total += 1
-            levels.append(0)
-            total += 1
-        elif kind == "close":
-            if len(levels) > 1:
-                total -= levels.pop() + 1
-            continue
-        elif kind == "sep" or kind == "newline" and len(levels) == 1:
-            total -= levels[-1]
-            levels[-1] = 0
-            continue
-        elif kind == "newline" and _STATEMENT.match(text, match.end()):
-            # A statement cannot start inside brackets: one was left open.
-            # The parser stops there, so what was open no longer nests.
-            levels = [0]
-            total = 0
-            continue
-        elif kind == "op" or kind == "name" and match.group() in _NESTING_KEYWORDS:
-            levels[-1] += 1
-            total += 1
-        elif kind == "string":
-            levels[-1] += 1
-            total += 1
-            token = match.group()
-            quote = min(i for i in (token.find("'"), token.find('"')) if i >= 0)
-            inner = total + _brace_depth(token) if "f" in token[:quote].lower() else 0
-            if inner > deepest:
-                deepest, where = inner, (match.start() if deepest <= limit else where)
-        else:
-            continue
-        if total > deepest:
-            deepest, where = total, (match.start() if deepest <= limit else where)
-    return deepest, where
-
-
-def too_deep_at(text: str) -> tuple[int, int] | None:
-    """(row, column) where nesting first exceeds ``MAX_NESTING``; None within it."""
-    depth, where = _nesting(text)
-    return position_of_offset(text, where) if depth > MAX_NESTING else None
-
-
-def _brace_depth(token: str) -> int:
-    depth = deepest = 0
-    for ch in token.replace("{{", "").replace("}}", ""):
-        if ch == "{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif ch == "}" and depth:
-            depth -= 1
-    return deepest
 
 
 def _engine_finding(code: str, message: str, path: str, row: int = 1, column: int = 1) -> Finding:
@@ -493,18 +406,24 @@ def _decide(
     unsafe: bool, notebook: bool, original_compiles: bool,
 ) -> Decision[Analysis | None]:
     from loadlint.fixes import Builder, Positions, apply_edits
+    from loadlint.positions import reparse
 
     assert isinstance(analysis.positions, Positions)
     builder = Builder(analysis.positions.module, analysis.positions)
 
     def trial(chosen: list[Candidate]) -> Outcome[Analysis | None] | None:
         try:
-            new_text = apply_edits(text, builder.edits([c.spec for c in chosen]))
+            edits = builder.edits([c.spec for c in chosen])
+            new_text = apply_edits(text, edits)
         except Exception:  # edits that cannot be rendered together
             return None
         if new_text == text:
             return Outcome(text, analysis.findings, analysis)
-        parsed = _check_parses(new_text, path, original_compiles)
+        positions = analysis.positions
+        bounds = positions.bounds
+        # Only the statements the edits touch are parsed again (see ``reparse``).
+        module = None if bounds is None else reparse(positions.module, text, bounds, edits, new_text)
+        parsed = _check_parses(new_text, path, original_compiles, module)
         findings, new_analysis = analyse(new_text, path, guard, notebook=notebook, parsed=parsed)
         return Outcome(new_text, findings, new_analysis)
 
@@ -563,14 +482,19 @@ def _compiles(text: str, path: str) -> bool:
         return False
 
 
-def _check_parses(text: str, path: str, original_compiles: bool) -> tuple[libcst.Module, Slice | None] | None:
-    """Raises FixFailed unless ``text`` parses; the tree, for ``analyse``."""
-    parsed = None
+def _check_parses(
+    text: str, path: str, original_compiles: bool, module: libcst.Module | None = None,
+) -> tuple[libcst.Module, Slice | None] | None:
+    """Raises FixFailed unless ``text`` parses; the tree, for ``analyse``
+    (``module``: the tree of ``text`` when the caller has it)."""
+    parsed: tuple[libcst.Module, Slice | None] | None = None
     try:
         # A large module as ``analyse`` parses it: its other statements are
         # checked by Python's parser (a fix on a megabyte must not take minutes).
         piece = sliced(text)
-        if piece is None or not piece.too_large:
+        if module is not None and piece is None:
+            parsed = module, None
+        elif piece is None or not piece.too_large:
             parsed = slicing.parse(text, piece)
     except Exception as exc:
         raise FixFailed(f"fixed code does not parse ({type(exc).__name__}); file left unchanged") from None

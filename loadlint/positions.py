@@ -11,14 +11,14 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Mapping
+from typing import Mapping, Sequence, cast
 
 import libcst as cst
 from libcst.metadata import CodeRange
 
 from loadlint.slicing import Slice
 from loadlint.source import LINE_BREAK, line_starts
-from loadlint.types import Location
+from loadlint.types import Edit, Location
 from loadlint.walk import Unit, statement_starts, statement_units
 
 
@@ -36,7 +36,7 @@ def code_ranges(node: cst.CSTNode, module: cst.Module, indents: tuple[str, ...] 
         indent_tokens=list(indents),
     )
     node._codegen(state)
-    return provider._computed
+    return cast(Mapping[cst.CSTNode, CodeRange], provider._computed)
 
 
 @dataclass
@@ -81,13 +81,18 @@ class Positions:
                 # Rendered inside its blocks' indentation: columns are the file's,
                 # rows are shifted to where Python's parser starts the statement.
                 ranges = code_ranges(stmt, self.module, indents)
-                first = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) else stmt
-                self._local[index] = ranges, statements[2][stmt] - ranges[first].start.line
+                anchor = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) else stmt
+                self._local[index] = ranges, statements[2][stmt] - ranges[anchor].start.line
             ranges, shift = self._local[index]
             code_range = ranges[node]
         start, end = code_range.start, code_range.end
         first, last = self._row(start.line + shift), self._row(end.line + shift)
         return Location(first, start.column + 1), Location(last, end.column + 1)
+
+    @cached_property
+    def bounds(self) -> list[int] | None:
+        """``statement_bounds`` of the module (None for a module parsed in part)."""
+        return statement_bounds(self.module, self.text) if self.piece is None else None
 
     def _row(self, line: int) -> int:
         return line if self.piece is None else self.piece.row(line)
@@ -116,3 +121,61 @@ class Positions:
         """The 1-based location of a character offset."""
         row = bisect.bisect_right(self._starts, offset)
         return Location(row, offset - self._starts[row - 1] + 1)
+
+
+def statement_bounds(module: cst.Module, text: str) -> list[int] | None:
+    """Where each top-level statement of ``module`` (parsed from ``text``)
+    starts in ``text``, its leading comments included, and where the last
+    one ends; None when the module does not render back to ``text`` so."""
+    if not module.has_trailing_newline:
+        return None
+    offset = sum(len(module.code_for_node(line)) for line in module.header)
+    bounds = [offset]
+    for stmt in module.body:
+        offset += len(module.code_for_node(stmt))
+        bounds.append(offset)
+    footer = sum(len(module.code_for_node(line)) for line in module.footer)
+    return bounds if offset + footer == len(text) else None
+
+
+def reparse(module: cst.Module, text: str, bounds: list[int], edits: Sequence[Edit], new_text: str) -> cst.Module | None:
+    """``module`` with the top-level statements ``edits`` change parsed again
+    from ``new_text`` (``text`` with ``edits`` applied), the others kept:
+    checking a fix re-parses the function it changes, not the file.  None
+    when an edit is not inside one statement or the statement does not
+    parse on its own as it did in the file (then parse all of ``new_text``)."""
+    touched: dict[int, list[Edit]] = {}
+    for edit in edits:
+        index = bisect.bisect_right(bounds, edit.start) - 1
+        if index < 0 or index >= len(module.body) or not bounds[index] < edit.start <= edit.end < bounds[index + 1]:
+            return None
+        touched.setdefault(index, []).append(edit)
+    body = list(module.body)
+    pieces: list[tuple[int, int, str]] = []
+    for index in sorted(touched, reverse=True):
+        begin, end = bounds[index], bounds[index + 1]
+        chunk = text[begin:end]
+        for edit in sorted(touched[index], key=lambda e: -e.start):
+            chunk = chunk[: edit.start - begin] + edit.content + chunk[edit.end - begin :]
+        try:
+            alone = cst.parse_module(chunk, config=module.config_for_parsing)
+        except Exception:  # the whole text's parse says what is wrong
+            return None
+        # Trailing comments the file gives the statement's last block: its own footer.
+        if alone.footer or not alone.body:
+            return None
+        first = alone.body[0]
+        stmts = [first.with_changes(leading_lines=[*alone.header, *first.leading_lines]), *alone.body[1:]]
+        body[index : index + 1] = stmts
+        pieces.append((begin, end, chunk))
+    # The statements' text with the edits must be the text checked.
+    rebuilt = []
+    cursor = 0
+    for begin, end, chunk in sorted(pieces):
+        rebuilt.append(text[cursor:begin])
+        rebuilt.append(chunk)
+        cursor = end
+    rebuilt.append(text[cursor:])
+    if "".join(rebuilt) != new_text:
+        return None
+    return module.with_changes(body=body)

@@ -7,6 +7,9 @@ import ast
 import re
 from typing import TYPE_CHECKING
 
+from loadlint.slicing import TOKENS
+from loadlint.source import position_of_offset
+
 if TYPE_CHECKING:
     import libcst
 
@@ -36,3 +39,93 @@ def syntax_error(text: str, exc: libcst.ParserSyntaxError, python: SyntaxError |
     row = min(max(python.lineno or 1, 1), len(lines))
     column = min(max(python.offset or 1, 1), len(lines[row - 1]) + 1)
     return f"SyntaxError: {python.msg or 'invalid syntax'}", row, column
+
+
+#: Nesting beyond this (see ``nesting_depth``) is reported as too complex
+#: instead of being handed to a recursive parser and visitor: libcst's native
+#: parser slows down superlinearly with depth and overflows its stack (a hard
+#: crash, not a RecursionError) at a few thousand levels.
+MAX_NESTING = 200
+
+_STATEMENT = re.compile(r"[ \t]*(?:def|class|import|return|pass|raise|with|while|try|except|finally|global|nonlocal|del|assert|break|continue|elif)\b")
+#: Keywords that nest what follows them (or chain with what precedes them).
+_NESTING_KEYWORDS = frozenset({"not", "lambda", "await", "if", "else", "and", "or", "in", "is", "yield", "for"})
+
+
+def nesting_depth(text: str) -> int:
+    """An upper estimate of the syntax tree's depth (see ``_nesting``)."""
+    return _nesting(text)[0]
+
+
+def _nesting(text: str, limit: int = MAX_NESTING) -> tuple[int, int]:
+    """An upper estimate of the syntax tree's depth, from tokens alone.
+
+    Brackets nest, and so do operator chains within one bracket level
+    (``a.b.c``, ``f()()``, ``-~-x``, ``not not x``, ``lambda: lambda: x``,
+    adjacent strings, ``1 + 1 + ...``: libcst builds one node per link), so
+    each bracket level contributes its open chain, reset by a comma.  Strings
+    and comments are skipped; an f-string adds its replacement-field depth.
+    Returns the depth and the offset where it first exceeds ``limit`` (or
+    where it is reached, when it stays within).
+    """
+    levels = [0]  # open chain length per bracket level, outermost first
+    total = deepest = where = 0
+    operand = False  # the previous token ends an operand: a bracket is a call or subscript
+    for match in TOKENS.finditer(text):
+        kind = match.lastgroup
+        if kind == "comment" or kind == "cont":
+            continue
+        was_operand, operand = operand, kind in ("name", "number", "string", "close")
+        if kind == "open":
+            if was_operand:
+                levels[-1] += 1
+                total += 1
+            levels.append(0)
+            total += 1
+        elif kind == "close":
+            if len(levels) > 1:
+                total -= levels.pop() + 1
+            continue
+        elif kind == "sep" or kind == "newline" and len(levels) == 1:
+            total -= levels[-1]
+            levels[-1] = 0
+            continue
+        elif kind == "newline" and _STATEMENT.match(text, match.end()):
+            # A statement cannot start inside brackets: one was left open.
+            # The parser stops there, so what was open no longer nests.
+            levels = [0]
+            total = 0
+            continue
+        elif kind == "op" or kind == "name" and match.group() in _NESTING_KEYWORDS:
+            levels[-1] += 1
+            total += 1
+        elif kind == "string":
+            levels[-1] += 1
+            total += 1
+            token = match.group()
+            quote = min(i for i in (token.find("'"), token.find('"')) if i >= 0)
+            inner = total + _brace_depth(token) if "f" in token[:quote].lower() else 0
+            if inner > deepest:
+                deepest, where = inner, (match.start() if deepest <= limit else where)
+        else:
+            continue
+        if total > deepest:
+            deepest, where = total, (match.start() if deepest <= limit else where)
+    return deepest, where
+
+
+def too_deep_at(text: str) -> tuple[int, int] | None:
+    """(row, column) where nesting first exceeds ``MAX_NESTING``; None within it."""
+    depth, where = _nesting(text)
+    return position_of_offset(text, where) if depth > MAX_NESTING else None
+
+
+def _brace_depth(token: str) -> int:
+    depth = deepest = 0
+    for ch in token.replace("{{", "").replace("}}", ""):
+        if ch == "{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch == "}" and depth:
+            depth -= 1
+    return deepest

@@ -205,16 +205,16 @@ def statement_starts(module: cst.Module, text: str) -> dict[cst.CSTNode, int] | 
     for stmt in body:
         _flat_ast(stmt, theirs)
     ours: list[cst.CSTNode | None] = []
-    for node in module.body:
-        _flat_cst(node, ours)
+    for top in module.body:
+        _flat_cst(top, ours)
     if len(ours) != len(theirs):
         return None
     starts: dict[cst.CSTNode, int] = {}
     for node, other in zip(ours, theirs):
         if node is None:
             continue
-        first = node.body[0] if isinstance(node, cst.SimpleStatementLine) else node
-        name = type(first).__name__
+        head = node.body[0] if isinstance(node, cst.SimpleStatementLine) else node
+        name = type(head).__name__
         if _AST_NAMES.get(name, name) != type(other).__name__.removeprefix("Async"):
             return None
         # Both parsers start a decorated definition at ``def``/``class``.
@@ -231,7 +231,7 @@ def _flat_ast(stmt: ast.stmt, out: list[ast.stmt]) -> None:
         for item in value:
             if isinstance(item, ast.stmt):
                 _flat_ast(item, out)
-            elif isinstance(item, (ast.excepthandler, ast.match_case)):
+            elif isinstance(item, (ast.ExceptHandler, ast.match_case)):
                 for inner in item.body:
                     _flat_ast(inner, out)
 

@@ -141,3 +141,53 @@ def test_nested_statements(newline: str) -> None:
     line = cst.ensure_type(cst.ensure_type(match.cases[0].body, cst.IndentedBlock).body[0], cst.SimpleStatementLine)
     value = cst.ensure_type(line.body[0], cst.Assign).value
     assert positions.range(value)[0].row == text.count(newline, 0, text.index("loader = ")) + 1
+
+
+REPARSE = """\
+# header comment
+import torch
+from torch.utils.data import DataLoader
+
+
+@decorated
+def build(ds):
+    # inside
+    loader = DataLoader(ds, batch_size=4)
+    return loader
+        # deeper comment after the block
+
+class Trainer:
+    def loaders(self):
+        return DataLoader(self.ds)
+
+for batch in build(None):
+    pass
+"""
+
+
+def test_reparse_parses_only_the_edited_statement_and_matches_a_full_parse() -> None:
+    from loadlint.engine import Options, analyse
+    from loadlint.positions import reparse, statement_bounds
+    from loadlint.rules import CODES
+    from loadlint.types import Edit
+
+    module = cst.parse_module(REPARSE)
+    bounds = statement_bounds(module, REPARSE)
+    assert bounds is not None and len(bounds) == len(module.body) + 1
+    from loadlint.types import HardwareProfile
+
+    options = Options(frozenset(CODES), lambda: HardwareProfile(usable_cpus=4, logical_cpus=4, gpu_count=1))
+    for old, new in [("batch_size=4)", "batch_size=4, num_workers=2)"), ("(self.ds)", "(self.ds, num_workers=2)")]:
+        start = REPARSE.index(old)
+        edit = Edit(new, start, start + len(old), Location(1, 1), Location(1, 1))
+        new_text = REPARSE.replace(old, new)
+        again = reparse(module, REPARSE, bounds, [edit], new_text)
+        assert again is not None and again.code == new_text
+        # The statements no edit touches are the same nodes.
+        kept = [a is b for a, b in zip(module.body, again.body)]
+        assert kept.count(False) == 1
+        assert analyse(new_text, "x.py", options, parsed=(again, None))[0] == analyse(new_text, "x.py", options)[0]
+    # An insertion between statements (an import) has no statement of its own: parse it all.
+    start = REPARSE.index("from torch")
+    edit = Edit("import os\n", start, start, Location(1, 1), Location(1, 1))
+    assert reparse(module, REPARSE, bounds, [edit], REPARSE[:start] + "import os\n" + REPARSE[start:]) is None
