@@ -455,7 +455,7 @@ def tree_benchmark(args: argparse.Namespace) -> int:
     cache = ["--cache-dir", str(scratch / "cache")]
     warm_cmd = [*loadlint_command(), "check", *cache, *select, "."]
     torchfix = None if args.skip_torchfix else find_torchfix(args.torchfix)
-    loads = [os.getloadavg()[0]]
+    loads = [("start", os.getloadavg()[0])]
     try:
         files = py_files(tree)
         log(f"{tree.name}: parse cost of the files loadlint parses")
@@ -469,14 +469,14 @@ def tree_benchmark(args: argparse.Namespace) -> int:
         one = args.file or first_flagged(cold_out)
         ones = [run([*loadlint_command(), "check", "--force-exclude", *cache, *select, one], tree)
                 for _ in range(5)] if one else []
-        loads.append(os.getloadavg()[0])
+        loads.append(("after loadlint", os.getloadavg()[0]))
         tf = None
         if torchfix is not None:
             log("TorchFix (slow)")
             tf = run([torchfix, "--select", "TOR401", "."], tree, poll=True, limit=args.torchfix_limit)
-            loads.append(os.getloadavg()[0])
+            loads.append(("after TorchFix", os.getloadavg()[0]))
         growth = [] if args.skip_growth else growth_curve(scratch, args.growth_limit)
-        loads.append(os.getloadavg()[0])
+        loads.append(("end", os.getloadavg()[0]))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -488,8 +488,8 @@ def tree_benchmark(args: argparse.Namespace) -> int:
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     print(f"Tree: {tree.name}, {len(files)} .py files; loadlint parses {parse['files']} "
           f"({parse['chars'] / 1e6:.2f} M characters) and {parse['notebooks']} notebooks")
-    print(f"Machine: {cpus} CPUs; load average {', '.join(f'{x:.1f}' for x in loads)} "
-          f"(start, after loadlint, after TorchFix, end); medians of {args.repeat} cold / {len(warms)} warm runs")
+    print(f"Machine: {cpus} CPUs; load average {', '.join(f'{x:.1f} {when}' for when, x in loads)}; "
+          f"medians of {args.repeat} cold / {len(warms)} warm runs")
     print(f"Commands: `{' '.join(['loadlint', *cold_cmd[len(loadlint_command()):]])}` (cold), with a cache (warm), "
           f"`torchfix --select TOR401 .`")
     print()
