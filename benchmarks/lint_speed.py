@@ -299,8 +299,9 @@ GROWTH_SIZES = (0.1, 0.5, 1.0, 2.0, 5.0, 10.0)
 def large_module(size: int) -> str:
     """A generated module of about ``size`` bytes: simple assignments, with
     one DataLoader call (and the loop over it) in the middle."""
-    head = "import torch\nfrom torch.utils.data import DataLoader\n\n"
-    middle = "loader = DataLoader(range(10), batch_size=4)\nfor batch in loader:\n    print(batch)\n"
+    head = "import torch\nfrom torch.utils.data import DataLoader\nfrom dataset import Images\n\n"
+    # A dataset LL201 cannot see is in memory (``range(10)`` is: no finding).
+    middle = 'loader = DataLoader(Images("data"), batch_size=4)\nfor batch in loader:\n    print(batch)\n'
     lines: list[str] = []
     total = len(head) + len(middle)
     while total < size:
