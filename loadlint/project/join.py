@@ -23,7 +23,8 @@ from loadlint.summaries import summarise_text
 from loadlint.files import read_source
 from loadlint.pipeline import ProfileCache, options_for
 from loadlint.project import MAX_FILES, Project
-from loadlint.project.modules import project_root
+from loadlint.project.modules import Resolver, project_root
+from loadlint.project.values import Constants, constant_findings
 from loadlint.source import DecodeError, decode
 from loadlint.types import FileResult, Finding, Options
 
@@ -193,8 +194,46 @@ def _analyse(
         result = results[original[path]] if path in original else None
         return None if result is None or result.error is not None else list(result.findings)
 
-    project = Project(root, summaries, summary_of, read_text, lambda: iter(files), options, own_findings)
-    return project.findings(set(files) | set(original))
+    constants = Constants(root, Resolver(root), summary_of, read_text)
+    resolved = {path: constants.resolve(path, summary) for path, summary in summaries.items()}
+
+    def resolved_summary_of(path: str) -> dict[str, Any] | None:
+        summary = summary_of(path)
+        return None if summary is None else constants.resolve(path, summary)
+
+    project = Project(root, resolved, resolved_summary_of, read_text, lambda: iter(files), options, own_findings)
+    found = project.findings(set(files) | set(original))
+    for path, summary in sorted(summaries.items()):
+        for finding in _constant_findings(path, summary, constants, read_text, options, own_findings):
+            if not any(_same_place(finding, f) for f in found.get(path, [])):
+                found.setdefault(path, []).append(finding)
+    return found
+
+
+def _constant_findings(
+    path: str,
+    summary: dict[str, Any],
+    constants: Constants,
+    read_text: Callable[[str], str | None],
+    options: Callable[[str], Options],
+    own_findings: Callable[[str], list[Finding] | None],
+) -> list[Finding]:
+    """A module's findings with the project constants it imports bound."""
+    functions = summary.get("functions", {}).values()
+    builds = any(fn.get("loaders") for fn in functions) or any(
+        str(call.get("callee", "")).endswith("TrainingArguments") for fn in functions for call in fn.get("calls", [])
+    )
+    if not builds:
+        return []
+    given = constants.bindings(path, summary)
+    text = read_text(path) if given else None
+    if text is None:
+        return []
+    return constant_findings(path, text, given, options(path), own_findings(path))
+
+
+def _same_place(a: Finding, b: Finding) -> bool:
+    return (a.code, a.location.row, a.location.column) == (b.code, b.location.row, b.location.column)
 
 
 def _add(results: list[FileResult | None], index: int, candidates: list[Candidate], findings: list[Finding]) -> None:
