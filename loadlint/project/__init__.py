@@ -100,10 +100,10 @@ class Project:
         if not factories:
             return roots
         stems = b"|".join(re.escape(os.fsencode(s)) for s in sorted(factories))
-        # An import line naming the module (parenthesised imports over
-        # several lines are not seen), in a file that names a factory.
+        # An import naming the module (a parenthesised list may span
+        # lines), in a file that names a factory.
         pattern = re.compile(
-            rb"^[ \t]*(?:from[ \t]+\S*\b(?:" + stems + rb")\b|(?:from[ \t]+\S+[ \t]+)?import[ \t][^\n]*\b(?:"
+            rb"^[ \t]*(?:from[ \t]+\S*\b(?:" + stems + rb")\b|(?:from[ \t]+\S+[ \t]+)?import[ \t]*(?:\([^)]*|[^\n]*)\b(?:"
             + stems + rb")\b)",
             re.MULTILINE,
         )
