@@ -141,3 +141,41 @@ def test_two_config_modules_resolve_to_the_scripts_folder(tmp_path: Path) -> Non
     assert [line.split(" (with")[0].split(": ")[0] for line in out] == ["one/train.py:5:10", "two/train.py:5:10"]
     assert "(with `config.WORKERS = 0` from one/config.py:1)" in out[0]
     assert "(with `config.WORKERS = 32` from two/config.py:1)" in out[1]
+
+
+def test_notebook_gets_the_project_findings_of_a_script(tmp_path: Path) -> None:
+    project = copy("notebook_course", tmp_path)
+    out = check(project, "--no-cache", "course.ipynb").splitlines()
+    # Only the notebook was given: its own project findings, at cell positions.
+    assert [line.split(" ")[0] for line in out] == ["course.ipynb:cell", "course.ipynb:cell"]
+    assert out[0].startswith("course.ipynb:cell 7:2:22: LL207") and out[1].startswith("course.ipynb:cell 8:4:20: LL203")
+    factory = check(project, "--no-cache", "going_modular/data_setup.py")
+    assert "called from course.ipynb:cell 4:1" in factory and "from course.ipynb:cell 6:1" in factory
+    # The script that runs the same steps gets LL013; the notebook never does.
+    everything = check(project, "--no-cache", ".")
+    assert "train.py:5:1: LL013" in everything and not any(
+        line.startswith("course.ipynb") and "LL013" in line for line in everything.splitlines()
+    )
+
+
+def test_notebook_with_string_sources_reaches_the_factory(tmp_path: Path) -> None:
+    import json
+
+    project = copy("notebook_course", tmp_path)
+    notebook = project / "course.ipynb"
+    document = json.loads(notebook.read_text())
+    for cell in document["cells"]:
+        cell["source"] = "".join(cell["source"])  # nbformat allows one string
+    notebook.write_text(json.dumps(document))
+    factory = check(project, "--no-cache", "going_modular/data_setup.py")
+    assert "called from course.ipynb:cell 4:1" in factory
+
+
+def test_editing_a_notebook_changes_the_factorys_finding(tmp_path: Path) -> None:
+    project = copy("notebook_course", tmp_path)
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    assert "LL203 `num_workers=16`" in check(project, *cache, "going_modular/data_setup.py")
+    notebook = project / "course.ipynb"
+    notebook.write_text(notebook.read_text().replace("num_workers=16", "num_workers=4"))
+    out = check(project, *cache, "going_modular/data_setup.py")
+    assert "LL203" not in out and "LL204" in out
