@@ -307,8 +307,11 @@ class _Reporter:
         what = "`persistent_workers` is not set" if persistent is MISSING_VALUE else "`persistent_workers=False`"
         use = self.where.place(event.frame.path, int(event.use.get("at", -1)))
         calls = self._calls(event.frame)
+        count = ref.setting("num_workers")
+        # An imported constant says where it comes from, as a factory's values do.
+        note = f" (with {count['note']})" if isinstance(count, dict) and count.get("note") else ""
         message = (
-            f"{what}: {workers} workers of this loader are started again at every epoch; "
+            f"{what}: {workers} workers{note} of this loader are started again at every epoch; "
             f"set `persistent_workers=True` (iterated every epoch by `{event.frame.function}` ({use})"
             + (f" {calls})" if calls else ")")
         )
