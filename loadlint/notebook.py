@@ -504,3 +504,36 @@ def analyse_cells(cells: list[Cell], name: str, options: Options, fix: FixReques
     checked.findings = engine_findings + [_map(f, rows) for f in findings]
     checked.findings.sort(key=lambda f: (f.cell or 0, f.location.row, f.location.column, f.code))
     return checked
+
+
+# -- project analysis ----------------------------------------------------------
+
+
+def joined_text(data: bytes) -> str | None:
+    """A notebook's Python cells as the one module its rules read (magics
+    masked, cells that do not parse left out), for project analysis to
+    summarise and locate; None when the bytes are not a usable notebook."""
+    try:
+        _, _, _, cells, _ = load(data)
+    except NotebookError:
+        return None
+    masker = _Masker()
+    module = Module()
+    for cell in cells:
+        masked = masker.mask(cell.source)
+        if masked is None or _cell_syntax_error(masked) is not None:
+            continue
+        module.parts.append(_Part(cell, masked, bool(masked) and not masked.endswith(("\n", "\r"))))
+    return module.text()
+
+
+def cell_of(text: str, row: int) -> tuple[int | None, int]:
+    """(cell, row inside it) of a row of ``joined_text``."""
+    return _locate(cell_rows(text), row)
+
+
+def to_cells(findings: list[Finding], text: str) -> list[Finding]:
+    """Findings located in ``joined_text`` moved to cell positions, as
+    ``check`` reports a notebook's findings."""
+    rows = cell_rows(text)
+    return [_map(finding, rows) for finding in findings]

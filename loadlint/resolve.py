@@ -381,3 +381,28 @@ def origin(node: cst.BaseExpression | None, scope: Scope | None) -> Origin | Non
     """Where the value of an expression comes from, when it is an overridable default."""
     option = option_of(node, scope)
     return option.origin if option is not None and option.value is not UNKNOWN else None
+
+
+def bind_imported(module: Scope, cpu_count_calls: set[int], given: dict[str, dict[str, Any]]) -> None:
+    """Give imported names the values of the project constants they name
+    (``{"config.WORKERS": {"value": 16, "note": ...}}``), as a namespace
+    default is given: the rules use the value and say where it comes from.
+    A name bound more than once (the import, then something else) keeps its
+    bindings."""
+    for local, descriptor in given.items():
+        head, _, attr = local.partition(".")
+        found = module.bindings.get(head)
+        if found is None or len(found) != 1 or found[0].value is not None or "." in attr:
+            continue
+        note = descriptor.get("note")
+        found_origin = Origin(f"with {note}") if note else None
+        if "value" in descriptor:
+            option = Option(descriptor["value"], found_origin)
+            if attr:
+                module.namespaces.setdefault(head, Namespace()).options[attr] = option
+            else:
+                module.defaults[head] = option
+        elif descriptor.get("cpu_count") and not attr:
+            node = cst.parse_expression("os.cpu_count()")
+            cpu_count_calls.add(id(node))
+            module.bindings[head] = [Binding(node)]

@@ -64,6 +64,9 @@ class ModuleValues:
     parser_functions: dict[str, dict[str, tuple[object, str]]] = field(default_factory=dict)
     #: Module-level names bound to a parsed namespace -> dest -> (default, origin text).
     namespaces: dict[str, dict[str, tuple[object, str]]] = field(default_factory=dict)
+    #: Module-level assignment targets by name (the last one), where an
+    #: importer's message says the value comes from.
+    targets: dict[str, cst.Name] = field(default_factory=dict)
 
 
 @dataclass
@@ -161,9 +164,15 @@ class CliProvider(Provider[CliFacts]):
         for target in node.targets:
             self._assigned(target.target)
             self._assigns.append((target.target, node.value, self.cursor.scope))
+            self._module_target(target.target)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         self._assigned(node.target)
+        self._module_target(node.target)
+
+    def _module_target(self, target: cst.BaseExpression) -> None:
+        if isinstance(target, cst.Name) and self.cursor.scope is self._names.module_scope:
+            self.facts.values.targets[target.value] = target
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         self._assigned(node.target)

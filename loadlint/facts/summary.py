@@ -10,7 +10,9 @@ what it returns, and the calls it makes with their argument values.
 Keys are stable (module-level names, ``Class.method``), values are JSON.
 A value is a descriptor: ``{"value": 4}``, ``{"cpu_count": true}``,
 ``{"param": "p"}``, ``{"loader": i}`` (the function's i-th loader),
-``{"call": i, "index": j}`` (part of the i-th call's result), or ``{}``
+``{"call": i, "index": j}`` (part of the i-th call's result),
+``{"import": "config.WORKERS"}`` (a name imported from another module,
+which the join resolves to that module's ``constants``), or ``{}``
 (unknown).  A descriptor may carry a ``"note"`` saying where a value
 comes from; other fact sources can add one without changing the shape.
 """
@@ -24,7 +26,7 @@ import libcst as cst
 from loadlint.facts.calls import CallSite
 from loadlint.facts.collect import ModuleFacts
 from loadlint.facts.names import FunctionFacts
-from loadlint.resolve import MISSING, UNKNOWN, Binding, Scope, evaluate, follow_name
+from loadlint.resolve import MISSING, UNKNOWN, Binding, Scope, bind_imported, dotted_name, evaluate, follow_name
 
 #: Names a node by a number: ``summarise`` keeps no positions (they cost a
 #: metadata pass); the numbers are turned into positions, for the few nodes
@@ -35,7 +37,7 @@ MODULE = "<module>"
 #: The loader arguments project analysis reasons about (absent: torch's default).
 _LOADER_SETTINGS = ("num_workers", "persistent_workers", "pin_memory", "multiprocessing_context")
 #: Bumped when the shape changes, so cached summaries are not misread.
-VERSION = 1
+VERSION = 2
 
 
 def summarise(facts: ModuleFacts, ref_of: RefOf) -> Summary:
@@ -45,7 +47,7 @@ def summarise(facts: ModuleFacts, ref_of: RefOf) -> Summary:
     imports.update(facts.calls_between.relative)
     module_defs = {name for (owner, name) in names.defs if owner == id(names.module_scope)}
     module_defs |= {name for (owner, name) in names.class_defs if owner == id(names.module_scope)}
-    groups = _Groups(facts)
+    groups = _Groups(facts, imports)
     functions: dict[str, Any] = {MODULE: _Function(groups, None, names.module_scope, ref_of).summary(imports, module_defs)}
     for fn in names.functions:
         if fn.nested:
@@ -53,14 +55,60 @@ def summarise(facts: ModuleFacts, ref_of: RefOf) -> Summary:
         qual = f"{fn.class_name}.{fn.name}" if fn.class_name else fn.name
         if qual not in functions:
             functions[qual] = _Function(groups, fn, fn.scope, ref_of).summary(imports, module_defs)
-    return {"version": VERSION, "imports": imports, "functions": functions}
+    out: Summary = {"version": VERSION, "imports": imports, "functions": functions}
+    constants = _constants(facts, imports, ref_of)
+    if constants:
+        out["constants"] = constants
+    return out
+
+
+def _constants(facts: ModuleFacts, imports: dict[str, str], ref_of: RefOf) -> dict[str, Any]:
+    """Module-level names another module may import as values: bound once,
+    unconditionally, never declared ``global`` in a function (that adds a
+    binding), to a constant, ``os.cpu_count()`` or an imported name."""
+    module = facts.names.module_scope
+    out: dict[str, Any] = {}
+    for name, bindings in module.bindings.items():
+        if len(bindings) != 1 or bindings[0].value is None or bindings[0].path:
+            continue
+        expr = bindings[0].value
+        value = evaluate(expr, module)
+        if value is not UNKNOWN and _jsonable(value):
+            described: dict[str, Any] = {"value": value}
+        elif isinstance(expr, cst.Call) and id(expr) in facts.loaders.cpu_count_calls:
+            described = {"cpu_count": True}
+        else:
+            qualified = _imported(expr, module, imports)
+            if qualified is None:
+                continue
+            described = {"import": qualified}
+        target = facts.cli.values.targets.get(name)
+        if target is not None:
+            described["at"] = ref_of(target)
+        out[name] = described
+    return out
+
+
+def _imported(expr: cst.BaseExpression, scope: Scope, imports: dict[str, str]) -> str | None:
+    """``config.WORKERS`` for ``WORKERS`` (``from config import WORKERS``) or
+    ``cfg.WORKERS`` (``import config as cfg``), read where the import is the
+    name's only binding."""
+    dotted = dotted_name(expr)
+    if dotted is None:
+        return None
+    head, _, rest = dotted.partition(".")
+    found = scope.lookup(head)
+    if head not in imports or found is None or found[0].kind != "module" or len(found[1]) != 1 or found[1][0].value is not None:
+        return None
+    return imports[head] + ("." + rest if rest else "")
 
 
 class _Groups:
     """The module's facts grouped by the function they belong to, once."""
 
-    def __init__(self, facts: ModuleFacts) -> None:
+    def __init__(self, facts: ModuleFacts, imports: dict[str, str]) -> None:
         self.facts = facts
+        self.imports = imports
         self.loaders: dict[int, list[Any]] = {}
         for call in facts.loaders.calls:
             self.loaders.setdefault(id(call.scope.function), []).append(call)
@@ -126,10 +174,11 @@ class _Function:
         value = evaluate(expr, scope)
         if value is not UNKNOWN and _jsonable(value):
             return {"value": value}
-        target, _ = follow_name(expr, scope)
+        target, owner = follow_name(expr, scope)
         if isinstance(target, cst.Call) and id(target) in self.facts.loaders.cpu_count_calls:
             return {"cpu_count": True}
-        return {}
+        qualified = _imported(target, owner, self.groups.imports) if owner is not None else None
+        return {"import": qualified} if qualified is not None else {}
 
     def summary(self, imports: dict[str, str], module_defs: set[str]) -> dict[str, Any]:
         out: dict[str, Any] = {"params": self.params}
@@ -239,7 +288,11 @@ def inject(facts: ModuleFacts, bindings: dict[str, dict[str, dict[str, Any]]]) -
     """Bind parameters to the values a caller gives them: each rule then
     resolves the parameter as a name assigned that value.  A parameter that
     is assigned in its function keeps its bindings (the value is not the
-    caller's any more)."""
+    caller's any more).  Under ``"<module>"``, values of names the module
+    imports (``config.WORKERS``, ``WORKERS``), which the join resolved."""
+    imported = bindings.get(MODULE)
+    if imported:
+        bind_imported(facts.names.module_scope, facts.loaders.cpu_count_calls, imported)
     for fn in facts.names.functions:
         qual = f"{fn.class_name}.{fn.name}" if fn.class_name else fn.name
         given = bindings.get(qual)
@@ -257,7 +310,7 @@ def inject(facts: ModuleFacts, bindings: dict[str, dict[str, dict[str, Any]]]) -
 
 
 def _expression(descriptor: dict[str, Any], param: cst.Param, facts: ModuleFacts) -> cst.BaseExpression | None:
-    if descriptor.get("default"):
+    if descriptor.get("default") and "import" not in descriptor:
         return param.default
     if "value" in descriptor and _jsonable(descriptor["value"]):
         return cst.parse_expression(repr(descriptor["value"]))

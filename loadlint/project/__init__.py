@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from loadlint.engine import Bindings, analyse, file_suppressions, suppressed_codes
+from loadlint.notebook import cell_of
 from loadlint.summaries import locate
 from loadlint.project.flow import MISSING_VALUE, Event, Frame, LoaderRef, Value, Walk
 from loadlint.project.modules import Resolver, project_root
@@ -100,10 +101,11 @@ class Project:
         if not factories:
             return roots
         stems = b"|".join(re.escape(os.fsencode(s)) for s in sorted(factories))
-        # An import line naming the module (parenthesised imports over
-        # several lines are not seen), in a file that names a factory.
+        # An import naming the module (a parenthesised list may span
+        # lines; in a notebook's JSON, a line is a string), in a file that
+        # names a factory.
         pattern = re.compile(
-            rb"^[ \t]*(?:from[ \t]+\S*\b(?:" + stems + rb")\b|(?:from[ \t]+\S+[ \t]+)?import[ \t][^\n]*\b(?:"
+            rb"(?:^[ \t]*\"?|\\n[ \t]*)(?:from[ \t]+\S*\b(?:" + stems + rb")\b|(?:from[ \t]+\S+[ \t]+)?import[ \t]*(?:\([^)]*|[^\n]*)\b(?:"
             + stems + rb")\b)",
             re.MULTILINE,
         )
@@ -111,7 +113,7 @@ class Project:
         for count, path in enumerate(self.files()):
             if count >= MAX_FILES:
                 break
-            if path in roots or path.endswith(_NOTEBOOK):
+            if path in roots:
                 continue
             try:
                 with open(path, "rb") as handle:
@@ -184,6 +186,9 @@ class _Locator:
             name = Path(path).relative_to(self.project.root).as_posix()
         except ValueError:
             name = Path(path).name
+        if span and path.endswith(_NOTEBOOK):
+            cell, row = cell_of(self.project.read_text(path) or "", span[0].row)
+            return f"{name}:cell {cell}:{row}"
         return f"{name}:{span[0].row}" if span else name
 
 
@@ -290,9 +295,9 @@ class _Reporter:
         if path not in self.baselines:
             before = self.project.own_findings(path)
             if before is None:
-                before, _ = analyse(text, path, options)
+                before, _ = analyse(text, path, options, notebook=path.endswith(_NOTEBOOK))
             self.baselines[path] = {_sig(f) for f in before}
-        after, _ = analyse(text, path, options, bindings=bindings)
+        after, _ = analyse(text, path, options, bindings=bindings, notebook=path.endswith(_NOTEBOOK))
         return [f for f in after if _sig(f) not in self.baselines[path]]
 
     def _epoch(self, ref: LoaderRef, event: Event, workers: str) -> None:
@@ -302,8 +307,11 @@ class _Reporter:
         what = "`persistent_workers` is not set" if persistent is MISSING_VALUE else "`persistent_workers=False`"
         use = self.where.place(event.frame.path, int(event.use.get("at", -1)))
         calls = self._calls(event.frame)
+        count = ref.setting("num_workers")
+        # An imported constant says where it comes from, as a factory's values do.
+        note = f" (with {count['note']})" if isinstance(count, dict) and count.get("note") else ""
         message = (
-            f"{what}: {workers} workers of this loader are started again at every epoch; "
+            f"{what}: {workers} workers{note} of this loader are started again at every epoch; "
             f"set `persistent_workers=True` (iterated every epoch by `{event.frame.function}` ({use})"
             + (f" {calls})" if calls else ")")
         )

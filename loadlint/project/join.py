@@ -21,9 +21,11 @@ from loadlint.discover import Candidate
 from loadlint.engine import passes_prefilter
 from loadlint.summaries import summarise_text
 from loadlint.files import read_source
+from loadlint.notebook import joined_text, to_cells
 from loadlint.pipeline import ProfileCache, options_for
 from loadlint.project import MAX_FILES, Project
-from loadlint.project.modules import project_root
+from loadlint.project.modules import Resolver, project_root
+from loadlint.project.values import Constants, constant_findings
 from loadlint.source import DecodeError, decode
 from loadlint.types import FileResult, Finding, Options
 
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
 SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", "venv", "env", "build", "dist"})
 #: The cache's configuration fingerprint for a summary made on demand.
 SUMMARY_ONLY = "project-summary"
+NOTEBOOK = ".ipynb"
 
 
 def python_files(root: Path, limit: int = MAX_FILES) -> Iterator[str]:
@@ -43,7 +46,7 @@ def python_files(root: Path, limit: int = MAX_FILES) -> Iterator[str]:
     for folder, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIP_DIRS)
         for name in sorted(files):
-            if name.endswith(".py"):
+            if name.endswith((".py", NOTEBOOK)):
                 yield os.path.join(folder, name)
                 count += 1
                 if count >= limit:
@@ -138,9 +141,11 @@ def _analyse(
     texts: dict[str, str | None] = {}
 
     def read_text(path: str) -> str | None:
+        """A module's text; a notebook's code cells joined as one module."""
         if path not in texts:
             try:
-                texts[path] = decode(read_source(Path(path))).text
+                data = read_source(Path(path))
+                texts[path] = joined_text(data) if path.endswith(NOTEBOOK) else decode(data).text
             except (OSError, DecodeError):
                 texts[path] = None
         return texts[path]
@@ -148,8 +153,6 @@ def _analyse(
     def summary_of(path: str) -> dict[str, Any] | None:
         if path in summaries:
             return summaries[path]
-        if path.endswith(".ipynb"):
-            return None
         try:
             data = read_source(Path(path))
         except OSError:
@@ -165,7 +168,8 @@ def _analyse(
                 if entry is not None and (entry.summary is not None or store is opened):
                     return entry.summary
         try:
-            summary = summarise_text(decode(data).text)
+            text = joined_text(data) if path.endswith(NOTEBOOK) else decode(data).text
+            summary = None if text is None else summarise_text(text)
         except DecodeError:
             summary = None
         if opened is not None:
@@ -190,11 +194,54 @@ def _analyse(
         return options_for(candidate.settings, path if path not in original else str(candidate.path), profiles)
 
     def own_findings(path: str) -> list[Finding] | None:
-        result = results[original[path]] if path in original else None
+        # A notebook's are in cell positions, not the joined module's.
+        result = results[original[path]] if path in original and not path.endswith(NOTEBOOK) else None
         return None if result is None or result.error is not None else list(result.findings)
 
-    project = Project(root, summaries, summary_of, read_text, lambda: iter(files), options, own_findings)
-    return project.findings(set(files) | set(original))
+    constants = Constants(root, Resolver(root), summary_of, read_text)
+    resolved = {path: constants.resolve(path, summary) for path, summary in summaries.items()}
+
+    def resolved_summary_of(path: str) -> dict[str, Any] | None:
+        summary = summary_of(path)
+        return None if summary is None else constants.resolve(path, summary)
+
+    project = Project(root, resolved, resolved_summary_of, read_text, lambda: iter(files), options, own_findings)
+    found = project.findings(set(files) | set(original))
+    for path, summary in sorted(summaries.items()):
+        for finding in _constant_findings(path, summary, constants, read_text, options, own_findings):
+            if not any(_same_place(finding, f) for f in found.get(path, [])):
+                found.setdefault(path, []).append(finding)
+    for path, findings in found.items():
+        text = read_text(path) if path.endswith(NOTEBOOK) else None
+        if text is not None:
+            found[path] = to_cells(findings, text)
+    return found
+
+
+def _constant_findings(
+    path: str,
+    summary: dict[str, Any],
+    constants: Constants,
+    read_text: Callable[[str], str | None],
+    options: Callable[[str], Options],
+    own_findings: Callable[[str], list[Finding] | None],
+) -> list[Finding]:
+    """A module's findings with the project constants it imports bound."""
+    functions = summary.get("functions", {}).values()
+    builds = any(fn.get("loaders") for fn in functions) or any(
+        str(call.get("callee", "")).endswith("TrainingArguments") for fn in functions for call in fn.get("calls", [])
+    )
+    if not builds:
+        return []
+    given = constants.bindings(path, summary)
+    text = read_text(path) if given else None
+    if text is None:
+        return []
+    return constant_findings(path, text, given, options(path), own_findings(path), notebook=path.endswith(NOTEBOOK))
+
+
+def _same_place(a: Finding, b: Finding) -> bool:
+    return (a.code, a.location.row, a.location.column) == (b.code, b.location.row, b.location.column)
 
 
 def _add(results: list[FileResult | None], index: int, candidates: list[Candidate], findings: list[Finding]) -> None:
@@ -203,7 +250,9 @@ def _add(results: list[FileResult | None], index: int, candidates: list[Candidat
         result = results[index] = FileResult(str(candidates[index].path))
     for finding in findings:
         finding.path = result.path
-    result.findings = sorted(result.findings + findings, key=lambda f: (f.location.row, f.location.column, f.code))
+    result.findings = sorted(
+        result.findings + findings, key=lambda f: (f.cell or 0, f.location.row, f.location.column, f.code)
+    )
     if result.source is None:
         try:
             result.source = decode(read_source(Path(candidates[index].path)))

@@ -1,0 +1,213 @@
+"""Module constants imported from project modules, joined into the
+summaries and the rules of the modules that import them.
+
+Phase 1 describes a name imported from another module as
+``{"import": "config.NUM_WORKERS"}`` and exports each module's constants
+(``loadlint.facts.summary``).  Here the import is resolved as Python would
+(``modules.Resolver``) and replaced by the constant's value with a note
+saying where it comes from; a constant that is itself imported is followed
+(a bounded chain; a cycle stays unknown).  What cannot be resolved becomes
+unknown (``{}``), so the rules stay silent.
+
+A file that reads such a constant in a loader's (or ``TrainingArguments``')
+arguments is analysed again with the values bound to the names it imports
+(``engine.analyse(..., bindings={"<module>": ...})``); what is new is
+reported, with the note in the message.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from loadlint.engine import analyse
+from loadlint.project.modules import Resolver
+from loadlint.summaries import locate
+from loadlint.types import Finding, Options
+
+MODULE = "<module>"
+#: Constants followed through at most this many imports.
+MAX_CHAIN = 8
+#: A finding no line names a constant for is attributed by binding each
+#: constant alone, for at most this many constants.
+MAX_SOLE = 4
+
+Summary = dict[str, Any]
+
+
+class Constants:
+    """Resolves imported names to project constants, with memos."""
+
+    def __init__(
+        self,
+        root: Path,
+        resolver: Resolver,
+        summary_of: Callable[[str], Summary | None],
+        read_text: Callable[[str], str | None],
+    ) -> None:
+        self.root = root
+        self.resolver = resolver
+        self.summary_of = summary_of
+        self.read_text = read_text
+        self._memo: dict[tuple[str, str], dict[str, Any]] = {}
+        self._lines: dict[str, dict[int, int]] = {}
+
+    def lookup(self, importer: str, qualified: str) -> dict[str, Any]:
+        """The value descriptor of ``qualified`` as ``importer`` imports it,
+        with a ``note``; ``{}`` when it is not a known project constant."""
+        return self._lookup(importer, qualified, ())
+
+    def _lookup(self, importer: str, qualified: str, seen: tuple[tuple[str, str], ...]) -> dict[str, Any]:
+        key = (importer, qualified)
+        if key in self._memo:
+            return self._memo[key]
+        found: dict[str, Any] = {}
+        target = self.resolver.module_file(importer, qualified)
+        if target is not None and "." not in target[1] and len(seen) < MAX_CHAIN and target not in seen:
+            path, name = target
+            # Parsed only when the name is assigned at the start of a line
+            # (a function or class passed as an argument costs a read, not a parse).
+            text = self.read_text(path) if not path.endswith(".ipynb") else None
+            assigned = text is not None and re.search(rf"^{re.escape(name)}[ \t]*(?::[^=\n]*)?=(?!=)", text, re.MULTILINE)
+            summary = self.summary_of(path) if assigned else None
+            constant = (summary or {}).get("constants", {}).get(name)
+            if isinstance(constant, dict):
+                if "import" in constant:
+                    found = self._lookup(path, str(constant["import"]), (*seen, target))
+                elif "value" in constant or constant.get("cpu_count"):
+                    shown = repr(constant["value"]) if "value" in constant else "os.cpu_count()"
+                    note = f"`{_module_name(path)}.{name} = {shown}` from {self._place(path, constant.get('at'))}"
+                    found = {k: v for k, v in constant.items() if k in ("value", "cpu_count")}
+                    found["note"] = note
+        self._memo[key] = found
+        return found
+
+    def _place(self, path: str, ref: object) -> str:
+        try:
+            name = Path(path).relative_to(self.root).as_posix()
+        except ValueError:
+            name = Path(path).name
+        if type(ref) is not int:
+            return name
+        if path not in self._lines:
+            text = self.read_text(path)
+            self._lines[path] = {} if text is None else {r: span[0].row for r, span in locate(text, None).items()}
+        row = self._lines[path].get(ref)
+        return f"{name}:{row}" if row is not None else name
+
+    def resolve(self, path: str, summary: Summary) -> Summary:
+        """``summary`` with its import descriptors replaced by values (a copy
+        where anything changed: cached summaries are shared)."""
+        if not _mentions_import(summary.get("functions")):
+            return summary
+        out = dict(summary)
+        out["functions"] = self._replace(path, summary["functions"])
+        return out
+
+    def _replace(self, path: str, value: Any) -> Any:
+        if isinstance(value, dict):
+            if "import" in value and isinstance(value["import"], str):
+                found = self.lookup(path, value["import"])
+                # Kept beside the value: a parameter default bound again names
+                # an import the factory's own file cannot evaluate.
+                return {**found, "import": value["import"]} if found else {}
+            return {k: self._replace(path, v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self._replace(path, v) for v in value]
+        return value
+
+    def bindings(self, path: str, summary: Summary) -> dict[str, dict[str, Any]]:
+        """Values for the names ``path`` imports and reads in a loader's or
+        a call's arguments: local name (``config.WORKERS``, ``WORKERS``) ->
+        descriptor with its note."""
+        imports: dict[str, str] = summary.get("imports", {})
+        text = self.read_text(path) or ""
+        out: dict[str, dict[str, Any]] = {}
+        for qualified in sorted(set(_imported_reads(summary.get("functions")))):
+            found = self.lookup(path, qualified)
+            if not found:
+                continue
+            for local, full in imports.items():
+                if qualified == full:
+                    spelled = local
+                elif qualified.startswith(full + "."):
+                    spelled = local + qualified[len(full):]
+                else:
+                    continue
+                # ``config.WORKERS = args.workers`` in this module: not the constant that runs.
+                if "." in spelled and re.search(rf"\b{re.escape(spelled)}\s*(?:[-+*/]?=(?!=))", text):
+                    continue
+                out[spelled] = found
+        return out
+
+
+def _module_name(path: str) -> str:
+    p = Path(path)
+    return p.parent.name if p.stem == "__init__" else p.stem
+
+
+def _mentions_import(value: Any) -> bool:
+    return any(True for _ in _imported_reads(value))
+
+
+def _imported_reads(value: Any) -> Iterator[str]:
+    if isinstance(value, dict):
+        if "import" in value and isinstance(value["import"], str):
+            yield value["import"]
+            return
+        for v in value.values():
+            yield from _imported_reads(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _imported_reads(v)
+
+
+def constant_findings(
+    path: str,
+    text: str,
+    given: dict[str, dict[str, Any]],
+    options: Options,
+    baseline: list[Finding] | None,
+    notebook: bool = False,
+) -> list[Finding]:
+    """The findings of ``path`` that appear once the imported constants
+    ``given`` are bound, with where each value comes from."""
+    if baseline is None:
+        baseline, _ = analyse(text, path, options, notebook=notebook)
+    # By place: the run's own findings may carry a decided fix's note, and a
+    # place the file already reports needs no second finding.
+    before = {_sig(f)[:3] for f in baseline}
+    after, _ = analyse(text, path, options, notebook=notebook, bindings={MODULE: given})
+    notes = sorted({str(d["note"]) for d in given.values() if d.get("note")})
+    lines = text.splitlines()
+    alone: dict[str, set[tuple[str, int, int, str]]] = {}
+
+    def sole(local: str) -> set[tuple[str, int, int, str]]:
+        """The findings with only ``local`` bound (which constant a finding needs)."""
+        if local not in alone:
+            found, _ = analyse(text, path, options, notebook=notebook, bindings={MODULE: {local: given[local]}})
+            alone[local] = {_sig(f) for f in found}
+        return alone[local]
+
+    out = []
+    for finding in after:
+        if _sig(finding)[:3] in before:
+            continue
+        finding = dataclasses.replace(finding)
+        if not any(note in finding.message for note in notes):
+            span = "\n".join(lines[finding.location.row - 1 : finding.end_location.row])
+            named = [local for local in given if given[local].get("note") and re.search(rf"\b{re.escape(local)}\b", span)]
+            if not named and len(given) <= MAX_SOLE:
+                named = [local for local in given if given[local].get("note") and _sig(finding) in sole(local)]
+            shown = sorted({str(given[local]["note"]) for local in named}) or notes
+            finding.message += f" (with {' and '.join(shown)})"
+        # A fix would write the value into the use and lose the constant.
+        finding.fix = None
+        out.append(finding)
+    return out
+
+
+def _sig(finding: Finding) -> tuple[str, int, int, str]:
+    return finding.code, finding.location.row, finding.location.column, finding.message
