@@ -104,6 +104,9 @@ class _Missing:
 
 
 MISSING_VALUE = _Missing()
+#: A parameter no caller on the walk's path gave a value (the walk started
+#: at its function): unknown, and known to be so only for want of a caller.
+UNBOUND: dict[str, Any] = {"unbound": True}
 #: A descriptor (``{"value": 4}``...), a loader, a tuple of values, or None (unknown).
 Value = Union[dict[str, Any], LoaderRef, SamplerRef, tuple[Any, ...], None, _Missing]
 
@@ -111,7 +114,7 @@ Value = Union[dict[str, Any], LoaderRef, SamplerRef, tuple[Any, ...], None, _Mis
 def resolve(descriptor: dict[str, Any], frame: Frame, loaders: list[LoaderRef], results: list[Value]) -> Value:
     """A summary's value descriptor as a value in ``frame``."""
     if "param" in descriptor:
-        return frame.env.get(descriptor["param"])
+        return frame.env.get(descriptor["param"], UNBOUND)
     if "loader" in descriptor:
         index = descriptor["loader"]
         return loaders[index] if 0 <= index < len(loaders) else None

@@ -24,15 +24,24 @@ from loadlint.types import Finding, Location, Options
 NOTEBOOK = ".ipynb"
 _PERCENT_CELL = re.compile(r"^# %%", re.MULTILINE)
 _GUARD = 'if __name__ == "__main__":'
+#: ``device_of`` for a parameter no caller on the path gave a value.
+UNBOUND = "unbound"
 
 
 class Source(Protocol):
     """What the reporter reads from the project (``loadlint.project.Project``)."""
 
-    root: Path
-    read_text: Callable[[str], str | None]
-    options_for: Callable[[str], Options]
-    own_findings: Callable[[str], list[Finding] | None]
+    @property
+    def root(self) -> Path: ...
+
+    @property
+    def read_text(self) -> Callable[[str], str | None]: ...
+
+    @property
+    def options_for(self) -> Callable[[str], Options]: ...
+
+    @property
+    def own_findings(self) -> Callable[[str], list[Finding] | None]: ...
 
 
 def show(value: Value) -> str:
@@ -72,6 +81,10 @@ def device_of(descriptor: Value, frame: Frame) -> str | None:
     value = resolve(descriptor, frame, [], []) if isinstance(descriptor, dict) else descriptor
     if not isinstance(value, dict):
         return None
+    if value.get("unbound"):
+        # No caller this walk came through gave it (a function walked on its
+        # own): the walks from its callers decide.
+        return UNBOUND
     if isinstance(value.get("value"), str):
         return _device_string(value["value"])
     kind = value.get("device")
