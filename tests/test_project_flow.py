@@ -214,3 +214,26 @@ def test_set_epoch_in_any_module_on_the_path_silences_ll102(tmp_path: Path) -> N
     (root / "train.py").write_text(textwrap.dedent(driver), encoding="utf-8")
     (root / "data.py").write_text(textwrap.dedent(factory).replace("persistent_workers=True)", "persistent_workers=True)  # noqa: LL102"))
     assert check(root, "--no-cache", ".") == ""
+
+
+def test_module_level_call_that_makes_an_iterator_in_a_callee(tmp_path: Path) -> None:
+    steps = """
+        def peek(loader):
+            batches = iter(loader)
+            return next(batches)
+    """
+    driver = """
+        import data
+        import steps
+
+        loader = data.build(ds)
+        steps.peek(loader)
+    """
+    root = project(tmp_path, {"data.py": FACTORY, "steps.py": steps, "train.py": driver})
+    out = check(root, "--no-cache", ".")
+    assert out.startswith(
+        "train.py:6:1: LL013 this call reaches `iter(...)` of a loader with 2 workers (steps.py:3, in `peek`) without"
+    )
+    guarded = textwrap.dedent(driver).replace("steps.peek(loader)", 'if __name__ == "__main__":\n    steps.peek(loader)')
+    (root / "train.py").write_text(guarded, encoding="utf-8")
+    assert check(root, "--no-cache", ".") == ""

@@ -403,8 +403,9 @@ class Reporter:
                     f"called under `{_GUARD}`"
                 )
             else:
+                reached = "`iter(...)` of" if kind == "iter_call" else "a loop over"
                 message = (
-                    f"this call reaches a loop over a loader with {workers} workers ({loop}, in "
+                    f"this call reaches {reached} a loader with {workers} workers ({loop}, in "
                     f"`{event.frame.function}`) without `{_GUARD}`, and its workers may start with "
                     f"spawn or forkserver ({reason}): every worker re-imports this script, runs this call again and "
                     f"fails; call it from a function run under `{_GUARD}`"
