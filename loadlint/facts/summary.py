@@ -13,10 +13,11 @@ A value is a descriptor: ``{"value": 4}``, ``{"cpu_count": true}``,
 ``{"call": i, "index": j}`` (part of the i-th call's result),
 ``{"sampler": i}`` (the function's i-th ``DistributedSampler``),
 ``{"device": "cuda"}`` (a device whose kind is known but not its value), or
-``{}`` (unknown).  The module's flags (``cuda``: CUDA evidence as LL202
-reads it; ``set_epoch``; ``frameworks`` that drive the loop) say what the
-single-file rules already see.  A descriptor may carry a ``"note"`` saying where a value
-comes from; other fact sources can add one without changing the shape.
+``{}`` (unknown).  A descriptor may carry a ``"note"`` saying where a
+value comes from; other fact sources can add one without changing the
+shape.  The module's ``flags`` (``cuda``: CUDA evidence as LL202 reads it;
+``set_epoch``; ``frameworks`` that drive the loop; ``start_methods``) say
+what the single-file rules already see.
 """
 
 from __future__ import annotations
