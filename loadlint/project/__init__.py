@@ -91,6 +91,20 @@ class Project:
             report.loader(ref)
         return report.done()
 
+    def mentions(self, word: bytes) -> bool:
+        """Whether any project file contains ``word`` (a byte search, for a
+        rule that must stay silent when a call it cannot follow may exist)."""
+        for count, path in enumerate(self.files()):
+            if count >= MAX_FILES:
+                return True  # not all read: assume it is there
+            try:
+                with open(path, "rb") as handle:
+                    if word in handle.read():
+                        return True
+            except OSError:
+                continue
+        return False
+
     def _roots(self) -> set[str]:
         roots = {path for path, summary in self.summaries.items() if _builds_loaders(summary)}
         factories: dict[str, set[str]] = {}

@@ -44,6 +44,8 @@ class Source(Protocol):
     @property
     def own_findings(self) -> Callable[[str], list[Finding] | None]: ...
 
+    def mentions(self, word: bytes) -> bool: ...
+
 
 def show(value: Value) -> str:
     """A value as a message shows it (``?`` when unknown)."""
@@ -356,6 +358,10 @@ class Reporter:
             for frame in (event.frame, ref.frame, sampler.frame):
                 modules.update(f.path for f in frame.chain())
             if any(self.flags(m).get("set_epoch") or self.flags(m).get("frameworks") for m in modules):
+                return
+            # A module the walk never entered may call it (on a global loader,
+            # through a helper that is not given the loader): stay silent.
+            if self.project.mentions(b"set_epoch"):
                 return
             message = (
                 "`DistributedSampler` shuffles with the same seed every epoch: its loader is iterated in an epoch "
