@@ -1,5 +1,5 @@
 """Iteration sites: ``for ... in <loader>`` loops, ``next(iter(<loader>))``
-calls, and the transfers (``.to``/``.cuda``/``.pin_memory``) of a loader's
+and bare ``iter(<loader>)`` calls, and the transfers (``.to``/``.cuda``/``.pin_memory``) of a loader's
 batches inside its loop."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from loadlint.facts.cursor import Provider, root_name
+from loadlint.facts.cursor import Cursor, Provider, root_name
 from loadlint.facts.names import FunctionFacts, Key, LoopFrame
 from loadlint.resolve import Scope, dotted_name, evaluate
 
@@ -47,6 +47,19 @@ class NextIter:
     node: cst.Call
     key: Key
     in_loop: bool
+    at_module_level: bool = False
+    in_main_guard: bool = False
+
+
+@dataclass(eq=False)
+class IterCall:
+    """``iter(<loader>)`` on its own (not under ``next`` or a ``for``): it
+    starts the workers as a loop would."""
+
+    node: cst.Call
+    key: Key
+    at_module_level: bool
+    in_main_guard: bool
 
 
 @dataclass
@@ -56,6 +69,7 @@ class IterationFacts:
     iterations: list[Iteration] = field(default_factory=list)
     transfers: list[Transfer] = field(default_factory=list)
     next_iter: list[NextIter] = field(default_factory=list)
+    iter_calls: list[IterCall] = field(default_factory=list)
     #: The parameters each function iterates with ``for``.
     iterated_params: dict[FunctionFacts, set[str]] = field(default_factory=dict)
 
@@ -83,10 +97,18 @@ def transfer_device(node: cst.Call, method: str, scope: Scope) -> tuple[cst.Base
 class IterationProvider(Provider[IterationFacts]):
     """Records where loaders are iterated and their batches moved."""
 
+    def __init__(self, cursor: Cursor, facts: IterationFacts) -> None:
+        super().__init__(cursor, facts)
+        #: ``iter(...)`` calls already recorded under a ``next`` or a ``for``
+        #: (parents are visited first).
+        self._consumed: set[int] = set()
+
     def _iterated_keys(self, node: cst.BaseExpression) -> list[Key]:
         """Loader keys iterated by ``for _ in node`` (wrappers unwrapped)."""
         if isinstance(node, cst.Call):
             name = dotted_name(node.func) or ""
+            if name == "iter":
+                self._consumed.add(id(node))
             if name.rsplit(".", 1)[-1] in _ITER_WRAPPERS:
                 keys: list[Key] = []
                 args = node.args if name.endswith(("zip", "chain")) else node.args[:1]
@@ -125,6 +147,13 @@ class IterationProvider(Provider[IterationFacts]):
                 self._record_transfer(node, func)
         elif isinstance(func, cst.Name) and func.value == "next":
             self._record_next_iter(node)
+        elif isinstance(func, cst.Name) and func.value == "iter" and node.args and id(node) not in self._consumed:
+            key = self.cursor.key_of(node.args[0].value)
+            if key is not None:
+                cursor = self.cursor
+                self.facts.iter_calls.append(
+                    IterCall(node, key, not cursor.functions, cursor.main_guard_depth > 0)
+                )
 
     def _record_transfer(self, node: cst.Call, func: cst.Attribute) -> None:
         root = root_name(func.value)
@@ -142,6 +171,10 @@ class IterationProvider(Provider[IterationFacts]):
             return
         inner = node.args[0].value
         if dotted_name(inner.func) == "iter" and inner.args:
+            self._consumed.add(id(inner))
             key = self.cursor.key_of(inner.args[0].value)
             if key is not None:
-                self.facts.next_iter.append(NextIter(node, key, bool(self.cursor.loops)))
+                cursor = self.cursor
+                self.facts.next_iter.append(
+                    NextIter(node, key, bool(cursor.loops), not cursor.functions, cursor.main_guard_depth > 0)
+                )

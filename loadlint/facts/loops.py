@@ -71,9 +71,18 @@ class LoopProvider(Provider[LoopFacts]):
 
 
 def epoch_uses(
-    call: LoaderCall, loaders: LoaderFacts, loops: LoopFacts, iteration: IterationFacts, names: NameFacts
+    call: LoaderCall,
+    loaders: LoaderFacts,
+    loops: LoopFacts,
+    iteration: IterationFacts,
+    names: NameFacts,
+    outlived: bool = False,
 ) -> list[tuple[LoopFrame, Iteration | None]]:
-    """The loops in which this loader is iterated once per pass (epochs)."""
+    """The loops in which this loader is iterated once per pass (epochs).
+
+    ``outlived``: only loops the loader outlives.  A function that builds its
+    loader and iterates it, called once per epoch, builds a new loader each
+    time: its workers die with it whatever ``persistent_workers`` says."""
     uses: list[tuple[LoopFrame, Iteration | None]] = []
     keys = loaders.keys_of(call)
     if not keys:
@@ -84,6 +93,8 @@ def epoch_uses(
         if it.outer:
             uses.append((it.outer[-1], it))
         else:
+            if outlived and call.function is not None and it.scope.function.name == call.function:
+                continue
             for frame in loops.called_in_loop.get(it.scope.function.name, ()):
                 uses.append((frame, None))
     for step in loops.loader_passes:

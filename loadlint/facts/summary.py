@@ -12,9 +12,14 @@ A value is a descriptor: ``{"value": 4}``, ``{"cpu_count": true}``,
 ``{"param": "p"}``, ``{"loader": i}`` (the function's i-th loader),
 ``{"call": i, "index": j}`` (part of the i-th call's result),
 ``{"import": "config.WORKERS"}`` (a name imported from another module,
-which the join resolves to that module's ``constants``), or ``{}``
-(unknown).  A descriptor may carry a ``"note"`` saying where a value
-comes from; other fact sources can add one without changing the shape.
+which the join resolves to that module's ``constants``),
+``{"sampler": i}`` (the function's i-th ``DistributedSampler``),
+``{"device": "cuda"}`` (a device whose kind is known but not its value), or
+``{}`` (unknown).  A descriptor may carry a ``"note"`` saying where a
+value comes from; other fact sources can add one without changing the
+shape.  The module's ``flags`` (``cuda``: CUDA evidence as LL202 reads it;
+``set_epoch``; ``frameworks`` that drive the loop; ``start_methods``) say
+what the single-file rules already see.
 """
 
 from __future__ import annotations
@@ -23,8 +28,10 @@ from typing import Any, Callable
 
 import libcst as cst
 
+from loadlint.facts.accelerator import device_kind
 from loadlint.facts.calls import CallSite
 from loadlint.facts.collect import ModuleFacts
+from loadlint.facts.distributed import SamplerCall
 from loadlint.facts.names import FunctionFacts
 from loadlint.resolve import MISSING, UNKNOWN, Binding, Scope, bind_imported, dotted_name, evaluate, follow_name
 
@@ -35,9 +42,9 @@ RefOf = Callable[[cst.CSTNode], int]
 Summary = dict[str, Any]
 MODULE = "<module>"
 #: The loader arguments project analysis reasons about (absent: torch's default).
-_LOADER_SETTINGS = ("num_workers", "persistent_workers", "pin_memory", "multiprocessing_context")
+_LOADER_SETTINGS = ("num_workers", "persistent_workers", "pin_memory", "multiprocessing_context", "sampler")
 #: Bumped when the shape changes, so cached summaries are not misread.
-VERSION = 2
+VERSION = 3
 
 
 def summarise(facts: ModuleFacts, ref_of: RefOf) -> Summary:
@@ -55,7 +62,15 @@ def summarise(facts: ModuleFacts, ref_of: RefOf) -> Summary:
         qual = f"{fn.class_name}.{fn.name}" if fn.class_name else fn.name
         if qual not in functions:
             functions[qual] = _Function(groups, fn, fn.scope, ref_of).summary(imports, module_defs)
-    out: Summary = {"version": VERSION, "imports": imports, "functions": functions}
+    accelerator = facts.accelerator
+    flags = {
+        "cuda": accelerator.cuda,
+        "cuda_code": bool(accelerator.cuda_code),
+        "set_epoch": facts.loops.set_epoch_called,
+        "frameworks": bool(facts.distributed.frameworks),
+        "start_methods": sorted(facts.loaders.start_methods),
+    }
+    out: Summary = {"version": VERSION, "imports": imports, "functions": functions, "flags": flags}
     constants = _constants(facts, imports, ref_of)
     if constants:
         out["constants"] = constants
@@ -115,13 +130,22 @@ class _Groups:
         self.sites: dict[int, list[CallSite]] = {}
         for site in facts.calls_between.sites:
             self.sites.setdefault(id(site.function), []).append(site)
+        self.samplers: dict[int, list[SamplerCall]] = {}
+        for sampler in facts.distributed.samplers:
+            self.samplers.setdefault(id(sampler.scope.function), []).append(sampler)
         self.by_key: dict[int, list[tuple[str, Any]]] = {}
         iteration = facts.iteration
         items: list[tuple[str, Any]] = [("iter", it) for it in iteration.iterations]
         items += [("next_iter", step) for step in iteration.next_iter]
+        items += [("iter_call", call) for call in iteration.iter_calls]
         items += [("transfer", t) for t in iteration.transfers]
         for kind, item in items:
             self.by_key.setdefault(item.key[0], []).append((kind, item))
+
+
+#: Expressions a device's kind is looked for in (``torch.device(...)``, a name
+#: bound to one, ``"cuda" if ... else "cpu"``, ``args.device``).
+_DEVICE_EXPRESSIONS = (cst.Name, cst.Call, cst.Attribute, cst.IfExp, cst.FormattedString)
 
 
 def _jsonable(value: Any) -> bool:
@@ -144,6 +168,9 @@ class _Function:
         self.loaders = groups.loaders.get(id(scope), [])
         self.loader_index = {id(c.node): i for i, c in enumerate(self.loaders)}
         self.loader_vars = {c.key[1]: i for i, c in enumerate(self.loaders) if c.key is not None}
+        self.samplers = groups.samplers.get(id(scope), [])
+        self.sampler_index = {id(c.node): i for i, c in enumerate(self.samplers)}
+        self.sampler_vars = {c.key[1]: i for i, c in enumerate(self.samplers) if c.key is not None}
         self.site_targets: dict[str, tuple[int, int | None]] = {}
         #: id of a recorded call node -> its index in the summary's calls.
         self.site_index: dict[int, int] = {}
@@ -164,11 +191,19 @@ class _Function:
                 return {"param": name}
             if name in self.loader_vars:
                 return {"loader": self.loader_vars[name]}
+            if name in self.sampler_vars:
+                return {"sampler": self.sampler_vars[name]}
             if name in self.site_targets:
+                # ``device = torch.device("cuda")``: the kind, not the call's result.
+                kind = device_kind(expr, scope, self.facts.names.imports)
+                if kind is not None:
+                    return {"device": kind}
                 index, part = self.site_targets[name]
                 return {"call": index, "index": part}
         if isinstance(expr, cst.Call) and id(expr) in self.loader_index:
             return {"loader": self.loader_index[id(expr)]}
+        if isinstance(expr, cst.Call) and id(expr) in self.sampler_index:
+            return {"sampler": self.sampler_index[id(expr)]}
         if isinstance(expr, cst.Call) and id(expr) in self.site_index:
             return {"call": self.site_index[id(expr)], "index": None}
         value = evaluate(expr, scope)
@@ -177,6 +212,10 @@ class _Function:
         target, owner = follow_name(expr, scope)
         if isinstance(target, cst.Call) and id(target) in self.facts.loaders.cpu_count_calls:
             return {"cpu_count": True}
+        if isinstance(expr, _DEVICE_EXPRESSIONS):
+            kind = device_kind(expr, scope, self.facts.names.imports)
+            if kind is not None:
+                return {"device": kind}
         qualified = _imported(target, owner, self.groups.imports) if owner is not None else None
         return {"import": qualified} if qualified is not None else {}
 
@@ -195,6 +234,8 @@ class _Function:
             out["defaults"] = {k: v for k, v in defaults.items() if v}
             out["has_default"] = sorted(defaults)
         out["loaders"] = [self._loader(call) for call in self.loaders]
+        if self.samplers:
+            out["samplers"] = [self._sampler(call) for call in self.samplers]
         out["calls"] = self._calls(imports, module_defs)
         out["uses"] = self._uses()
         returns = [value for owner, value in self.facts.calls_between.returns if owner is fn and fn is not None]
@@ -219,6 +260,18 @@ class _Function:
             expr = call.expr(name)
             values[name] = self.describe(expr, call.scope) if expr is not None else {}
         return {"at": self.ref_of(call.node), "kw": kw, "values": values, "var": call.key[1] if call.key else None}
+
+    def _sampler(self, call: SamplerCall) -> dict[str, Any]:
+        # DistributedSampler(dataset, num_replicas=None, rank=None, shuffle=True, ...)
+        positional = [a for a in call.node.args if a.keyword is None and not a.star]
+        shuffle = positional[3].value if len(positional) > 3 else None
+        for arg in call.node.args:
+            if arg.keyword is not None and arg.keyword.value == "shuffle":
+                shuffle = arg.value
+        out: dict[str, Any] = {"at": self.ref_of(call.node)}
+        if shuffle is not None:
+            out["shuffle"] = self.describe(shuffle, call.scope)
+        return out
 
     def _calls(self, imports: dict[str, str], module_defs: set[str]) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
@@ -273,14 +326,29 @@ class _Function:
             if who is None:
                 continue
             if kind == "iter":
-                out.append({"kind": kind, "of": who, "at": self.ref_of(item.node.iter), "in_loop": bool(item.outer)})
-            elif kind == "next_iter":
-                out.append({"kind": kind, "of": who, "at": self.ref_of(item.node), "in_loop": item.in_loop})
-            else:
                 out.append({
-                    "kind": kind, "of": who, "at": self.ref_of(item.node), "method": item.method,
-                    "non_blocking": item.non_blocking,
+                    "kind": kind, "of": who, "at": self.ref_of(item.node.iter), "in_loop": bool(item.outer),
+                    "guarded": item.in_main_guard,
                 })
+            elif kind == "next_iter":
+                out.append({
+                    "kind": kind, "of": who, "at": self.ref_of(item.node), "in_loop": item.in_loop,
+                    "guarded": item.in_main_guard,
+                })
+            elif kind == "iter_call":
+                out.append({"kind": kind, "of": who, "at": self.ref_of(item.node), "in_loop": False, "guarded": item.in_main_guard})
+            else:
+                node = item.node
+                positional = [a for a in node.args if a.keyword is None]
+                # As LL205 reads a call: no unpacking, no extra positional arguments.
+                plain = not any(a.star for a in node.args) and len(positional) <= (1 if item.method == "cuda" else 2)
+                use = {
+                    "kind": kind, "of": who, "at": self.ref_of(node), "method": item.method,
+                    "non_blocking": item.non_blocking, "plain": plain,
+                }
+                if item.method == "to":
+                    use["device"] = self.describe(item.device, item.scope)
+                out.append(use)
         return out
 
 

@@ -3,7 +3,8 @@ the values each call passes, into the functions of other project modules.
 
 Loaders built on the way are followed through returns and parameters to
 what is done with them (iterated, iterated every epoch, ``next(iter(...))``
-in a loop, batches moved).  The walk is bounded: ``MAX_DEPTH`` calls deep,
+in a loop, batches moved); ``DistributedSampler``s likewise, to the loader
+that draws from them.  The walk is bounded: ``MAX_DEPTH`` calls deep,
 ``MAX_FRAMES`` functions entered in all; recursion and import cycles end a
 branch silently (a function already on the path is not entered again).
 """
@@ -34,6 +35,16 @@ class Frame:
     site: dict[str, Any] | None
     #: Entered (directly or further up) from inside a loop.
     in_loop: bool
+    #: The ``DistributedSampler``s this frame builds, in summary order.
+    samplers: list[SamplerRef] = field(default_factory=list)
+
+    @property
+    def root(self) -> Frame:
+        """The module body (or the function) the walk started from."""
+        frame = self
+        while frame.parent is not None:
+            frame = frame.parent
+        return frame
 
     def on_path(self, path: str, function: str) -> bool:
         frame: Frame | None = self
@@ -80,22 +91,36 @@ class LoaderRef:
         return resolve(values[name], self.frame, [], [])
 
 
+@dataclass(eq=False)
+class SamplerRef:
+    """One ``DistributedSampler(...)`` as built by one frame."""
+
+    frame: Frame
+    summary: dict[str, Any]
+
+
 class _Missing:
     """The argument is absent from the call (torch's default applies)."""
 
 
 MISSING_VALUE = _Missing()
+#: A parameter no caller on the walk's path gave a value (the walk started
+#: at its function): unknown, and known to be so only for want of a caller.
+UNBOUND: dict[str, Any] = {"unbound": True}
 #: A descriptor (``{"value": 4}``...), a loader, a tuple of values, or None (unknown).
-Value = Union[dict[str, Any], LoaderRef, tuple[Any, ...], None, _Missing]
+Value = Union[dict[str, Any], LoaderRef, SamplerRef, tuple[Any, ...], None, _Missing]
 
 
 def resolve(descriptor: dict[str, Any], frame: Frame, loaders: list[LoaderRef], results: list[Value]) -> Value:
     """A summary's value descriptor as a value in ``frame``."""
     if "param" in descriptor:
-        return frame.env.get(descriptor["param"])
+        return frame.env.get(descriptor["param"], UNBOUND)
     if "loader" in descriptor:
         index = descriptor["loader"]
         return loaders[index] if 0 <= index < len(loaders) else None
+    if "sampler" in descriptor:
+        index = descriptor["sampler"]
+        return frame.samplers[index] if 0 <= index < len(frame.samplers) else None
     if "call" in descriptor:
         index = descriptor["call"]
         result = results[index] if 0 <= index < len(results) else None
@@ -121,6 +146,8 @@ class Walk:
         self.known = known
         self.frames = 0
         self.loaders: list[LoaderRef] = []
+        #: Every frame entered, in order (what a walk from one root reached).
+        self.entered: list[Frame] = []
 
     def function(self, path: str, name: str) -> dict[str, Any] | None:
         summary = self.summary_of(path)
@@ -137,11 +164,13 @@ class Walk:
         functions = summary.get("functions", {}) if summary else {}
         for name in sorted(functions, key=lambda n: n != MODULE):
             fn = functions[name]
-            if isinstance(fn, dict) and (name == MODULE or fn.get("calls") or fn.get("loaders")):
+            if isinstance(fn, dict) and (name == MODULE or fn.get("calls") or fn.get("loaders") or fn.get("samplers")):
                 self._enter(Frame(path, name, {}, None, None, False), fn, 0)
 
     def _enter(self, frame: Frame, fn: dict[str, Any], depth: int) -> Value:
         self.frames += 1
+        self.entered.append(frame)
+        frame.samplers = [SamplerRef(frame, sampler) for sampler in fn.get("samplers", [])]
         loaders = [LoaderRef(frame, i, loader) for i, loader in enumerate(fn.get("loaders", []))]
         self.loaders.extend(loaders)
         results: list[Value] = []
@@ -165,14 +194,14 @@ class Walk:
         if target is None or frame.on_path(*target):
             return None  # outside the project, or recursion / an import cycle
         args = call.get("args", {})
-        if not self.known(target[0]) and not any(
+        if target[0] != frame.path and not self.known(target[0]) and not any(
             _holds_loader(resolve(d, frame, loaders, results)) for d in args.values()
         ):
             # A module that builds no loader matters only when given one:
             # parsing every module a project calls would cost a cold run.
             return None
         fn = self.function(*target)
-        if fn is None or not (fn.get("loaders") or fn.get("uses") or fn.get("calls")):
+        if fn is None or not (fn.get("loaders") or fn.get("uses") or fn.get("calls") or self._sets_epoch(target[0])):
             return None
         params: list[str] = fn.get("params", [])
         env: dict[str, Value] = {}
@@ -190,7 +219,13 @@ class Walk:
         return self._enter(child, fn, depth + 1)
 
 
+    def _sets_epoch(self, path: str) -> bool:
+        """A module that calls ``set_epoch`` is entered (LL102 looks for it on the path)."""
+        summary = self.summary_of(path)
+        return bool(summary and summary.get("flags", {}).get("set_epoch"))
+
+
 def _holds_loader(value: Value) -> bool:
     if isinstance(value, tuple):
         return any(_holds_loader(v) for v in value)
-    return isinstance(value, LoaderRef)
+    return isinstance(value, (LoaderRef, SamplerRef))

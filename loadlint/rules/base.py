@@ -137,9 +137,10 @@ class Context:
         """Every variable key the loader is reachable through."""
         return self.loaders.keys_of(call)
 
-    def epoch_uses(self, call: LoaderCall) -> list[tuple[LoopFrame, Iteration | None]]:
-        """The loops in which the loader is iterated once per pass (epochs)."""
-        return epoch_uses(call, self.loaders, self.loops, self.iteration, self.names)
+    def epoch_uses(self, call: LoaderCall, outlived: bool = False) -> list[tuple[LoopFrame, Iteration | None]]:
+        """The loops in which the loader is iterated once per pass (epochs);
+        ``outlived``: only those the loader outlives (not rebuilt per pass)."""
+        return epoch_uses(call, self.loaders, self.loops, self.iteration, self.names, outlived)
 
     def dataset_class(self, call: LoaderCall) -> tuple[str | None, ClassFacts | None]:
         """(qualified name, local class) of the loader's dataset constructor."""

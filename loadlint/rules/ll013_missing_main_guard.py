@@ -2,6 +2,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
+import libcst as cst
+
 from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
 from loadlint.rules.shared import module_spawn_reason, workers_on
 from loadlint.types import HardwareProfile
@@ -39,8 +41,11 @@ class MissingMainGuard(Rule):
     portable answer applies and the rule reports.  It is silent with
     `multiprocessing_context="fork"`, and in notebooks (LL012 covers them).
 
-    Only `for` loops over the loader written at module level are seen; a
-    training function called at module level is not followed.
+    A `for` loop over the loader, `next(iter(loader))` or `iter(loader)`
+    written at module level is seen here; a training function called at
+    module level, and a loader built by a factory, are followed by project
+    analysis (the finding is then on the module-level line that starts the
+    iteration).
 
     ## Example
     ```python
@@ -88,21 +93,36 @@ class MissingMainGuard(Rule):
             if not workers_on(call):
                 continue
             keys = ctx.keys_of(call)
-            loops = [
-                it for it in ctx.iteration.iterations if it.key in keys and it.at_module_level and not it.in_main_guard
+            iteration = ctx.iteration
+            # (node, what the message says): loops, then iterators made by hand.
+            starts: list[tuple[cst.CSTNode, str]] = [
+                (it.node.iter, f"`{it.key[1]}` ({call.workers()} workers) is iterated")
+                for it in iteration.iterations
+                if it.key in keys and it.at_module_level and not it.in_main_guard
             ]
-            if not loops:
+            starts += [
+                (step.node, f"`next(iter({step.key[1]}))` ({call.workers()} workers) starts the workers")
+                for step in iteration.next_iter
+                if step.key in keys and step.at_module_level and not step.in_main_guard
+            ]
+            starts += [
+                (made.node, f"`iter({made.key[1]})` ({call.workers()} workers) starts the workers")
+                for made in iteration.iter_calls
+                if made.key in keys and made.at_module_level and not made.in_main_guard
+            ]
+            if not starts:
                 continue
             why = module_spawn_reason(ctx, call)
             if why is None:
                 continue
-            for it in loops:
+            for node, what in starts:
+                place = "loop" if what.endswith("iterated") else "line"
                 yield Report(
-                    it.node.iter,
-                    f"`{it.key[1]}` ({call.workers()} workers) is iterated at module level without `{_GUARD}`, "
+                    node,
+                    f"{what} at module level without `{_GUARD}`, "
                     f"and its workers may start with spawn or forkserver ({why}): every worker re-imports this "
-                    "script, reaches this loop again and fails (\"An attempt has been made to start a new process "
-                    "before the current process has finished its bootstrapping phase\"); move the loop into a "
+                    f"script, reaches this {place} again and fails (\"An attempt has been made to start a new process "
+                    f"before the current process has finished its bootstrapping phase\"); move the {place} into a "
                     f"function, e.g. `def main():`, and call it under `{_GUARD}`",
                 )
 
@@ -164,6 +184,15 @@ class MissingMainGuard(Rule):
             """,
             path="example.ipynb",
         ),
+        # Under the guard.
+        Valid(
+            """
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, num_workers=4, multiprocessing_context="spawn")
+            if __name__ == "__main__":
+                batch = next(iter(loader))
+            """
+        ),
         # Constructing a loader at module level starts nothing.
         Valid(
             """
@@ -222,5 +251,26 @@ class MissingMainGuard(Rule):
             for batch in loader:
                 pass
             """,
+        ),
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, num_workers=2, multiprocessing_context="spawn")
+            images, labels = next(iter(loader))
+            """,
+            message="`next(iter(loader))` (2 workers) starts the workers at module level without `if __name__ == "
+            "\"__main__\":`, and its workers may start with spawn or forkserver (`multiprocessing_context=\"spawn\"`): "
+            "every worker re-imports this script, reaches this line again and fails (\"An attempt has been made to "
+            "start a new process before the current process has finished its bootstrapping phase\"); move the line "
+            "into a function, e.g. `def main():`, and call it under `if __name__ == \"__main__\":`",
+            line=3,
+        ),
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, num_workers=2, multiprocessing_context="forkserver")
+            batches = iter(loader)
+            """,
+            line=3,
         ),
     ]

@@ -47,6 +47,12 @@ class MissingSetEpoch(Rule):
     loop (Lightning and accelerate call `set_epoch` themselves), and when
     the loader is not iterated in a loop.
 
+    Project analysis follows the sampler and its loader across functions
+    and modules (a factory builds them, another module's training function
+    iterates the loader every epoch): the finding is on the
+    `DistributedSampler(` line with the chain, and no module the walk passes
+    through may call `set_epoch`.
+
     ## Example
     ```python
     sampler = DistributedSampler(dataset)

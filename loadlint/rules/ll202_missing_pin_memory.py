@@ -44,6 +44,13 @@ class MissingPinMemory(Rule):
     `Trainer(accelerator="gpu")`.  `TrainingArguments(dataloader_pin_memory=False)`
     in such a module is reported as well (the Trainer pins by default).
 
+    Project analysis follows a loader built in a module with no such sign
+    into the functions it is passed or returned to: `.cuda()` of its batches
+    there, or `.to(device)` where the device resolves (through the callers'
+    arguments, a `--device` default) to CUDA, is reported on the
+    `DataLoader(` line with the chain of calls.  A device left unknown
+    counts only where that module shows CUDA itself; a CPU device never.
+
     ## Example
     ```python
     loader = DataLoader(dataset, batch_size=64, num_workers=4)

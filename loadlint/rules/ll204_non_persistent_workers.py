@@ -93,7 +93,7 @@ class NonPersistentWorkers(Rule):
             value = call.value("persistent_workers")
             if value is not MISSING and value is not False:
                 continue
-            if not ctx.epoch_uses(call) and not ctx.lightning_hook(call):
+            if not ctx.epoch_uses(call, outlived=True) and not ctx.lightning_hook(call):
                 continue
             n = call.workers()
             found = origin_of(call, "persistent_workers")
@@ -146,7 +146,19 @@ class NonPersistentWorkers(Rule):
                     for batch in loader:
                         step(batch)
         """),
-            # One epoch: the Trainer iterates its loader once.
+        # Built by the function each epoch calls: a new loader every epoch,
+        # whose workers die with it (torchvision's embedding `evaluate`).
+        Valid("""
+            from torch.utils.data import DataLoader
+            def evaluate(model, dataset):
+                loader = DataLoader(dataset, batch_size=512, num_workers=4)
+                for batch in loader:
+                    model(batch)
+            def main():
+                for epoch in range(10):
+                    evaluate(model, test_set)
+        """),
+        # One epoch: the Trainer iterates its loader once.
         Valid("""
             from transformers import TrainingArguments
             args = TrainingArguments(output_dir="out", dataloader_num_workers=4, num_train_epochs=1)

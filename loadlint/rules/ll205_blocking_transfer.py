@@ -23,7 +23,10 @@ class BlockingTransfer(Rule):
 
     Only CUDA destinations are reported (a device written as `"cuda"`,
     `torch.device("cuda")`, or a name bound to one, also
-    `"cuda" if available else "cpu"`); MPS and XLA are not.
+    `"cuda" if available else "cpu"`); MPS and XLA are not.  Project
+    analysis applies the same test to a pinned loader's batches in the
+    functions it is passed or returned to, in any module, the device
+    followed through the callers' arguments.
 
     ## Example
     ```python

@@ -10,7 +10,7 @@ class IteratorRecreated(Rule):
     """
     ## What it does
     Checks for `next(iter(loader))` inside a loop on a `DataLoader` with
-    workers.
+    workers.  The finding is reported at the `next(iter(...))` call.
 
     ## Why is this bad?
     `iter(loader)` creates a new iterator each time: it starts all the
@@ -54,15 +54,14 @@ class IteratorRecreated(Rule):
             if not workers_on(call):
                 continue
             keys = ctx.keys_of(call)
-            uses = [step.key for step in ctx.iteration.next_iter if step.in_loop and step.key in keys]
-            if not uses:
-                continue
-            name = uses[0][1]
-            message = (
-                f"`next(iter({name}))` inside a loop creates a new iterator on every pass, restarting and priming all "
-                f"{call.workers()} workers for one batch; create the iterator once before the loop"
-            )
-            yield Report(call.node, message)
+            for step in ctx.iteration.next_iter:
+                if not step.in_loop or step.key not in keys:
+                    continue
+                message = (
+                    f"`next(iter({step.key[1]}))` inside a loop creates a new iterator on every pass, restarting and "
+                    f"priming all {call.workers()} workers for one batch; create the iterator once before the loop"
+                )
+                yield Report(step.node, message)
 
     VALID = [
         Valid("""
@@ -95,7 +94,7 @@ class IteratorRecreated(Rule):
             """,
             message="`next(iter(loader))` inside a loop creates a new iterator on every pass, restarting and priming "
             "all 2 workers for one batch; create the iterator once before the loop",
-            line=2,
+            line=4,
         ),
         Invalid(
             """

@@ -1,0 +1,461 @@
+"""Phase 2's findings: the walk's loaders (``flow``) turned into findings
+where the user edits, with the chain of calls in the message.
+
+Each rule here reports only what a single file cannot show (a loader used
+in another function than the one that built it); the file's own rules keep
+the rest, and a finding they already make on the same line is not repeated.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from pathlib import Path
+from typing import Any, Callable, Protocol
+
+from loadlint.engine import Bindings, analyse, file_suppressions, suppressed_codes
+from loadlint.notebook import cell_of
+from loadlint.project.flow import MISSING_VALUE, MODULE, Event, Frame, LoaderRef, SamplerRef, Value, resolve
+from loadlint.rules import name_of
+from loadlint.rules.shared import spawn_reason
+from loadlint.summaries import locate
+from loadlint.types import Finding, Location, Options
+
+NOTEBOOK = ".ipynb"
+_PERCENT_CELL = re.compile(r"^# %%", re.MULTILINE)
+_GUARD = 'if __name__ == "__main__":'
+#: ``device_of`` for a parameter no caller on the path gave a value.
+UNBOUND = "unbound"
+
+
+class Source(Protocol):
+    """What the reporter reads from the project (``loadlint.project.Project``)."""
+
+    @property
+    def root(self) -> Path: ...
+
+    @property
+    def read_text(self) -> Callable[[str], str | None]: ...
+
+    @property
+    def options_for(self) -> Callable[[str], Options]: ...
+
+    @property
+    def own_findings(self) -> Callable[[str], list[Finding] | None]: ...
+
+    def mentions(self, word: bytes) -> bool: ...
+
+
+def show(value: Value) -> str:
+    """A value as a message shows it (``?`` when unknown)."""
+    if isinstance(value, dict):
+        if "value" in value:
+            return repr(value["value"])
+        if value.get("cpu_count"):
+            return "cpu_count()"
+    return "?"
+
+
+def _workers(ref: LoaderRef) -> str | None:
+    """The loader's worker count as the message shows it, when certainly > 0."""
+    value = ref.setting("num_workers")
+    if isinstance(value, dict):
+        if type(value.get("value")) is int and value["value"] > 0:
+            return str(value["value"])
+        if value.get("cpu_count"):
+            return "the cpu_count()"
+    return None
+
+
+def _device_string(value: str) -> str | None:
+    head = value.split(":", 1)[0].strip().lower()
+    if head in ("cuda", "cpu", "xla"):
+        return head
+    return "other" if head in ("mps", "xpu", "npu", "hpu") else None
+
+
+def device_of(descriptor: Value, frame: Frame) -> str | None:
+    """The kind of a transfer's device in ``frame`` ("cuda", "cpu", ...), None when unknown.
+
+    A parameter takes the caller's value (or its default), through any
+    number of calls: each frame's values were resolved when it was entered.
+    """
+    value = resolve(descriptor, frame, [], []) if isinstance(descriptor, dict) else descriptor
+    if not isinstance(value, dict):
+        return None
+    if value.get("unbound"):
+        # No caller this walk came through gave it (a function walked on its
+        # own): the walks from its callers decide.
+        return UNBOUND
+    if isinstance(value.get("value"), str):
+        return _device_string(value["value"])
+    kind = value.get("device")
+    return kind if isinstance(kind, str) else None
+
+
+class _Locator:
+    """Positions of summary-numbered nodes, one parse per file needed."""
+
+    def __init__(self, project: Source) -> None:
+        self.project = project
+        self.files: dict[str, dict[int, tuple[Location, Location]]] = {}
+
+    def span(self, path: str, ref: int) -> tuple[Location, Location] | None:
+        if path not in self.files:
+            text = self.project.read_text(path)
+            self.files[path] = {} if text is None else locate(text, None)
+        return self.files[path].get(ref)
+
+    def name(self, path: str) -> str:
+        try:
+            return Path(path).relative_to(self.project.root).as_posix()
+        except ValueError:
+            return Path(path).name
+
+    def place(self, path: str, ref: int) -> str:
+        """``engine.py:40`` (relative to the project root)."""
+        span = self.span(path, ref)
+        name = self.name(path)
+        if span and path.endswith(NOTEBOOK):
+            cell, row = cell_of(self.project.read_text(path) or "", span[0].row)
+            return f"{name}:cell {cell}:{row}"
+        return f"{name}:{span[0].row}" if span else name
+
+
+class Reporter:
+    """Turns the walk's loaders into findings on the files asked for."""
+
+    def __init__(
+        self, project: Source, wanted: set[str], flags: Callable[[str], dict[str, Any]], entered: list[Frame]
+    ) -> None:
+        self.project = project
+        self.wanted = wanted
+        #: A module's flags (``loadlint.facts.summary``): what its own rules see.
+        self.flags = flags
+        self.where = _Locator(project)
+        self.out: dict[str, list[Finding]] = {}
+        self.seen: set[tuple[str, str, int, int]] = set()
+        self.baselines: dict[str, set[tuple[str, int, int]]] = {}
+        self.own: dict[str, set[tuple[str, int]]] = {}
+        self.injected: set[tuple[str, str]] = set()
+        self.reanalysed: dict[tuple[str, str], list[Finding]] = {}
+        #: The modules each walk (by its root frame) entered.
+        self.reached: dict[int, set[str]] = {}
+        for frame in entered:
+            self.reached.setdefault(id(frame.root), set()).add(frame.path)
+
+    def _add(self, path: str, code: str, ref: int, message: str) -> None:
+        if path not in self.wanted:
+            return
+        options = self.project.options_for(path)
+        if code not in options.select:
+            return
+        span = self.where.span(path, ref)
+        if span is None or (code, span[0].row) in self._own(path, options):
+            return
+        self._keep(Finding(code, name_of(code), message, path, span[0], span[1]))
+
+    def _own(self, path: str, options: Options) -> set[tuple[str, int]]:
+        """(code, line) of the file's own findings: those it reports already."""
+        if path not in self.own:
+            found = self.project.own_findings(path)
+            if found is None:
+                text = self.project.read_text(path)
+                found = analyse(text, path, options, notebook=path.endswith(NOTEBOOK))[0] if text is not None else []
+            self.own[path] = {(f.code, f.location.row) for f in found}
+        return self.own[path]
+
+    def _keep(self, finding: Finding) -> None:
+        key = (finding.path, finding.code, finding.location.row, finding.location.column)
+        if key in self.seen:
+            return
+        self.seen.add(key)
+        self.out.setdefault(finding.path, []).append(finding)
+
+    def _calls(self, frame: Frame) -> str:
+        """``called from train.py:41`` for the chain of calls that entered ``frame``."""
+        places = [
+            self.where.place(f.parent.path, int(f.site.get("at", -1)))
+            for f in reversed(frame.chain()) if f.parent is not None and f.site is not None
+        ]
+        return "called from " + ", from ".join(places) if places else ""
+
+    def _by(self, event: Event) -> str:
+        """```engine.train_step` (engine.py:20) called from train.py:41``."""
+        frame = event.frame
+        use = self.where.place(frame.path, int(event.use.get("at", -1)))
+        if frame.function == MODULE:
+            return f"at module level ({use})"
+        calls = self._calls(frame)
+        stem = Path(frame.path).stem
+        return f"`{stem}.{frame.function}` ({use})" + (f" {calls}" if calls else "")
+
+    def _built(self, ref: LoaderRef) -> str:
+        return self.where.place(ref.frame.path, int(ref.summary.get("at", -1)))
+
+    # -- the rules ---------------------------------------------------------
+
+    def loader(self, ref: LoaderRef) -> None:
+        self._factory(ref)
+        self._transfers(ref)
+        self._pinning(ref)
+        self._set_epoch(ref)
+        workers = _workers(ref)
+        if workers is None:
+            return
+        for event in ref.events:
+            if event.frame is ref.frame or not event.repeated:
+                continue  # the file's own rules see what happens where it is built
+            kind = event.use.get("kind")
+            if kind == "iter":
+                self._epoch(ref, event, workers)
+            elif kind == "next_iter":
+                self._next_iter(ref, event, workers)
+        self._main_guard(ref, workers)
+
+    def _factory(self, ref: LoaderRef) -> None:
+        """The factory's file analysed again with this call's values."""
+        frame = ref.frame
+        if frame.parent is None or frame.path not in self.wanted:
+            return
+        given: dict[str, dict[str, Any]] = {}
+        for param in sorted(set(ref.summary.get("kw", {}).values())):
+            value = frame.env.get(param)
+            # Only values the rules can use: an unknown default changes nothing.
+            if isinstance(value, dict) and show(value) != "?":
+                given[param] = value
+        if not given:
+            return
+        sites = [(f.parent.path, f.site.get("at")) for f in frame.chain() if f.parent is not None and f.site is not None]
+        key = (frame.path, json.dumps([frame.function, given, sites], sort_keys=True))
+        if key in self.injected:
+            return
+        self.injected.add(key)
+        options = self.project.options_for(frame.path)
+        bindings = {frame.function: given}
+        memo = (frame.path, json.dumps(bindings, sort_keys=True))
+        if memo not in self.reanalysed:
+            self.reanalysed[memo] = self._reanalyse(frame.path, bindings, options)
+        findings = [dataclasses.replace(f) for f in self.reanalysed[memo]]
+        if findings:
+            suffix = self._values(frame, given)
+        for finding in findings:
+            finding.message += suffix
+            finding.fix = None  # the fix would change the factory for every caller
+            self._keep(finding)
+
+    def _values(self, frame: Frame, given: dict[str, dict[str, Any]]) -> str:
+        """`` (with `workers=0` and the default `batch_size=32`; `f` called from train.py:5)``."""
+        passed = [f"`{p}={show(v)}`" for p, v in given.items() if not v.get("default")]
+        defaults = [f"`{p}={show(v)}`" for p, v in given.items() if v.get("default")]
+        shown = passed + ([f"the default{'s' if len(defaults) > 1 else ''} " + ", ".join(defaults)] if defaults else [])
+        notes = [str(v["note"]) for v in given.values() if v.get("note")]
+        return f" (with {' and '.join(shown)}; " + "; ".join(notes + [f"`{frame.function}` {self._calls(frame)}"]) + ")"
+
+    def _reanalyse(self, path: str, bindings: Bindings, options: Options) -> list[Finding]:
+        text = self.project.read_text(path)
+        if text is None:
+            return []
+        if path not in self.baselines:
+            before = self.project.own_findings(path)
+            if before is None:
+                before, _ = analyse(text, path, options, notebook=path.endswith(NOTEBOOK))
+            self.baselines[path] = {_sig(f) for f in before}
+        after, _ = analyse(text, path, options, bindings=bindings, notebook=path.endswith(NOTEBOOK))
+        # Where the file already reports the code at that spot (LL201 with
+        # the default's value), a second copy with the caller's value would
+        # only contradict it.
+        return [f for f in after if _sig(f) not in self.baselines[path]]
+
+    def _epoch(self, ref: LoaderRef, event: Event, workers: str) -> None:
+        persistent = ref.setting("persistent_workers")
+        if persistent is not MISSING_VALUE and not (isinstance(persistent, dict) and persistent.get("value") is False):
+            return
+        what = "`persistent_workers` is not set" if persistent is MISSING_VALUE else "`persistent_workers=False`"
+        use = self.where.place(event.frame.path, int(event.use.get("at", -1)))
+        calls = self._calls(event.frame)
+        count = ref.setting("num_workers")
+        # An imported constant says where it comes from, as a factory's values do.
+        note = f" (with {count['note']})" if isinstance(count, dict) and count.get("note") else ""
+        message = (
+            f"{what}: {workers} workers{note} of this loader are started again at every epoch; "
+            f"set `persistent_workers=True` (iterated every epoch by `{event.frame.function}` ({use})"
+            + (f" {calls})" if calls else ")")
+        )
+        self._add(ref.frame.path, "LL204", int(ref.summary.get("at", -1)), message)
+
+    def _transfers(self, ref: LoaderRef) -> None:
+        """LL205 on a blocking ``.cuda()`` or ``.to(<CUDA device>)`` of a pinned
+        batch in another function (as LL205: an unknown device stays silent)."""
+        pinned = ref.setting("pin_memory")
+        if not (isinstance(pinned, dict) and pinned.get("value") is True):
+            return
+        for event in ref.events:
+            use = event.use
+            if event.frame is ref.frame or use.get("kind") != "transfer" or use.get("non_blocking"):
+                continue
+            method = use.get("method")
+            if method not in ("cuda", "to") or use.get("plain") is False:
+                continue
+            if method == "to" and device_of(use.get("device"), event.frame) != "cuda":
+                continue
+            message = (
+                f"`.{method}()` of a pinned batch without `non_blocking=True`: the copy blocks and cannot overlap "
+                f"compute, so pinning buys nothing; pass `non_blocking=True` (the loader is built at {self._built(ref)})"
+            )
+            self._add(event.frame.path, "LL205", int(use.get("at", -1)), message)
+
+    def _pinning(self, ref: LoaderRef) -> None:
+        """LL202 on a loader that is not pinned whose batches another module
+        moves to the GPU (where it is built, no CUDA is in sight)."""
+        pinned = ref.setting("pin_memory")
+        if pinned is MISSING_VALUE:
+            what = "`pin_memory` is not set"
+        elif isinstance(pinned, dict) and pinned.get("value") is False:
+            what = "`pin_memory=False`"
+        else:
+            return
+        own = self.flags(ref.frame.path)
+        # The file's own LL202 sees its CUDA evidence; a module whose code
+        # touches CUDA may hand the loader a Dataset that returns CUDA tensors.
+        if own.get("cuda") or own.get("cuda_code"):
+            return
+        for event in ref.events:
+            use = event.use
+            if use.get("kind") != "transfer" or use.get("method") not in ("cuda", "to"):
+                continue
+            if use.get("method") == "to":
+                kind = device_of(use.get("device"), event.frame)
+                if kind is None and self.flags(event.frame.path).get("cuda"):
+                    kind = "cuda"  # the module's CUDA evidence, as LL202 reads a module
+                if kind not in ("cuda", "accelerator"):
+                    continue
+            message = (
+                f"{what} but batches go to the GPU: copies from pageable memory block and cannot overlap compute; "
+                f"set `pin_memory=True` (batches moved to the GPU by {self._by(event)})"
+            )
+            self._add(ref.frame.path, "LL202", int(ref.summary.get("at", -1)), message)
+            return
+
+    def _set_epoch(self, ref: LoaderRef) -> None:
+        """LL102 on a shuffling ``DistributedSampler`` whose loader is iterated
+        every epoch, no module on the way calling ``set_epoch``."""
+        sampler = ref.setting("sampler")
+        if not isinstance(sampler, SamplerRef):
+            return
+        shuffle = sampler.summary.get("shuffle")
+        if shuffle is not None:
+            value = resolve(shuffle, sampler.frame, [], [])
+            if not (isinstance(value, dict) and value.get("value") is True):
+                return  # False, or unknown: silent (as LL102)
+        for event in ref.events:
+            if event.use.get("kind") != "iter" or not event.repeated:
+                continue
+            if event.frame is ref.frame and ref.frame is sampler.frame:
+                continue  # one function: the file's own LL102
+            modules = set(self.reached.get(id(event.frame.root), ()))
+            for frame in (event.frame, ref.frame, sampler.frame):
+                modules.update(f.path for f in frame.chain())
+            if any(self.flags(m).get("set_epoch") or self.flags(m).get("frameworks") for m in modules):
+                return
+            # A module the walk never entered may call it (on a global loader,
+            # through a helper that is not given the loader): stay silent.
+            if self.project.mentions(b"set_epoch"):
+                return
+            message = (
+                "`DistributedSampler` shuffles with the same seed every epoch: its loader is iterated in an epoch "
+                "loop but `set_epoch` is never called; call `sampler.set_epoch(epoch)` at the start of each epoch "
+                f"(the loader, built at {self._built(ref)}, is iterated every epoch by {self._by(event)})"
+            )
+            self._add(sampler.frame.path, "LL102", int(sampler.summary.get("at", -1)), message)
+            return
+
+    def _next_iter(self, ref: LoaderRef, event: Event, workers: str) -> None:
+        calls = self._calls(event.frame)
+        message = (
+            f"`next(iter(...))` inside a loop creates a new iterator on every pass, restarting and priming "
+            f"{workers} workers for one batch; create the iterator once before the loop (the loader is built at "
+            f"{self._built(ref)}" + (f"; `{event.frame.function}` {calls})" if calls else ")")
+        )
+        self._add(event.frame.path, "LL207", int(event.use.get("at", -1)), message)
+
+    def _main_guard(self, ref: LoaderRef, workers: str) -> None:
+        """LL013 on the unguarded module-level call that reaches the loop, or
+        on the module-level line that starts the workers itself."""
+        context = ref.setting("multiprocessing_context")
+        if isinstance(context, dict) and context.get("value") == "fork":
+            return
+        for event in ref.events:
+            kind = event.use.get("kind")
+            if kind not in ("iter", "next_iter", "iter_call"):
+                continue
+            chain = event.frame.chain()
+            root = chain[0]
+            if root.function != MODULE or self._notebook(root.path):
+                continue
+            if len(chain) == 1:
+                if event.frame is ref.frame or event.use.get("guarded"):
+                    continue  # built here: the file's own LL013
+                at = int(event.use.get("at", -1))
+            else:
+                first = chain[1]
+                if first.site is None or first.site.get("guarded"):
+                    continue
+                at = int(first.site.get("at", -1))
+            methods = set(self.flags(root.path).get("start_methods", ())) | set(
+                self.flags(ref.frame.path).get("start_methods", ())
+            )
+            reason = spawn_reason(self.project.options_for(root.path).profile(), None, methods)
+            if reason is None:
+                continue
+            loop = self.where.place(event.frame.path, int(event.use.get("at", -1)))
+            if len(chain) == 1:
+                what = {"iter": "a loop over", "next_iter": "`next(iter(...))` of", "iter_call": "`iter(...)` of"}[kind]
+                message = (
+                    f"{what} a loader with {workers} workers (built at {self._built(ref)}) runs at module level "
+                    f"without `{_GUARD}`, and its workers may start with spawn or forkserver ({reason}): every "
+                    "worker re-imports this script, reaches this line again and fails; move it into a function "
+                    f"called under `{_GUARD}`"
+                )
+            else:
+                reached = "`iter(...)` of" if kind == "iter_call" else "a loop over"
+                message = (
+                    f"this call reaches {reached} a loader with {workers} workers ({loop}, in "
+                    f"`{event.frame.function}`) without `{_GUARD}`, and its workers may start with "
+                    f"spawn or forkserver ({reason}): every worker re-imports this script, runs this call again and "
+                    f"fails; call it from a function run under `{_GUARD}`"
+                )
+            self._add(root.path, "LL013", at, message)
+
+    def _notebook(self, path: str) -> bool:
+        """A notebook, or a script in the percent format (``# %%`` cells),
+        which Jupyter runs as one: no worker re-imports it (LL012's case)."""
+        if path.endswith(NOTEBOOK):
+            return True
+        return _PERCENT_CELL.search(self.project.read_text(path) or "") is not None
+
+    def done(self) -> dict[str, list[Finding]]:
+        """The findings, noqa comments honoured."""
+        out: dict[str, list[Finding]] = {}
+        for path, findings in self.out.items():
+            text = self.project.read_text(path) or ""
+            lines = text.splitlines()
+            file_level = file_suppressions(text)
+            kept = []
+            for finding in findings:
+                if not self.project.options_for(path).noqa:
+                    kept.append(finding)
+                    continue
+                line = lines[finding.location.row - 1] if finding.location.row <= len(lines) else ""
+                codes = suppressed_codes(line)
+                if "*" in file_level or finding.code in file_level or codes and ("*" in codes or finding.code in codes):
+                    continue
+                kept.append(finding)
+            if kept:
+                out[path] = kept
+        return out
+
+
+def _sig(finding: Finding) -> tuple[str, int, int]:
+    return finding.code, finding.location.row, finding.location.column
