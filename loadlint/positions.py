@@ -9,6 +9,7 @@ the rows of the whole file.
 from __future__ import annotations
 
 import bisect
+import re
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Mapping, Sequence, cast
@@ -19,7 +20,7 @@ from libcst.metadata import CodeRange
 from loadlint.slicing import Slice
 from loadlint.source import LINE_BREAK, line_starts
 from loadlint.types import Edit, Location
-from loadlint.walk import Unit, statement_starts, statement_units
+from loadlint.walk import Unit, statement_rows, statement_units
 
 
 def code_ranges(node: cst.CSTNode, module: cst.Module, indents: tuple[str, ...] = ()) -> Mapping[cst.CSTNode, CodeRange]:
@@ -58,12 +59,13 @@ class Positions:
         return line_starts(self.text)
 
     @cached_property
-    def _statements(self) -> tuple[dict[cst.CSTNode, int], list[Unit], dict[cst.CSTNode, int]] | None:
-        """(node -> its unit, the units, each statement's first line):
-        positions are then computed only for the units holding the nodes
-        asked for, which is much faster than for the whole module."""
-        lines = statement_starts(self.module, self.text if self.piece is None else self.piece.text)
-        return None if lines is None else (*statement_units(self.module), lines)
+    def _statements(self) -> tuple[dict[cst.CSTNode, int], list[Unit], dict[cst.CSTNode, int], dict[cst.CSTNode, int]] | None:
+        """(node -> its unit, the units, each statement's first line, each
+        top-level one's last line): positions are then computed only for the
+        units holding the nodes asked for, which is much faster than for the
+        whole module."""
+        rows = statement_rows(self.module, self.text if self.piece is None else self.piece.text)
+        return None if rows is None else (*statement_units(self.module), *rows)
 
     @cached_property
     def _local(self) -> dict[int, tuple[Mapping[cst.CSTNode, CodeRange], int]]:
@@ -92,7 +94,10 @@ class Positions:
     @cached_property
     def bounds(self) -> list[int] | None:
         """``statement_bounds`` of the module (None for a module parsed in part)."""
-        return statement_bounds(self.module, self.text) if self.piece is None else None
+        if self.piece is not None:
+            return None
+        statements = self._statements
+        return rendered_bounds(self.module, self.text) if statements is None else statement_bounds(self.module, self.text, statements[2:])
 
     def _row(self, line: int) -> int:
         return line if self.piece is None else self.piece.row(line)
@@ -123,10 +128,61 @@ class Positions:
         return Location(row, offset - self._starts[row - 1] + 1)
 
 
-def statement_bounds(module: cst.Module, text: str) -> list[int] | None:
+#: Lines of comments or blank lines only (a block's trailing comments).
+_COMMENT_LINES = re.compile(r"(?:[ \t\f]*(?:#[^\r\n]*)?(?:\r\n|\r|\n))*")
+
+
+def statement_bounds(
+    module: cst.Module, text: str, rows: tuple[Mapping[cst.CSTNode, int], Mapping[cst.CSTNode, int]] | None = None,
+) -> list[int] | None:
     """Where each top-level statement of ``module`` (parsed from ``text``)
     starts in ``text``, its leading comments included, and where the last
-    one ends; None when the module does not render back to ``text`` so."""
+    one ends; None when the module does not render back to ``text`` so.
+
+    The lines each statement's code starts and ends on come from Python's
+    parser (``rows``: ``statement_rows``, given when the caller has them);
+    only what leads a statement (comments, blank lines, decorators) is
+    rendered, which is many times faster than rendering every statement.
+    Where the two parsers' views differ, every statement is rendered."""
+    if not module.has_trailing_newline:
+        return None
+    rows = statement_rows(module, text) if rows is None else rows
+    if rows is None or not module.body:
+        return rendered_bounds(module, text)
+    firsts, lasts = rows
+    render = module.code_for_node
+    starts = line_starts(text)
+    header = "".join(render(line) for line in module.header)
+    bounds: list[int] = []
+    after = len(header)  # where the previous statement's last line of code ends
+    for stmt in module.body:
+        row, last = firsts.get(stmt), lasts.get(stmt)
+        if row is None or last is None or not row <= last < len(starts):
+            return rendered_bounds(module, text)
+        lead = [*stmt.leading_lines]
+        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            lead += [*stmt.decorators, *stmt.lines_after_decorators]
+        code = "".join(render(node) for node in lead)
+        begin = starts[row - 1] - len(code)
+        # What leads the statement is the text before its first line, and
+        # only comments lie between it and the previous statement's code.
+        if begin < after or text[begin : starts[row - 1]] != code or not _COMMENT_LINES.fullmatch(text, after, begin):
+            return rendered_bounds(module, text)
+        bounds.append(begin)
+        after = starts[last]
+    footer = "".join(render(line) for line in module.footer)
+    end = len(text) - len(footer)
+    if bounds[0] != len(header) or not text.startswith(header) or not text.endswith(footer) or end < after:
+        return rendered_bounds(module, text)
+    if not _COMMENT_LINES.fullmatch(text, after, end):
+        return rendered_bounds(module, text)
+    bounds.append(end)
+    return bounds
+
+
+def rendered_bounds(module: cst.Module, text: str) -> list[int] | None:
+    """``statement_bounds`` by rendering every statement (where the two
+    parsers disagree)."""
     if not module.has_trailing_newline:
         return None
     offset = sum(len(module.code_for_node(line)) for line in module.header)

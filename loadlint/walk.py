@@ -196,6 +196,12 @@ def statement_starts(module: cst.Module, text: str) -> dict[cst.CSTNode, int] | 
     simple statements, where its first one starts), from Python's own
     parser: both list the statements in the same order.  None where the two
     parsers disagree."""
+    rows = statement_rows(module, text)
+    return None if rows is None else rows[0]
+
+
+def statement_rows(module: cst.Module, text: str) -> tuple[dict[cst.CSTNode, int], dict[cst.CSTNode, int]] | None:
+    """``statement_starts``, and the last line of code of each top-level statement."""
     try:
         flags = ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
         body = compile(text, "<module>", "exec", flags, dont_inherit=True).body
@@ -219,7 +225,16 @@ def statement_starts(module: cst.Module, text: str) -> dict[cst.CSTNode, int] | 
             return None
         # Both parsers start a decorated definition at ``def``/``class``.
         starts[node] = other.lineno
-    return starts
+    ends: dict[cst.CSTNode, int] = {}
+    at = 0
+    for top in module.body:
+        # A line of simple statements is as many statements to Python.
+        at += len(top.body) if isinstance(top, cst.SimpleStatementLine) else 1
+        end = body[at - 1].end_lineno if at <= len(body) else None
+        if end is None:
+            return None
+        ends[top] = end
+    return starts, ends
 
 
 def _flat_ast(stmt: ast.stmt, out: list[ast.stmt]) -> None:

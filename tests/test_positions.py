@@ -191,3 +191,54 @@ def test_reparse_parses_only_the_edited_statement_and_matches_a_full_parse() -> 
     start = REPARSE.index("from torch")
     edit = Edit("import os\n", start, start, Location(1, 1), Location(1, 1))
     assert reparse(module, REPARSE, bounds, [edit], REPARSE[:start] + "import os\n" + REPARSE[start:]) is None
+
+
+def _bounds_cases() -> list[tuple[str, str]]:
+    from loadlint.rules.base import dedent
+    from loadlint.testing import iter_cases
+
+    from loadlint.source import DecodeError, decode
+
+    fixtures = sorted((REPO / "tests" / "fixtures").rglob("*.py"))
+    cases = []
+    for path in fixtures:
+        try:
+            cases.append((str(path.relative_to(REPO)), decode(path.read_bytes()).text))
+        except DecodeError:
+            pass
+    cases += [(str(case), dedent(case.case.code)) for case in iter_cases()]
+    cases += [("tricky", TRICKY), ("tricky-crlf", TRICKY.replace("\n", "\r\n")), ("nested", NESTED), ("reparse", REPARSE)]
+    return cases
+
+
+def test_statement_bounds_from_line_numbers_equal_the_rendered_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every golden fixture and rule example: the bounds found from Python's
+    line numbers are the ones rendering each statement gives, without falling back."""
+    from loadlint import positions
+    from loadlint.positions import rendered_bounds, statement_bounds
+
+    rendered = rendered_bounds
+    fell_back: list[str] = []
+    monkeypatch.setattr(positions, "rendered_bounds", lambda m, t: fell_back.append(t) or rendered(m, t))
+    compared = 0
+    for name, text in _bounds_cases():
+        try:
+            module = cst.parse_module(text)
+        except Exception:  # unparsable examples (LL900, LL901)
+            continue
+        expected = rendered(module, text)
+        assert statement_bounds(module, text) == expected, name
+        compared += expected is not None
+    assert compared > 300
+    # Only texts Python's parser rejects (a rule's LL900 examples) need rendering.
+    assert len(fell_back) < 10
+
+
+def test_statement_bounds_fall_back_where_the_parsers_disagree() -> None:
+    from loadlint.positions import rendered_bounds, statement_bounds
+
+    # A line continuation before a statement: Python starts it a line later.
+    for text in ["x = 1\n\\\ny = 2\n", "type X = int\n\nDataLoader(x)\n", "x = 1\n    # indented\n\ny = 2\n  # end\n"]:
+        module = cst.parse_module(text)
+        assert statement_bounds(module, text) == rendered_bounds(module, text), text
+    assert statement_bounds(cst.parse_module("x = 1"), "x = 1") is None
