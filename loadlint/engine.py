@@ -12,6 +12,7 @@ from __future__ import annotations
 import codecs
 import ast
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, TypeAlias
 
@@ -117,13 +118,15 @@ Bindings = dict[str, dict[str, dict[str, Any]]]
 
 def analyse(
     text: str, path: str, options: Options, *, notebook: bool = False, bindings: Bindings | None = None,
-    summaries: list[dict[str, Any]] | None = None, parsed: Parsed | None = None,
+    summaries: list[dict[str, Any]] | None = None, parsed: Parsed | None = None, against: list[Finding] | None = None,
 ) -> tuple[list[Finding], Analysis | None]:
     """Lint one module's text: findings and, when parsed, the analysis.
     ``bindings`` gives parameters the values a caller passes (as if assigned
     in the function); ``summaries`` receives the module's project summary;
     ``parsed`` is the text's tree when the caller has it (an analysis: its
-    positions are reused too)."""
+    positions are reused too).  ``against``: the findings of the text before
+    a fix; only the findings of codes that occur more often than there are
+    kept (and located, their fixes rendered): no other can be new."""
     if not may_construct_loader(text):
         return [], None
     piece = sliced(text)
@@ -201,25 +204,31 @@ def analyse(
     builder = Builder(module, positions)
     file_level = file_suppressions(text)
     pairs: list[tuple[Finding, tuple[str, Report]]] = []
+    reports: list[tuple[str, str, Report]] = []
     try:
         for code in sorted(options.select):
             if code in ENGINE_CODES or code not in CODES:
                 continue
             rule = rule_class(code)()
-            for report in rule.check(contexts[rule.needs_hardware]):
-                start, end = positions.range(report.node)
-                fix: Fix | None = None
-                if report.fix is not None:
-                    try:
-                        fix = builder.build(report.fix)
-                    except Exception:  # an unrenderable fix must not lose the finding
-                        fix = None
-                finding = Finding(code, rule.name, report.message, path, start, end, fix)
-                # The reported line only: splitting the whole text per finding
-                # made suppression quadratic in big files.
-                if options.noqa and _is_suppressed(finding, positions.line_text(start.row), file_level):
-                    continue
-                pairs.append((finding, (code, report)))
+            reports.extend((code, rule.name, report) for report in rule.check(contexts[rule.needs_hardware]))
+        if against is not None:
+            more = Counter(code for code, _, _ in reports)
+            more.subtract(f.code for f in against)
+            reports = [r for r in reports if more[r[0]] > 0]
+        for code, name, report in reports:
+            start, end = positions.range(report.node)
+            fix: Fix | None = None
+            if report.fix is not None:
+                try:
+                    fix = builder.build(report.fix)
+                except Exception:  # an unrenderable fix must not lose the finding
+                    fix = None
+            finding = Finding(code, name, report.message, path, start, end, fix)
+            # The reported line only: splitting the whole text per finding
+            # made suppression quadratic in big files.
+            if options.noqa and _is_suppressed(finding, positions.line_text(start.row), file_level):
+                continue
+            pairs.append((finding, (code, report)))
     except RecursionError:
         # Positions and fix rendering walk the tree recursively too.
         return _too_deep(path, options), None
@@ -396,15 +405,18 @@ def _decided(
     declared(all_findings, analysis.reports)
     candidates = offered(all_findings, analysis.reports, options.select, True)
     if candidates:
-        decision = _decide(text, path, guard, analysis, candidates, True, notebook, _compiles(text, path))
+        decision = _decide(text, path, guard, analysis, candidates, True, notebook, _compiles(text, path), check=True)
         withhold(all_findings, decision.withheld)
     return all_findings
 
 
 def _decide(
     text: str, path: str, guard: Options, analysis: Analysis, candidates: list[Candidate],
-    unsafe: bool, notebook: bool, original_compiles: bool,
+    unsafe: bool, notebook: bool, original_compiles: bool, *, check: bool = False,
 ) -> Decision[Analysis | None]:
+    """What ``decide`` keeps of ``candidates``.  ``check``: only what is
+    withheld is wanted, not the fixed text's analysis; a trial then finds
+    only the findings that may be new (see ``analyse``'s ``against``)."""
     from loadlint.fixes import Builder, Positions, apply_edits
     from loadlint.positions import reparse
 
@@ -424,6 +436,8 @@ def _decide(
         # Only the statements the edits touch are parsed again (see ``reparse``).
         module = None if bounds is None else reparse(positions.module, text, bounds, edits, new_text)
         parsed = _check_parses(new_text, path, original_compiles, module)
+        if check:
+            return Outcome(new_text, analyse(new_text, path, guard, notebook=notebook, parsed=parsed, against=analysis.findings)[0], None)
         findings, new_analysis = analyse(new_text, path, guard, notebook=notebook, parsed=parsed)
         return Outcome(new_text, findings, new_analysis)
 
@@ -476,10 +490,9 @@ def _fix_external(
 
 
 def _compiles(text: str, path: str) -> bool:
-    try:
-        return compile(text, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True) is not None
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
+    from loadlint.walk import python_tree
+
+    return python_tree(text)[1]
 
 
 def _check_parses(

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
+import warnings
 from typing import Any, Callable
 
 import libcst as cst
@@ -190,6 +192,22 @@ _AST_NAMES = {"Del": "Delete"}
 _BLOCKS = ("body", "handlers", "orelse", "finalbody", "cases")
 
 
+@functools.lru_cache(maxsize=1)
+def python_tree(text: str) -> tuple[ast.Module | None, bool]:
+    """Python's own parse of ``text`` (top-level ``await`` allowed, as in a
+    notebook; None when it does not compile) and whether it compiles
+    without that allowance.  The last text's is kept: checking a text that
+    compiles and locating its findings both need it."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # invalid escapes and the like: not ours to report
+        for flags in (ast.PyCF_ONLY_AST, ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT):
+            try:
+                return compile(text, "<module>", "exec", flags, dont_inherit=True), flags == ast.PyCF_ONLY_AST
+            except (SyntaxError, ValueError, MemoryError, RecursionError):
+                continue
+    return None, False
+
+
 def statement_starts(module: cst.Module, text: str) -> dict[cst.CSTNode, int] | None:
     """The line where each statement of ``module`` (parsed from ``text``)
     starts, after its leading comments and blank lines (for a line of
@@ -202,11 +220,10 @@ def statement_starts(module: cst.Module, text: str) -> dict[cst.CSTNode, int] | 
 
 def statement_rows(module: cst.Module, text: str) -> tuple[dict[cst.CSTNode, int], dict[cst.CSTNode, int]] | None:
     """``statement_starts``, and the last line of code of each top-level statement."""
-    try:
-        flags = ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
-        body = compile(text, "<module>", "exec", flags, dont_inherit=True).body
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
+    tree, _ = python_tree(text)
+    if tree is None:
         return None
+    body = tree.body
     theirs: list[ast.stmt] = []
     for stmt in body:
         _flat_ast(stmt, theirs)
