@@ -379,15 +379,18 @@ def _guard(options: Options) -> Options:
 
 def decided_findings(
     text: str, path: str, options: Options, *, notebook: bool = False, summaries: list[dict[str, Any]] | None = None,
+    analysed: tuple[list[Finding], Analysis | None] | None = None,
 ) -> list[Finding]:
     """``analyse``'s findings, with the fix markers ``fix`` honours: a fix
     that would introduce a finding is withheld, with its reason.  The
     comparison needs every rule; unselected ones run only for files with a
-    fix (on the same tree).  ``summaries`` as in ``analyse``."""
+    fix (on the same tree).  ``summaries`` as in ``analyse``; ``analysed``:
+    what ``analyse`` gave for ``text`` and ``options`` (an editor shows
+    those findings first and decides fixes when asked for them), left as it is."""
     guard = _guard(options)
-    first: Analysis | None = None
+    first = None if analysed is None else analysed[1]
     if guard.select != options.select:
-        findings, first = analyse(text, path, options, notebook=notebook, summaries=summaries)
+        findings, first = analysed or analyse(text, path, options, notebook=notebook, summaries=summaries)
         if not any(f.fix is not None for f in findings):
             return findings
         summaries = None  # the first pass filled it

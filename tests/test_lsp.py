@@ -582,3 +582,58 @@ def test_quick_fix_disable_and_fix_all_edit_the_right_cells(project):
             assert await s.actions(cells2[4], whole, only=[FIX_ALL]) == []
 
     run(scenario())
+
+
+def test_diagnostics_come_before_the_fix_decision_and_withheld_fixes_are_never_offered(monkeypatch):
+    """Publishing does not decide fixes (that re-analyses the fixed text);
+    the first code action request does, once per text, and offers only the
+    fixes the decision keeps: the quickstart's `num_workers` fixes would
+    introduce LL013 under forkserver and are not offered."""
+    from types import SimpleNamespace
+
+    from pygls.workspace import Workspace
+
+    from loadlint import engine
+    from loadlint.hardware import parse_target, resolve_profile
+    from loadlint.lsp import documents
+    from loadlint.rules import CODES
+    from loadlint.types import Options
+
+    text = (Path(__file__).parent / "fixtures" / "fix" / "quickstart_no_main_guard.in.py").read_text(encoding="utf-8")
+    profile = resolve_profile(parse_target("cpus=4,gpus=1,platform=linux,python=3.14"))
+    options = Options(frozenset(CODES), lambda: profile)
+    state = documents.State()
+    monkeypatch.setattr(state, "options_for", lambda settings, path: options)
+    decided = engine.decided_findings
+    calls: list[str] = []
+    monkeypatch.setattr(engine, "decided_findings", lambda *a, **k: calls.append(a[0]) or decided(*a, **k))
+    workspace = Workspace(None)
+    uri = "untitled:train.py"
+    workspace.put_text_document(types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text))
+    ls = SimpleNamespace(workspace=workspace)
+
+    shown = documents.diagnostics(ls, state, uri)
+    assert calls == [] and shown and all(d.data == {"name": d.data["name"]} for d in shown)
+    expected = decided(text, "train.py", options)
+    withheld = [f for f in expected if f.fix_withheld is not None]
+    assert withheld and all("would introduce LL013" in f.fix_withheld for f in withheld)
+    assert [(d.code, d.message) for d in shown] == [(f.code, f.message) for f in expected]
+
+    everything = types.Range(start=types.Position(line=0, character=0), end=types.Position(line=len(text.splitlines()), character=0))
+    params = types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), range=everything,
+        context=types.CodeActionContext(diagnostics=shown, only=[types.CodeActionKind.QuickFix]),
+    )
+    offered = [a.title for a in documents.code_actions(ls, state, params) if "Disable" not in a.title]
+    assert calls == [text]
+    kept = [f"loadlint ({f.code}): {f.fix.message}" for f in expected if f.fix is not None]
+    assert kept and sorted(t.removesuffix(" (unsafe)") for t in offered) == sorted(kept)
+    # Undecided, the withheld findings had fixes: the decision is what keeps them out.
+    undecided = engine.analyse(text, "train.py", options)[0]
+    assert sum(f.fix is not None for f in undecided) > len(kept)
+    # Asked again for the same text: decided once.
+    documents.code_actions(ls, state, params)
+    assert calls == [text]
+    # A change is published without deciding.
+    workspace.put_text_document(types.TextDocumentItem(uri=uri, language_id="python", version=2, text=text + "\nx = 1\n"))
+    assert documents.diagnostics(ls, state, uri) and calls == [text]

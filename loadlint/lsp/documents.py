@@ -94,19 +94,48 @@ def path_of(uri: str, untitled: str = "untitled.py") -> str:
     return path or untitled
 
 
-def lint_document(state: State, uri: str, text: str) -> tuple[list[Finding], Settings]:
-    """(findings, settings) for a document; a config problem raises ConfigError."""
+@dataclass
+class Linted:
+    """A text document's last lint.  Its findings are published before their
+    fixes are decided (the decision re-analyses the fixed text, more than
+    the lint itself costs); ``decided`` is computed on the first request
+    for fixes and kept for that text."""
+
+    findings: list[Finding]
+    #: What deciding needs: the options and ``engine.analyse``'s result.
+    pending: tuple[Options, Any] | None = None
+    #: The findings with only the fixes ``fix`` would apply (withheld ones say why).
+    decided: list[Finding] | None = None
+
+
+def lint_document(state: State, uri: str, text: str, *, decide: bool = False) -> tuple[list[Finding], Settings]:
+    """(findings, settings) for a document; a config problem raises ConfigError.
+    The findings' fixes are the decided ones with ``decide``; without, they
+    are not to be offered (a fix may yet be withheld)."""
     from loadlint.discover import is_excluded
-    from loadlint.pipeline import check_text
 
     path = path_of(uri)
     settings = state.settings_for(path)
     key = (path, text)
     last = state.linted.get(uri)
     if last is not None and last[0] == key:
-        return last[1], settings
-    if uri.startswith("file:") and is_excluded(Path(path), settings):
+        linted = last[1]
+    elif uri.startswith("file:") and is_excluded(Path(path), settings):
         return [], settings
+    else:
+        linted = _lint(state, uri, text, settings)
+        state.linted[uri] = (key, linted)
+    if decide and linted.decided is None:
+        from loadlint.engine import decided_findings
+
+        assert linted.pending is not None
+        options, analysed = linted.pending
+        linted.decided, linted.pending = decided_findings(text, path, options, analysed=analysed), None
+    return (linted.decided if decide and linted.decided is not None else linted.findings), settings
+
+
+def _lint(state: State, uri: str, text: str, settings: Settings) -> Linted:
+    path = path_of(uri)
     if uri.startswith("file:") and _saved(path, text):
         # A saved document is checked with its project's facts (other files' callers and loops).
         from loadlint.project.join import check_in_project
@@ -115,10 +144,12 @@ def lint_document(state: State, uri: str, text: str) -> tuple[list[Finding], Set
         state.options_for(settings, path)  # creates the profile cache
         assert state.profiles is not None
         findings = check_in_project(Path(path), settings, state.profiles, lazy_cache(None)).findings
-    else:
-        findings = check_text(text, path, state.options_for(settings, path))
-    state.linted[uri] = (key, findings)
-    return findings, settings
+        return Linted(findings, decided=findings)
+    from loadlint.engine import analyse
+
+    options = state.options_for(settings, path)
+    analysed = analyse(text, path, options)
+    return Linted(analysed[0], (options, analysed))
 
 
 def _saved(path: str, text: str) -> bool:
@@ -155,7 +186,8 @@ def to_diagnostic(doc: Any, finding: Finding) -> Any:
         code=finding.code,
         code_description=types.CodeDescription(href=url) if url else None,
         source=SOURCE,
-        data={"name": finding.name, "fixable": finding.fix is not None},
+        # Whether a fix applies is decided only when fixes are asked for.
+        data={"name": finding.name},
     )
 
 
@@ -333,7 +365,7 @@ def code_actions(ls: Any, state: State, params: Any) -> list[Any]:
     only = params.context.only
     actions: list[Any] = []
     try:
-        findings, _ = lint_document(state, uri, doc.source)
+        findings, _ = lint_document(state, uri, doc.source, decide=True)
     except ConfigError:
         return []
     if wanted(only, (types.CodeActionKind.QuickFix.value,)):
