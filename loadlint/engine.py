@@ -12,6 +12,7 @@ from __future__ import annotations
 import codecs
 import ast
 import re
+from bisect import bisect_right
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, TypeAlias
@@ -119,6 +120,7 @@ Bindings = dict[str, dict[str, dict[str, Any]]]
 def analyse(
     text: str, path: str, options: Options, *, notebook: bool = False, bindings: Bindings | None = None,
     summaries: list[dict[str, Any]] | None = None, parsed: Parsed | None = None, against: list[Finding] | None = None,
+    shallow: bool = False,
 ) -> tuple[list[Finding], Analysis | None]:
     """Lint one module's text: findings and, when parsed, the analysis.
     ``bindings`` gives parameters the values a caller passes (as if assigned
@@ -126,12 +128,13 @@ def analyse(
     ``parsed`` is the text's tree when the caller has it (an analysis: its
     positions are reused too).  ``against``: the findings of the text before
     a fix; only the findings of codes that occur more often than there are
-    kept (and located, their fixes rendered): no other can be new."""
+    kept (and located, their fixes rendered): no other can be new.
+    ``shallow``: the text, if parsed whole, is known to nest within ``MAX_NESTING``."""
     if not may_construct_loader(text):
         return [], None
     piece = sliced(text)
     # A statement can nest no deeper than it is long: dropped short ones need no scan.
-    at = too_deep_at(text if piece is None else piece.blanked(longer_than=MAX_NESTING // 2))
+    at = None if shallow and piece is None else too_deep_at(text if piece is None else piece.blanked(longer_than=MAX_NESTING // 2))
     if at is not None:
         if "LL900" in options.select:
             row, column = at
@@ -215,7 +218,7 @@ def analyse(
             more = Counter(code for code, _, _ in reports)
             more.subtract(f.code for f in against)
             reports = [r for r in reports if more[r[0]] > 0]
-        for code, name, report in reports:
+        for code, rule_name, report in reports:
             start, end = positions.range(report.node)
             fix: Fix | None = None
             if report.fix is not None:
@@ -223,7 +226,7 @@ def analyse(
                     fix = builder.build(report.fix)
                 except Exception:  # an unrenderable fix must not lose the finding
                     fix = None
-            finding = Finding(code, name, report.message, path, start, end, fix)
+            finding = Finding(code, rule_name, report.message, path, start, end, fix)
             # The reported line only: splitting the whole text per finding
             # made suppression quadratic in big files.
             if options.noqa and _is_suppressed(finding, positions.line_text(start.row), file_level):
@@ -439,9 +442,14 @@ def _decide(
         # Only the statements the edits touch are parsed again (see ``reparse``).
         module = None if bounds is None else reparse(positions.module, text, bounds, edits, new_text)
         parsed = _check_parses(new_text, path, original_compiles, module)
+        # The text nested within the limit: only the statements edited need the scan.
+        shallow = module is not None and bounds is not None and too_deep_at(
+            new_text[bounds[bisect_right(bounds, edits[0].start) - 1] : len(new_text) - len(text) + bounds[bisect_right(bounds, edits[-1].start)]]
+        ) is None
         if check:
-            return Outcome(new_text, analyse(new_text, path, guard, notebook=notebook, parsed=parsed, against=analysis.findings)[0], None)
-        findings, new_analysis = analyse(new_text, path, guard, notebook=notebook, parsed=parsed)
+            found = analyse(new_text, path, guard, notebook=notebook, parsed=parsed, against=analysis.findings, shallow=shallow)
+            return Outcome(new_text, found[0], None)
+        findings, new_analysis = analyse(new_text, path, guard, notebook=notebook, parsed=parsed, shallow=shallow)
         return Outcome(new_text, findings, new_analysis)
 
     def fixable(finding: Finding) -> bool:

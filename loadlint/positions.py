@@ -159,7 +159,7 @@ def statement_bounds(
         row, last = firsts.get(stmt), lasts.get(stmt)
         if row is None or last is None or not row <= last < len(starts):
             return rendered_bounds(module, text)
-        lead = [*stmt.leading_lines]
+        lead: list[cst.CSTNode] = [*stmt.leading_lines]
         if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
             lead += [*stmt.decorators, *stmt.lines_after_decorators]
         code = "".join(render(node) for node in lead)
