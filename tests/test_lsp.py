@@ -634,6 +634,15 @@ def test_diagnostics_come_before_the_fix_decision_and_withheld_fixes_are_never_o
     # Asked again for the same text: decided once.
     documents.code_actions(ls, state, params)
     assert calls == [text]
-    # A change is published without deciding.
-    workspace.put_text_document(types.TextDocumentItem(uri=uri, language_id="python", version=2, text=text + "\nx = 1\n"))
-    assert documents.diagnostics(ls, state, uri) and calls == [text]
+    # A change is published without deciding, parsing again only the statement it changes.
+    before = state.linted[uri][1].analysis.module.body
+    changed = text.replace("test_dataloader = DataLoader(test_data,", "test_dataloader = DataLoader(test_data, shuffle=True,")
+    assert changed != text
+    workspace.put_text_document(types.TextDocumentItem(uri=uri, language_id="python", version=2, text=changed))
+    again = documents.diagnostics(ls, state, uri)
+    assert calls == [text]
+    after = state.linted[uri][1].analysis.module.body
+    assert len(after) == len(before) and sum(a is not b for a, b in zip(before, after)) == 1
+    fresh = documents.State()
+    monkeypatch.setattr(fresh, "options_for", lambda settings, path: options)
+    assert again == documents.diagnostics(ls, fresh, uri) and fresh.linted[uri][1].analysis.module.body[0] is not after[0]

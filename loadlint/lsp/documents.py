@@ -106,6 +106,9 @@ class Linted:
     pending: tuple[Options, Any] | None = None
     #: The findings with only the fixes ``fix`` would apply (withheld ones say why).
     decided: list[Finding] | None = None
+    #: The text's analysis (``engine.Analysis``): the next text's parse reuses
+    #: the top-level statements a change leaves alone.
+    analysis: Any = None
 
 
 def lint_document(state: State, uri: str, text: str, *, decide: bool = False) -> tuple[list[Finding], Settings]:
@@ -123,7 +126,7 @@ def lint_document(state: State, uri: str, text: str, *, decide: bool = False) ->
     elif uri.startswith("file:") and is_excluded(Path(path), settings):
         return [], settings
     else:
-        linted = _lint(state, uri, text, settings)
+        linted = _lint(state, uri, text, settings, last[1] if last is not None and last[0][0] == path else None)
         state.linted[uri] = (key, linted)
     if decide and linted.decided is None:
         from loadlint.engine import decided_findings
@@ -134,7 +137,7 @@ def lint_document(state: State, uri: str, text: str, *, decide: bool = False) ->
     return (linted.decided if decide and linted.decided is not None else linted.findings), settings
 
 
-def _lint(state: State, uri: str, text: str, settings: Settings) -> Linted:
+def _lint(state: State, uri: str, text: str, settings: Settings, previous: Any) -> Linted:
     path = path_of(uri)
     if uri.startswith("file:") and _saved(path, text):
         # A saved document is checked with its project's facts (other files' callers and loops).
@@ -148,8 +151,34 @@ def _lint(state: State, uri: str, text: str, settings: Settings) -> Linted:
     from loadlint.engine import analyse
 
     options = state.options_for(settings, path)
-    analysed = analyse(text, path, options)
-    return Linted(analysed[0], (options, analysed))
+    analysed = analyse(text, path, options, parsed=_reparsed(previous, text))
+    return Linted(analysed[0], (options, analysed), analysis=analysed[1])
+
+
+def _reparsed(previous: Linted | None, text: str) -> Any:
+    """The tree of ``text``, parsed again only in the top-level statements
+    that differ from the last lint's text; None to parse it all."""
+    from loadlint.engine import sliced
+    from loadlint.positions import reparse
+    from loadlint.types import Edit, Location
+
+    last = None if previous is None else previous.analysis
+    if last is None or last.positions.piece is not None or sliced(text) is not None:
+        return None
+    old = last.text
+    size = min(len(old), len(text))
+    start = 0
+    while start < size and old[start] == text[start]:
+        start += 1
+    end = 0
+    while end < size - start and old[len(old) - 1 - end] == text[len(text) - 1 - end]:
+        end += 1
+    bounds = last.positions.bounds
+    if bounds is None:
+        return None
+    edit = Edit(text[start : len(text) - end], start, len(old) - end, Location(1, 1), Location(1, 1))
+    module = reparse(last.module, old, bounds, [edit], text)
+    return None if module is None else (module, None)
 
 
 def _saved(path: str, text: str) -> bool:
