@@ -167,9 +167,9 @@ class Reporter:
         return self.own[path]
 
     def _keep(self, finding: Finding, call: str = "") -> None:
-        """Once per place and code; per ``call`` (a factory's caller and its
-        values) too, so that callers passing different values each get their
-        finding, naming them."""
+        """Once per place and code; per ``call`` (the values a factory's
+        caller passes) too, so that callers passing different values each get
+        their finding, naming them."""
         key = (finding.path, finding.code, finding.location.row, finding.location.column, call)
         if key in self.seen:
             return
@@ -243,8 +243,9 @@ class Reporter:
         findings = [dataclasses.replace(f) for f in self.reanalysed[memo]]
         if findings:
             suffix = self._values(frame, given)
-        # The same call reached along a longer chain is the same finding.
-        call = json.dumps([given, sites[-1] if sites else None], sort_keys=True)
+        # Callers passing the same values (or one call reached along a
+        # longer chain) make one finding; other values make their own.
+        call = json.dumps({param: show(value) for param, value in given.items()}, sort_keys=True)
         for finding in findings:
             finding.message += suffix
             finding.fix = None  # the fix would change the factory for every caller
