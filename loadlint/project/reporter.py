@@ -135,7 +135,7 @@ class Reporter:
         self.flags = flags
         self.where = _Locator(project)
         self.out: dict[str, list[Finding]] = {}
-        self.seen: set[tuple[str, str, int, int]] = set()
+        self.seen: set[tuple[str, str, int, int, str]] = set()
         self.baselines: dict[str, set[tuple[str, int, int]]] = {}
         self.own: dict[str, set[tuple[str, int]]] = {}
         self.injected: set[tuple[str, str]] = set()
@@ -166,8 +166,11 @@ class Reporter:
             self.own[path] = {(f.code, f.location.row) for f in found}
         return self.own[path]
 
-    def _keep(self, finding: Finding) -> None:
-        key = (finding.path, finding.code, finding.location.row, finding.location.column)
+    def _keep(self, finding: Finding, call: str = "") -> None:
+        """Once per place and code; per ``call`` (the values a factory's
+        caller passes) too, so that callers passing different values each get
+        their finding, naming them."""
+        key = (finding.path, finding.code, finding.location.row, finding.location.column, call)
         if key in self.seen:
             return
         self.seen.add(key)
@@ -240,10 +243,13 @@ class Reporter:
         findings = [dataclasses.replace(f) for f in self.reanalysed[memo]]
         if findings:
             suffix = self._values(frame, given)
+        # Callers passing the same values (or one call reached along a
+        # longer chain) make one finding; other values make their own.
+        call = json.dumps({param: show(value) for param, value in given.items()}, sort_keys=True)
         for finding in findings:
             finding.message += suffix
             finding.fix = None  # the fix would change the factory for every caller
-            self._keep(finding)
+            self._keep(finding, call)
 
     def _values(self, frame: Frame, given: dict[str, dict[str, Any]]) -> str:
         """`` (with `workers=0` and the default `batch_size=32`; `f` called from train.py:5)``."""
