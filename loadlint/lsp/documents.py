@@ -126,7 +126,11 @@ def lint_document(state: State, uri: str, text: str, *, decide: bool = False) ->
     elif uri.startswith("file:") and is_excluded(Path(path), settings):
         return [], settings
     else:
-        linted = _lint(state, uri, text, settings, last[1] if last is not None and last[0][0] == path else None)
+        # The tree of this path's last text (not of a renamed document's) is reused.
+        prior = last[1] if last is not None and isinstance(last[1], Linted) else None
+        if last is None or prior is None or prior.analysis is None or last[0] != (path, prior.analysis.text):
+            prior = None
+        linted = _lint(state, uri, text, settings, prior)
         state.linted[uri] = (key, linted)
     if decide and linted.decided is None:
         from loadlint.engine import decided_findings
