@@ -448,11 +448,15 @@ class Checked:
         return self.changed_cells(text)
 
 
-def analyse_cells(cells: list[Cell], name: str, options: Options, fix: FixRequest | None = None) -> Checked:
+def analyse_cells(
+    cells: list[Cell], name: str, options: Options, fix: FixRequest | None = None, decide: bool = True
+) -> Checked:
     """Analyse code ``cells`` (in order) as one module, as Jupyter runs them:
     non-Python cells are skipped, a cell that does not parse is an LL900 at
     that cell and is left out.  With ``fix``, the findings are those left
-    after fixing and ``text`` is the fixed module."""
+    after fixing and ``text`` is the fixed module.  Without ``decide``, the
+    fixes are not decided (an editor's diagnostics: none is offered from
+    them)."""
     checked = Checked()
     if not any(word in cell.source for cell in cells for word in PREFILTER):
         return checked
@@ -478,7 +482,10 @@ def analyse_cells(cells: list[Cell], name: str, options: Options, fix: FixReques
         joined = module.text()
         try:
             if fix is None:
-                findings = decided_findings(joined, name, options, notebook=True)
+                if decide:
+                    findings = decided_findings(joined, name, options, notebook=True)
+                else:
+                    findings, _ = analyse(joined, name, options, notebook=True)
                 fixed_joined = joined
             else:
                 fixed_joined, findings, checked.applied = fix_text(joined, name, options, unsafe=fix.unsafe, notebook=True)

@@ -646,3 +646,61 @@ def test_diagnostics_come_before_the_fix_decision_and_withheld_fixes_are_never_o
     fresh = documents.State()
     monkeypatch.setattr(fresh, "options_for", lambda settings, path: options)
     assert again == documents.diagnostics(ls, fresh, uri) and fresh.linted[uri][1].analysis.module.body[0] is not after[0]
+
+
+def test_notebook_diagnostics_do_not_decide_fixes_and_code_actions_offer_only_kept_ones(monkeypatch):
+    """As for scripts: a notebook's diagnostics come from the analysis alone
+    (deciding re-analyses the fixed text); a code action request decides,
+    once per text, and offers only the fixes the decision keeps."""
+    from types import SimpleNamespace
+
+    from pygls.workspace import Workspace
+
+    from loadlint import notebook as nb
+    from loadlint.hardware import parse_target, resolve_profile
+    from loadlint.lsp import notebooks
+    from loadlint.lsp.documents import State
+    from loadlint.rules import CODES
+    from loadlint.types import Options
+
+    cells = [
+        "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\n",
+        "ds = TensorDataset(torch.zeros(8, 2))\nloader = DataLoader(ds, batch_size=4, num_workers=2)\n",
+        "device = torch.device('cuda')\nfor epoch in range(3):\n    for (x,) in loader:\n        x.to(device)\n",
+    ]
+    profile = resolve_profile(parse_target("cpus=8,gpus=1,platform=linux,python=3.14"))
+    options = Options(frozenset(CODES), lambda: profile)
+    state = State()
+    monkeypatch.setattr(state, "options_for", lambda settings, path: options)
+    decided = nb.decided_findings
+    calls: list[str] = []
+    monkeypatch.setattr(nb, "decided_findings", lambda *a, **k: calls.append(a[0]) or decided(*a, **k))
+    workspace = Workspace(None)
+    uris = [f"vscode-notebook-cell:/nb.ipynb#C{i}" for i in range(len(cells))]
+    for uri, source in zip(uris, cells):
+        workspace.put_text_document(types.TextDocumentItem(uri=uri, language_id="python", version=1, text=source))
+    notebook = SimpleNamespace(
+        uri="untitled:nb.ipynb",
+        cells=[SimpleNamespace(kind=types.NotebookCellKind.Code, document=uri) for uri in uris],
+    )
+    ls = SimpleNamespace(workspace=workspace)
+
+    shown = notebooks.cell_diagnostics(ls, state, notebook)
+    assert calls == []
+    codes = sorted(d.code for ds in shown.values() for d in ds)
+    assert "LL204" in codes and "LL202" in codes
+
+    everything = types.Range(start=types.Position(line=0, character=0), end=types.Position(line=10, character=0))
+    params = types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=uris[1]), range=everything,
+        context=types.CodeActionContext(diagnostics=shown[uris[1]], only=[types.CodeActionKind.QuickFix]),
+    )
+    offered = sorted(a.title.removesuffix(" (unsafe)") for a in notebooks.cell_code_actions(ls, state, notebook, params) if "Disable" not in a.title)
+    assert len(calls) == 1
+    notebooks.cell_code_actions(ls, state, notebook, params)
+    assert len(calls) == 1  # the same text: decided once
+    # Diagnostics again: still the undecided analysis, no new decision.
+    assert notebooks.cell_diagnostics(ls, state, notebook) == shown and len(calls) == 1
+    kept = nb.analyse_cells([nb.Cell(i, c, as_list=False) for i, c in enumerate(cells, 1)], "nb.ipynb", options).findings
+    assert offered == sorted(f"loadlint ({f.code}): {f.fix.message}" for f in kept if f.fix is not None and f.cell == 2)
+    assert offered  # the loader's fixes are kept (nothing they would introduce)

@@ -43,6 +43,7 @@ from loadlint.lsp.notebooks import (
     cell_code_actions,
     cell_diagnostics,
     clear_notebook,
+    decided_slot,
     publish_notebook,
     sync_options,
 )
@@ -130,6 +131,7 @@ def create_server(debounce: float = DEBOUNCE) -> Any:
         else:
             state.cancel(uri)
             state.linted.pop(uri, None)
+            state.linted.pop(decided_slot(uri), None)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     def watched_files(ls: Any, params: types.DidChangeWatchedFilesParams) -> None:

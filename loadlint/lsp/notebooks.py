@@ -48,9 +48,13 @@ def sync_options() -> Any:
     )
 
 
-def check_notebook(ls: Any, state: State, notebook: Any, fix: bool = False) -> tuple[Checked, dict[int, str]]:
+def check_notebook(
+    ls: Any, state: State, notebook: Any, fix: bool = False, decide: bool = True
+) -> tuple[Checked, dict[int, str]]:
     """(the analysis, cell index -> cell uri) of an open notebook; with
-    ``fix``, the analysis after the fixes fix-all applies.  A configuration
+    ``fix``, the analysis after the fixes fix-all applies; without
+    ``decide``, fixes are not decided (diagnostics: deciding costs a second
+    analysis, paid only when a code action is asked for).  A configuration
     problem raises ConfigError."""
     from lsprotocol import types
 
@@ -68,16 +72,22 @@ def check_notebook(ls: Any, state: State, notebook: Any, fix: bool = False) -> t
     path = path_of(notebook.uri, "untitled.ipynb")
     settings = state.settings_for(path)
     key = (path, fix, [(c.index, c.source) for c in cells], [uris[c.index] for c in cells])
-    last = state.linted.get(notebook.uri)
+    slot = decided_slot(notebook.uri) if decide else notebook.uri
+    last = state.linted.get(slot)
     if last is not None and last[0] == key:
         return last[1], uris
     if notebook.uri.startswith("file:") and is_excluded(Path(path), settings):
         return Checked(), uris
     request = FixRequest(unsafe=settings.unsafe_fixes, dry_run=True) if fix else None
-    checked = analyse_cells(cells, path, state.options_for(settings, path), request)
+    checked = analyse_cells(cells, path, state.options_for(settings, path), request, decide=decide or fix)
     if not fix:
-        state.linted[notebook.uri] = (key, checked)
+        state.linted[slot] = (key, checked)
     return checked, uris
+
+
+def decided_slot(uri: str) -> str:
+    """Where a notebook's decided analysis is kept beside its diagnostics'."""
+    return uri + "#decided"
 
 
 def cell_diagnostics(ls: Any, state: State, notebook: Any) -> dict[str, list[Any]]:
@@ -86,7 +96,7 @@ def cell_diagnostics(ls: Any, state: State, notebook: Any) -> dict[str, list[Any
 
     out: dict[str, list[Any]] = {cell.document: [] for cell in notebook.cells}
     try:
-        checked, uris = check_notebook(ls, state, notebook)
+        checked, uris = check_notebook(ls, state, notebook, decide=False)
     except ConfigError as exc:
         config_error(ls, exc)
         return out
@@ -116,6 +126,7 @@ def clear_notebook(ls: Any, state: State, notebook_uri: str, cell_uris: list[str
     """Forget a closed notebook and clear its cells' diagnostics."""
     state.cancel(notebook_uri)
     state.linted.pop(notebook_uri, None)
+    state.linted.pop(decided_slot(notebook_uri), None)
     for uri in sorted(state.cells_shown.pop(notebook_uri, set()) | set(cell_uris)):
         send(ls, uri, None, [])
 
