@@ -140,6 +140,8 @@ class Reporter:
         self.own: dict[str, set[tuple[str, int]]] = {}
         self.injected: set[tuple[str, str]] = set()
         self.reanalysed: dict[tuple[str, str], list[Finding]] = {}
+        #: Whether any project file mentions ``set_epoch`` (read once, on demand).
+        self.set_epoch_anywhere: bool | None = None
         #: The modules each walk (by its root frame) entered.
         self.reached: dict[int, set[str]] = {}
         for frame in entered:
@@ -367,7 +369,9 @@ class Reporter:
                 return
             # A module the walk never entered may call it (on a global loader,
             # through a helper that is not given the loader): stay silent.
-            if self.project.mentions(b"set_epoch"):
+            if self.set_epoch_anywhere is None:
+                self.set_epoch_anywhere = self.project.mentions(b"set_epoch")
+            if self.set_epoch_anywhere:
                 return
             message = (
                 "`DistributedSampler` shuffles with the same seed every epoch: its loader is iterated in an epoch "
