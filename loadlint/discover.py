@@ -108,7 +108,8 @@ class _GitIgnore:
                 import pathspec
 
                 lines = ignore_file.read_text(encoding="utf-8", errors="replace").splitlines()
-                specs.append((directory, pathspec.GitIgnoreSpec.from_lines(lines)))
+                spec = pathspec.GitIgnoreSpec.from_lines(lines)
+                specs.append((directory, (spec, _any_pattern(spec))))
             except OSError:
                 pass
         self._specs[directory] = specs
@@ -117,14 +118,34 @@ class _GitIgnore:
     @staticmethod
     def ignored(path: Path, is_dir: bool, specs: list[tuple[Path, Any]]) -> bool:
         result = False
-        for base, spec in specs:
+        for base, (spec, anything) in specs:
             rel = path.relative_to(base).as_posix()
             if is_dir:
                 rel += "/"
+            if anything is not None and anything.match(rel) is None:
+                continue
             check = spec.check_file(rel)
             if check.include is not None:
                 result = bool(check.include)
         return result
+
+
+def _any_pattern(spec: Any) -> re.Pattern[str] | None:
+    """One regex matching what any of the spec's patterns matches: most
+    paths match none, and one search is much cheaper than a hundred
+    (``check_file`` tries every pattern, for negations).  None when the
+    patterns are not plain regexes."""
+    try:
+        parts = [p.regex.pattern for p in spec.patterns if p.include is not None]
+        if not all(isinstance(part, str) for part in parts):
+            return None
+        return re.compile("|".join(f"(?:{_NAMED_GROUP.sub('(?:', part)})" for part in parts) or "(?!)")
+    except (AttributeError, re.error):
+        return None
+
+
+#: pathspec names a group in every pattern; names may not repeat in one regex.
+_NAMED_GROUP = re.compile(r"\(\?P<\w+>")
 
 
 def _parent_gitignores(directory: Path, cache: _GitIgnore) -> list[tuple[Path, Any]]:

@@ -15,7 +15,7 @@ import re
 from bisect import bisect_right
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, TypeAlias
+from typing import TYPE_CHECKING, AbstractSet, Any, Callable, TypeAlias
 
 from loadlint.rules import CODES, ENGINE_CODES, name_of, rule_class
 from loadlint import slicing
@@ -24,11 +24,11 @@ from loadlint.syntax import MAX_NESTING as MAX_NESTING  # re-exported: callers o
 from loadlint.syntax import interpreter_error, syntax_error
 from loadlint.syntax import too_deep_at as too_deep_at  # re-exported
 from loadlint.syntax import nesting_depth as nesting_depth  # re-exported
-from loadlint.source import DecodeError, decode, position_of_offset
+from loadlint.source import DecodeError, decode, line_starts, position_of_offset
 from loadlint.types import FileResult as FileResult  # re-exported: callers of lint_bytes name it
 from loadlint.types import Finding, Fix, Location
 from loadlint.types import Options as Options  # re-exported: the engine's entry points take it
-from loadlint.withhold import Candidate, Decision, Outcome, decide, declared, offered, withhold
+from loadlint.withhold import Candidate, Decision, Outcome, decide, declared, group_key, offered, withhold
 
 if TYPE_CHECKING:
     import libcst
@@ -148,8 +148,7 @@ def analyse(
     import libcst as cst
 
     from loadlint.facts.collect import collect
-    from loadlint.fixes import Builder, Positions
-    from loadlint.rules.base import Context, Settings
+    from loadlint.fixes import Positions
 
     try:
         if isinstance(parsed, Analysis):
@@ -201,10 +200,28 @@ def analyse(
 
     positions = parsed.positions if isinstance(parsed, Analysis) else Positions(module, text, piece)
     analysis = Analysis(text, module, positions, info)
+    if not _run_rules(analysis, path, options, notebook, against):
+        return _too_deep(path, options), None
+    return analysis.findings, analysis
+
+
+def _run_rules(
+    analysis: Analysis, path: str, options: Options, notebook: bool, against: list[Finding] | None,
+    made: AbstractSet[int] = frozenset(),
+) -> bool:
+    """Fill ``analysis.findings`` and ``reports`` (see ``analyse``); False
+    when the tree is too deep to locate or render them.  ``made``: ids of
+    nodes the facts hold but the text does not (``loadlint.virtual``): a
+    report on one raises ``Unlocated``."""
+    from loadlint.fixes import Builder
+    from loadlint.rules.base import Context, Settings
+    from loadlint.virtual import Unlocated
+
+    info, positions, text = analysis.info, analysis.positions, analysis.text
     settings = Settings(options.profile)
     # A rule reads the profile only if it declares so (detection is lazy).
     contexts = {flag: Context(info, settings, path, notebook, hardware=flag) for flag in (False, True)}
-    builder = Builder(module, positions)
+    builder = Builder(analysis.module, positions)
     file_level = file_suppressions(text)
     pairs: list[tuple[Finding, tuple[str, Report]]] = []
     reports: list[tuple[str, str, Report]] = []
@@ -219,6 +236,8 @@ def analyse(
             more.subtract(f.code for f in against)
             reports = [r for r in reports if more[r[0]] > 0]
         for code, rule_name, report in reports:
+            if id(report.node) in made:
+                raise Unlocated(code)
             start, end = positions.range(report.node)
             fix: Fix | None = None
             if report.fix is not None:
@@ -234,11 +253,11 @@ def analyse(
             pairs.append((finding, (code, report)))
     except RecursionError:
         # Positions and fix rendering walk the tree recursively too.
-        return _too_deep(path, options), None
+        return False
     pairs.sort(key=lambda p: (p[0].location.row, p[0].location.column, p[0].code))
     analysis.findings = [f for f, _ in pairs]
     analysis.reports = [r for _, r in pairs]
-    return analysis.findings, analysis
+    return True
 
 
 def sliced(text: str) -> Slice | None:
@@ -423,13 +442,22 @@ def _decide(
     """What ``decide`` keeps of ``candidates``.  ``check``: only what is
     withheld is wanted, not the fixed text's analysis; a trial then finds
     only the findings that may be new (see ``analyse``'s ``against``)."""
-    from loadlint.fixes import Builder, Positions, apply_edits
+    from loadlint.fixes import Builder, Positions, apply_edits, old_offset
     from loadlint.positions import reparse
+    from loadlint.virtual import Unlocated, patched
 
     assert isinstance(analysis.positions, Positions)
     builder = Builder(analysis.positions.module, analysis.positions)
 
     def trial(chosen: list[Candidate]) -> Outcome[Analysis | None] | None:
+        simulated = patched(analysis.info, [c.spec for c in chosen]) if check else None
+        if simulated is not None:
+            again = Analysis(text, analysis.module, analysis.positions, simulated[0])
+            try:
+                if _run_rules(again, path, guard, notebook, analysis.findings, simulated[1]):
+                    return Outcome(text, again.findings, None)
+            except Unlocated:
+                pass
         try:
             edits = builder.edits([c.spec for c in chosen])
             new_text = apply_edits(text, edits)
@@ -455,7 +483,28 @@ def _decide(
     def fixable(finding: Finding) -> bool:
         return finding.fix is not None and finding.code in guard.select and (unsafe or finding.fix.applicability == "safe")
 
-    return decide(candidates, trial, analysis.findings, fixable)
+    def blame(chosen: list[Candidate], outcome: Outcome[Analysis | None], codes: set[str]) -> set[int] | None:
+        if any(not c.spec.calls for c in chosen):
+            return None
+        calls = {group_key(c.spec): c.spec.calls[0].call for c in chosen}
+        spans = {key: positions.span(call)[:2] for key, call in calls.items()}
+        # A simulated trial's findings are located in the text as it is.
+        edits = [] if outcome.text is text else sorted(builder.edits([c.spec for c in chosen]), key=lambda e: e.start)
+        starts = line_starts(outcome.text)
+        blamed: set[int] = set()
+        for finding in outcome.findings:
+            if finding.code in codes:
+                if finding.location.row > len(starts):
+                    return None
+                at = old_offset(edits, starts[finding.location.row - 1] + finding.location.column - 1)
+                hit = {key for key, (start, end) in spans.items() if start <= at < end}
+                if not hit:
+                    return None
+                blamed |= hit
+        return blamed
+
+    positions = analysis.positions
+    return decide(candidates, trial, analysis.findings, fixable, blame)
 
 
 def _fix_external(

@@ -503,6 +503,20 @@ def apply_edits(text: str, edits: list[Edit]) -> str:
     return "".join(out)
 
 
+def old_offset(edits: list[Edit], offset: int) -> int:
+    """Where an offset of the edited text was before ``edits`` (sorted, not
+    overlapping); an offset inside inserted text maps to the edit's start."""
+    shift = 0
+    for edit in edits:
+        begin = edit.start + shift
+        if offset < begin:
+            break
+        if offset < begin + len(edit.content):
+            return edit.start
+        shift += len(edit.content) - (edit.end - edit.start)
+    return offset - shift
+
+
 def arg_index(call: cst.Call, name: str) -> int | None:
     """Index of the argument that binds DataLoader parameter ``name``
     (a keyword, or its positional slot), or None."""

@@ -23,7 +23,7 @@ def summarise_text(text: str) -> dict[str, Any] | None:
     if module is None:
         return None
     try:
-        return summarise(collect(module), Numbering())
+        return summarise(collect(module, text), Numbering())
     except RecursionError:
         return None
 
@@ -41,7 +41,7 @@ def locate(text: str, refs: list[int] | None = None) -> dict[int, tuple[Location
         return {}
     numbering = Numbering()
     try:
-        summarise(collect(module), numbering)
+        summarise(collect(module, text), numbering)
         positions = Positions(module, text)
         count = len(numbering.nodes)
         wanted = range(count) if refs is None else [r for r in refs if 0 <= r < count]

@@ -6,6 +6,11 @@ whole would introduce a finding, each group is tried on top of the groups
 already kept, with the largest subset of its fixes that introduces nothing;
 the fixes left out are withheld, each with the finding it would introduce as
 its reason.  One call's veto never costs another call its fixes.
+
+A file with many calls would need a trial per call; when the round's trial
+tells which calls hold its new findings (``Blame``), the other calls are
+tried together first, so that usually only the blamed calls need trials of
+their own.  Every kept set is still a trial that introduced nothing.
 """
 
 from __future__ import annotations
@@ -47,6 +52,10 @@ class Outcome(Generic[A]):
 
 #: Applies candidates together; None when they cannot be rendered together.
 Trial = Callable[[list[Candidate]], "Outcome[A] | None"]
+#: Given a trial's candidates, its outcome and the codes it added, the group
+#: keys (``group_key``) of the calls holding those codes' findings; None
+#: when a finding of those codes lies outside every changed call.
+Blame = Callable[[list[Candidate], "Outcome[A]", "set[str]"], "set[int] | None"]
 
 
 @dataclass
@@ -73,6 +82,13 @@ def introduced(before: list[Finding], after: list[Finding], fixable: Callable[[F
     return None
 
 
+def added_codes(before: list[Finding], after: list[Finding], fixable: Callable[[Finding], bool]) -> set[str]:
+    """Every code ``introduced`` could name."""
+    left = Counter(f.code for f in before)
+    left.subtract(f.code for f in after if not fixable(f))
+    return {code for code, n in left.items() if n < 0}
+
+
 def group_key(spec: FixSpec) -> int:
     """Fixes changing the same node are merged into one edit: they form a group."""
     for change in spec.calls:
@@ -90,15 +106,19 @@ def subsets(group: list[Candidate]) -> list[list[Candidate]]:
 
 
 def decide(
-    candidates: list[Candidate], trial: Trial[A], before: list[Finding], fixable: Callable[[Finding], bool]
+    candidates: list[Candidate], trial: Trial[A], before: list[Finding], fixable: Callable[[Finding], bool],
+    blame: Blame[A] | None = None,
 ) -> Decision[A]:
     """Keep as many candidates as introduce nothing together (see the module)."""
+    # The same set is often tried twice (a one-fix group, then its reason).
+    tried: dict[frozenset[int], tuple[Outcome[A] | None, Finding | None]] = {}
 
     def clean(chosen: list[Candidate]) -> tuple[Outcome[A] | None, Finding | None]:
-        outcome = trial(chosen)
-        if outcome is None:
-            return None, None
-        return outcome, introduced(before, outcome.findings, fixable)
+        key = frozenset(id(c) for c in chosen)
+        if key not in tried:
+            outcome = trial(chosen)
+            tried[key] = (None, None) if outcome is None else (outcome, introduced(before, outcome.findings, fixable))
+        return tried[key]
 
     outcome, bad = clean(candidates)
     if outcome is not None and bad is None:
@@ -107,6 +127,13 @@ def decide(
     groups: dict[int, list[Candidate]] = {}
     for candidate in candidates:
         groups.setdefault(group_key(candidate.spec), []).append(candidate)
+    blamed = None if outcome is None or blame is None else blame(candidates, outcome, added_codes(before, outcome.findings, fixable))
+    if blamed is not None and len(blamed) < len(groups):
+        rest = [c for key, group in groups.items() if key not in blamed for c in group]
+        outcome, bad = clean(rest)
+        if outcome is not None and bad is None:
+            decision.kept, decision.outcome = rest, outcome
+            groups = {key: group for key, group in groups.items() if key in blamed}
     for group in groups.values():
         for subset in subsets(group):
             outcome, bad = clean(decision.kept + subset)

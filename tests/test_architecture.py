@@ -39,7 +39,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("project",),
     # One file, path or bytes or stdin, to one file result.
     ("pipeline",),
-    ("engine", "fixes", "notebook", "measured", "withhold", "positions", "summaries"),
+    ("engine", "fixes", "notebook", "measured", "withhold", "virtual", "positions", "summaries"),
     # Settings, file discovery, the cache and rule documentation: read by the
     # layers above, built on the rule registry.
     ("config", "discover", "cache", "docs"),

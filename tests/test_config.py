@@ -279,3 +279,19 @@ def test_respect_gitignore(tmp_path):
     write(tmp_path / "loadlint.toml", 'respect-gitignore = false\n[target]\ncpus = 4\ngpus = 1\n')
     assert {f.code for f in check_paths([tmp_path]).findings} >= {"LL201"}
     assert {f.code for f in check_paths([tmp_path], Overrides(respect_gitignore=True)).findings} == set()
+
+
+def test_gitignore_negations_and_nested_files(tmp_path):
+    """Each .gitignore is first searched with one regex of all its patterns
+    (most paths match none); a match goes through the full rules, so the
+    last matching pattern still decides, negations included."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    write(tmp_path / ".gitignore", "# generated\n*_gen.py\n!keep_gen.py\nbuild/\n/top_only.py\n")
+    write(tmp_path / "sub" / ".gitignore", "local.py\n!top_only.py\n")
+    write(tmp_path / "loadlint.toml", '[target]\ncpus = 4\ngpus = 1\n')
+    names = ["a_gen.py", "keep_gen.py", "build/train.py", "top_only.py", "sub/top_only.py", "sub/local.py",
+             "sub/b_gen.py", "sub/train.py", "train.py"]
+    for name in names:
+        write(tmp_path / name, SCRIPT)
+    found = {Path(f.path).relative_to(tmp_path).as_posix() for f in check_paths([tmp_path]).findings}
+    assert found == {"keep_gen.py", "sub/top_only.py", "sub/train.py", "train.py"}

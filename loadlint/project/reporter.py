@@ -18,7 +18,6 @@ from loadlint.engine import Bindings, analyse, file_suppressions, suppressed_cod
 from loadlint.notebook import cell_of
 from loadlint.project.flow import MISSING_VALUE, MODULE, Event, Frame, LoaderRef, SamplerRef, Value, resolve
 from loadlint.rules import name_of
-from loadlint.rules.shared import spawn_reason
 from loadlint.summaries import locate
 from loadlint.types import Finding, Location, Options
 
@@ -416,6 +415,9 @@ class Reporter:
             methods = set(self.flags(root.path).get("start_methods", ())) | set(
                 self.flags(ref.frame.path).get("start_methods", ())
             )
+            # Imported here: it brings libcst, which a run served from the cache never needs.
+            from loadlint.rules.shared import spawn_reason
+
             reason = spawn_reason(self.project.options_for(root.path).profile(), None, methods)
             if reason is None:
                 continue
