@@ -430,18 +430,18 @@ def _decided(
     declared(all_findings, analysis.reports)
     candidates = offered(all_findings, analysis.reports, options.select, True)
     if candidates:
-        decision = _decide(text, path, guard, analysis, candidates, True, notebook, _compiles(text, path), check=True)
+        decision = _decide(text, path, guard, analysis, candidates, True, notebook, None, check=True)
         withhold(all_findings, decision.withheld)
     return all_findings
 
 
 def _decide(
     text: str, path: str, guard: Options, analysis: Analysis, candidates: list[Candidate],
-    unsafe: bool, notebook: bool, original_compiles: bool, *, check: bool = False,
+    unsafe: bool, notebook: bool, original_compiles: bool | None, *, check: bool = False,
 ) -> Decision[Analysis | None]:
     """What ``decide`` keeps of ``candidates``.  ``check``: only what is
     withheld is wanted, not the fixed text's analysis; a trial then finds
-    only the findings that may be new (see ``analyse``'s ``against``)."""
+    only the findings that may be new (see ``analyse``'s ``against``); ``original_compiles`` None: not known yet."""
     from loadlint.fixes import Builder, Positions, apply_edits, old_offset
     from loadlint.positions import reparse
     from loadlint.virtual import Unlocated, patched
@@ -469,6 +469,9 @@ def _decide(
         bounds = positions.bounds
         # Only the statements the edits touch are parsed again (see ``reparse``).
         module = None if bounds is None else reparse(positions.module, text, bounds, edits, new_text)
+        nonlocal original_compiles
+        if original_compiles is None:  # only a real trial needs it: compiling a big text is slow
+            original_compiles = _compiles(text, path)
         parsed = _check_parses(new_text, path, original_compiles, module)
         # The text nested within the limit: only the statements edited need the scan.
         shallow = module is not None and bounds is not None and too_deep_at(

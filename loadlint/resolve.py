@@ -244,7 +244,12 @@ def evaluate(node: cst.BaseExpression | None, scope: Scope | None, _depth: int =
     """
     if node is None or _depth > 20:
         return UNKNOWN
-    if isinstance(node, (cst.Integer, cst.Float)):
+    if isinstance(node, cst.Integer):
+        # libcst evaluates through ast.literal_eval, a compile per number.
+        digits = node.value
+        plain = digits.isascii() and digits.isdigit() and (digits[0] != "0" or not digits.strip("0"))
+        return int(digits) if plain else node.evaluated_value
+    if isinstance(node, cst.Float):
         return node.evaluated_value
     if isinstance(node, cst.SimpleString):
         try:

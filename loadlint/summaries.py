@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from loadlint.engine import too_deep_at
+from loadlint.slicing import SLICE_ABOVE
 from loadlint.types import Location
 
 if TYPE_CHECKING:
@@ -19,7 +20,10 @@ def summarise_text(text: str) -> dict[str, Any] | None:
     from loadlint.facts.collect import collect
     from loadlint.facts.summary import Numbering, summarise
 
-    module = parse_quietly(text)
+    # A module this long is parsed in part when checked (``loadlint.slicing``),
+    # and a dependency's facts need all of it: it has none, as one that does
+    # not parse, rather than costing the run seconds per megabyte.
+    module = None if len(text) > SLICE_ABOVE else parse_quietly(text)
     if module is None:
         return None
     try:
