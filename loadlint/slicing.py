@@ -70,7 +70,7 @@ TOKENS = re.compile(
 #: What delimits statements: strings (their prefix is left to the name
 #: before them: a regular expression that starts on a quote, not on any
 #: letter, scans several times faster), comments, brackets, line breaks.
-_STRUCTURE = re.compile("(?P<string>" + _QUOTED + ")" + _COMMENT + _BREAKS, re.VERBOSE)
+STRUCTURE = re.compile("(?P<string>" + _QUOTED + ")" + _COMMENT + _BREAKS, re.VERBOSE)
 _PREFIXES = frozenset(a + b for a in "rRbBuUfFtT" for b in ["", *"rRbBuUfFtT"])
 _NAME = re.compile(r"[^\W\d]\w*")
 #: At bracket depth 0, outside strings: an assignment (``=``, ``+=``...).
@@ -249,7 +249,7 @@ def _scan(text: str, union: _Names) -> list[_Statement]:
 
     header = not text or text[0] in " \t\f\r\n#\\"
     decorating = text[:1] == "@"
-    for match in _STRUCTURE.finditer(text):
+    for match in STRUCTURE.finditer(text):
         kind = match.lastgroup
         start = match.start()
         if kind == "newline":

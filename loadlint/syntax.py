@@ -7,7 +7,7 @@ import ast
 import re
 from typing import TYPE_CHECKING
 
-from loadlint.slicing import TOKENS
+from loadlint.slicing import STRUCTURE, TOKENS
 from loadlint.source import position_of_offset
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ def nesting_depth(text: str) -> int:
     return _nesting(text)[0]
 
 
-def _nesting(text: str, limit: int = MAX_NESTING) -> tuple[int, int]:
+def _nesting(text: str, limit: int = MAX_NESTING, begin: int = 0, end: int | None = None) -> tuple[int, int]:
     """An upper estimate of the syntax tree's depth, from tokens alone.
 
     Brackets nest, and so do operator chains within one bracket level
@@ -71,7 +71,7 @@ def _nesting(text: str, limit: int = MAX_NESTING) -> tuple[int, int]:
     levels = [0]  # open chain length per bracket level, outermost first
     total = deepest = where = 0
     operand = False  # the previous token ends an operand: a bracket is a call or subscript
-    for match in TOKENS.finditer(text):
+    for match in TOKENS.finditer(text, begin, len(text) if end is None else end):
         kind = match.lastgroup
         if kind == "comment" or kind == "cont":
             continue
@@ -115,8 +115,31 @@ def _nesting(text: str, limit: int = MAX_NESTING) -> tuple[int, int]:
 
 
 def too_deep_at(text: str) -> tuple[int, int] | None:
-    """(row, column) where nesting first exceeds ``MAX_NESTING``; None within it."""
-    depth, where = _nesting(text)
+    """(row, column) where nesting first exceeds ``MAX_NESTING``; None within it.
+
+    The estimate starts afresh at every line break outside brackets, and a
+    logical line nests no deeper than it is long: only the long ones are
+    scanned token by token (brackets, strings and line breaks alone are
+    found several times faster than every token)."""
+    depth = begin = 0
+    for match in STRUCTURE.finditer(text):
+        kind = match.lastgroup
+        if kind == "open":
+            depth += 1
+        elif kind == "close":
+            depth -= depth > 0
+        elif kind == "newline" and depth == 0:
+            end = match.end()
+            if end - begin > MAX_NESTING // 2:
+                found = _too_deep_in(text, begin, end)
+                if found is not None:
+                    return found
+            begin = end
+    return _too_deep_in(text, begin, len(text)) if len(text) - begin > MAX_NESTING // 2 else None
+
+
+def _too_deep_in(text: str, begin: int, end: int) -> tuple[int, int] | None:
+    depth, where = _nesting(text, MAX_NESTING, begin, end)
     return position_of_offset(text, where) if depth > MAX_NESTING else None
 
 

@@ -16,7 +16,7 @@ import ast
 import dataclasses
 import functools
 import warnings
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 import libcst as cst
 
@@ -103,6 +103,37 @@ def _kind(value_type: type) -> int:
 
 
 _FIELDS: dict[type, tuple[str, ...]] = {}
+
+N = TypeVar("N", bound=cst.CSTNode)
+
+
+def find_all(root: cst.CSTNode, kind: type[N]) -> list[N]:
+    """The nodes of ``kind`` in ``root`` (itself included), parents first:
+    what ``libcst.matchers.findall`` finds for a node type, without its
+    rebuilding visit (and without importing the matchers, slow to import).
+    Children come in field order, which is source order but for a few nodes
+    (an argument's value comes before its keyword)."""
+    found: list[N] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, kind):
+            found.append(node)
+        names = _FIELDS.get(type(node))
+        if names is None:
+            names = _FIELDS[type(node)] = _fields(type(node))
+        children: list[cst.CSTNode] = []
+        for name in names:
+            value = getattr(node, name)
+            kind_of = _KINDS.get(type(value))
+            if kind_of is None:
+                kind_of = _kind(type(value))
+            if kind_of == _NODE:
+                children.append(value)
+            elif kind_of == _SEQUENCE:
+                children.extend(child for child in value if isinstance(child, cst.CSTNode))
+        stack.extend(reversed(children))
+    return found
 
 #: A unit: a statement whose positions are computed together (a top-level
 #: statement, or one in an indented block), with the indentation its

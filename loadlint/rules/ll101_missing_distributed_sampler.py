@@ -3,10 +3,10 @@ from __future__ import annotations
 from typing import Iterator
 
 import libcst as cst
-import libcst.matchers as m
 
 from loadlint.facts.loaders import LoaderCall
 from loadlint.resolve import MISSING, canonical, dotted_name
+from loadlint.walk import find_all
 from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
 
 _IMPORT = "from torch.utils.data.distributed import DistributedSampler"
@@ -23,13 +23,12 @@ def conditional_start(ctx: Context, call: LoaderCall) -> str | None:
         return None
     evidence = set(ctx.launch.evidence)
     shown = [
-        node for node in m.findall(found[0].node, m.Call())
-        if isinstance(node, cst.Call) and canonical(ctx.names.imports.qualify(node.func)) in evidence
+        node for node in find_all(found[0].node, cst.Call)
+        if canonical(ctx.names.imports.qualify(node.func)) in evidence
     ]
     guards: dict[int, cst.If] = {}
-    for branch in m.findall(found[0].node, m.If()):
-        assert isinstance(branch, cst.If)
-        for inner in m.findall(branch.body, m.Call()):
+    for branch in find_all(found[0].node, cst.If):
+        for inner in find_all(branch.body, cst.Call):
             guards.setdefault(id(inner), branch)
     if not shown or not all(id(node) in guards for node in shown):
         return None

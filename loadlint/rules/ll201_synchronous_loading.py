@@ -3,7 +3,6 @@ from __future__ import annotations
 from typing import Iterator
 
 import libcst as cst
-import libcst.matchers as m
 
 from loadlint.facts.loaders import LoaderCall
 from loadlint.facts.names import FunctionFacts
@@ -14,6 +13,7 @@ from loadlint.rules.shared import (
     module_spawn_reason, origin_note, origin_of, profile_note, set_argument_fix, suggested_workers, trainer_workers,
 )
 from loadlint.types import HardwareProfile
+from loadlint.walk import find_all
 
 _CPU16 = HardwareProfile(usable_cpus=16, gpu_count=0, declared=frozenset({"cpus", "gpus"}))
 
@@ -56,7 +56,7 @@ def live_source(ctx: Context, call: LoaderCall) -> tuple[str, str, str] | None:
     ctor = follow_name(ctor, call.scope)[0] if ctor is not None else None
     if not isinstance(ctor, cst.Call):
         return None
-    read = {a.attr.value for a in m.findall(iterate.node, m.Attribute(value=m.Name("self"))) if isinstance(a, cst.Attribute)}
+    read = {a.attr.value for a in find_all(iterate.node, cst.Attribute) if _is_self(a.value)}
     for attr, param in _stored_params(init).items():
         arg = _argument(ctor, init.params, param) if attr in read else None
         target = _dotted(arg) if arg is not None else None
@@ -94,13 +94,17 @@ def unguarded_script(ctx: Context, call: LoaderCall) -> str | None:
 def _stored_params(init: FunctionFacts) -> dict[str, str]:
     """``self.attr = param`` assignments of ``__init__``: attr -> param."""
     out = {}
-    pattern = m.Assign(targets=[m.AssignTarget(target=m.Attribute(value=m.Name("self")))], value=m.Name())
-    for node in m.findall(init.node, pattern):
-        assert isinstance(node, cst.Assign)
+    for node in find_all(init.node, cst.Assign):
+        if len(node.targets) != 1:
+            continue
         target, value = node.targets[0].target, node.value
-        if isinstance(target, cst.Attribute) and isinstance(value, cst.Name) and value.value in init.params:
+        if isinstance(target, cst.Attribute) and _is_self(target.value) and isinstance(value, cst.Name) and value.value in init.params:
             out[target.attr.value] = value.value
     return out
+
+
+def _is_self(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "self"
 
 
 def _argument(ctor: cst.Call, params: list[str], param: str) -> cst.BaseExpression | None:
@@ -130,8 +134,9 @@ def _mutation(ctx: Context, call: LoaderCall, target: str) -> str | None:
     else:
         scopes = [f for f in ctx.names.functions if f.name == call.function and f.class_name == call.class_name]
     for fn in scopes:
-        for node in m.findall(fn.node, m.Call(func=m.Attribute(attr=m.Name()))):
-            assert isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+        for node in find_all(fn.node, cst.Call):
+            if not isinstance(node.func, cst.Attribute):
+                continue
             owner = _dotted(node.func.value)
             if owner == target and node.func.attr.value in _MUTATORS:
                 return node.func.attr.value

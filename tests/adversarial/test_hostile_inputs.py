@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from loadlint.engine import MAX_NESTING, analyse, nesting_depth
+from loadlint.engine import MAX_NESTING, analyse, nesting_depth, too_deep_at
 
 TARGET = "cpus=4,gpus=1"
 LOADER = b"from torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=8)\n"
@@ -467,3 +467,23 @@ def test_odd_line_breaks_and_spaces_keep_fix_edits_in_place(options, char):
     assert applied and len(before) == len(after)
     changed = [(a, b) for a, b in zip(before, after) if a != b]
     assert changed and all("DataLoader(" in a or ".cuda(" in a for a, _ in changed)
+
+
+@pytest.mark.parametrize("name", sorted(DEEP))
+def test_only_long_logical_lines_are_scanned_and_positions_hold(name):
+    """``too_deep_at`` scans only logical lines longer than half the limit:
+    a deep construct after short lines, inside a multi-line statement, or
+    after a string holding brackets is still found where a full scan finds it."""
+    deep = DEEP[name](MAX_NESTING + 1)
+    short = "a = 1\nb = (2,\n     3)\n" * 40
+    layouts = [
+        short + deep + "\n",
+        short + "call(\n    1,\n    " + deep.replace("x = ", "", 1) + ",\n)\n" if not deep.startswith("async") else short + deep,
+        'DOC = """((((\n[[[["""\n' + deep,
+    ]
+    for text in layouts:
+        at = too_deep_at(text)
+        assert at is not None
+        row = text.count("\n", 0, text.index(deep.split("\n")[-1][:8] if name == "await" else deep.replace("x = ", "", 1)[:8])) + 1
+        assert at[0] == row, (name, text[-200:])
+    assert too_deep_at(short * 10 + DEEP[name](MAX_NESTING // 3)) is None
