@@ -22,8 +22,10 @@ report is the same whatever the pool or the cache did.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, TextIO
 
@@ -236,7 +238,8 @@ def lint_candidates(
 
     if progress is not None:
         progress.total = len(work)
-    done = _run_pool(work, profiles, request, jobs, progress, pool_min_saving)
+    with fewer_collections():
+        done = _run_pool(work, profiles, request, jobs, progress, pool_min_saving)
     for item, (result, consulted) in done:
         results[item.index] = result
         if result.source is None and result.findings and item.data is not None and not item.notebook:
@@ -255,12 +258,28 @@ def lint_candidates(
     if request is None and project:
         from loadlint.project.join import join_project
 
-        join_project(candidates, results, profiles, cache)
+        with fewer_collections():
+            join_project(candidates, results, profiles, cache)
 
     run = Run.of([r for r in results if r is not None])
     run.files = len(candidates)
     run.parsed = len(work)
     return run
+
+
+@contextmanager
+def fewer_collections() -> Iterator[None]:
+    """Parsing allocates millions of short-lived nodes, which libcst frees by
+    reference counting: the cyclic collector's default pace (a young
+    collection every 700 allocations) costs about 5 % of the run for
+    nothing.  Workers forked inside inherit the pace; the caller's is
+    restored after."""
+    before = gc.get_threshold()
+    gc.set_threshold(50_000, 20, 50)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
 
 
 def _has_applicable_fix(findings: list[Finding], request: FixRequest) -> bool:

@@ -285,3 +285,17 @@ def test_large_files_are_not_parsed_side_by_side(tmp_path, monkeypatch):
         assert start >= end
     # The small files still ran beside the big ones.
     assert len(run.results) == 10
+
+
+def test_fewer_collections_restores_the_callers_pace():
+    import gc
+
+    from loadlint.runner import fewer_collections
+
+    before = gc.get_threshold()
+    with fewer_collections():
+        assert gc.get_threshold()[0] == 50_000
+    assert gc.get_threshold() == before
+    with pytest.raises(RuntimeError), fewer_collections():
+        raise RuntimeError
+    assert gc.get_threshold() == before

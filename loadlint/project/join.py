@@ -62,10 +62,11 @@ def join_project(
     """Add project findings to ``results`` (parallel to ``candidates``)."""
     groups: dict[Path, list[int]] = {}
     roots: dict[Path, Path] = {}
+    above: dict[Path, Path | None] = {}
     for index, candidate in enumerate(candidates):
         folder = Path(os.path.abspath(candidate.path)).parent
         if folder not in roots:
-            roots[folder] = project_root(folder)
+            roots[folder] = project_root(folder, above)
         groups.setdefault(roots[folder], []).append(index)
     for root, indexes in groups.items():
         try:

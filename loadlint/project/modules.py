@@ -20,15 +20,29 @@ ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".loadlint.toml", "lo
 MAX_ASCENT = 32
 
 
-def project_root(start: Path) -> Path:
+def project_root(start: Path, memo: dict[Path, Path | None] | None = None) -> Path:
     """The nearest folder at or above ``start`` holding a root marker (a
-    config file or a version-control folder); ``start`` itself when none."""
+    config file or a version-control folder); ``start`` itself when none.
+    ``memo`` keeps, for the folders passed on the way, the root above them
+    (None: none within reach), for the next call."""
     folder = start if start.is_dir() else start.parent
     folder = Path(os.path.abspath(folder))
+    memo = {} if memo is None else memo
+    passed: list[Path] = []
+    found: Path | None = None
     for candidate in (folder, *list(folder.parents)[:MAX_ASCENT]):
+        if candidate in memo:
+            found = memo[candidate]
+            break
+        passed.append(candidate)
         if any(os.path.exists(candidate / marker) for marker in ROOT_MARKERS):
-            return candidate
-    return folder
+            found = candidate
+            break
+    if found is not None or len(passed) > MAX_ASCENT:
+        # Without a root, how far the search reaches depends on the start.
+        for seen in passed:
+            memo[seen] = found
+    return folder if found is None else found
 
 
 class Resolver:
