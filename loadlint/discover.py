@@ -109,20 +109,25 @@ class _GitIgnore:
 
                 lines = ignore_file.read_text(encoding="utf-8", errors="replace").splitlines()
                 spec = pathspec.GitIgnoreSpec.from_lines(lines)
-                specs.append((directory, (spec, _any_pattern(spec))))
+                prefix = os.path.join(str(directory), "")
+                specs.append((directory, (spec, _any_pattern(spec), prefix)))
             except OSError:
                 pass
         self._specs[directory] = specs
         return specs
 
     @staticmethod
-    def ignored(path: Path, is_dir: bool, specs: list[tuple[Path, Any]]) -> bool:
+    def ignored(path: str, is_dir: bool, specs: list[tuple[Path, Any]]) -> bool:
+        """Whether the absolute ``path`` (a string: made for every file, a
+        Path is slow) is ignored."""
         result = False
-        for base, (spec, anything) in specs:
-            rel = path.relative_to(base).as_posix()
+        for base, (spec, anything, prefix) in specs:
+            rel = path[len(prefix):] if path.startswith(prefix) else Path(path).relative_to(base).as_posix()
+            if os.sep != "/":
+                rel = rel.replace(os.sep, "/")
             if is_dir:
                 rel += "/"
-            if anything is not None and anything.match(rel) is None:
+            if anything is not None and not anything(rel):
                 continue
             check = spec.check_file(rel)
             if check.include is not None:
@@ -130,22 +135,53 @@ class _GitIgnore:
         return result
 
 
-def _any_pattern(spec: Any) -> re.Pattern[str] | None:
-    """One regex matching what any of the spec's patterns matches: most
-    paths match none, and one search is much cheaper than a hundred
-    (``check_file`` tries every pattern, for negations).  None when the
-    patterns are not plain regexes."""
+def _any_pattern(spec: Any) -> Callable[[str], bool] | None:
+    """Whether any of the spec's patterns matches a path, in a few regex
+    searches: most paths match none, and that is much cheaper than a
+    hundred searches (``check_file`` tries every pattern, for negations).
+    A pattern that may match below any folder (``^(?:.+/)?`` in front,
+    most of them) is tried at each segment's start without that prefix,
+    which a regex engine would otherwise retry at every slash for each
+    pattern.  None when the patterns are not plain regexes."""
     try:
-        parts = [p.regex.pattern for p in spec.patterns if p.include is not None]
-        if not all(isinstance(part, str) for part in parts):
-            return None
-        return re.compile("|".join(f"(?:{_NAMED_GROUP.sub('(?:', part)})" for part in parts) or "(?!)")
+        anywhere: list[str] = []
+        anchored: list[str] = []
+        for pattern in spec.patterns:
+            if pattern.include is None:
+                continue
+            text = pattern.regex.pattern
+            if not isinstance(text, str):
+                return None
+            text = _NAMED_GROUP.sub("(?:", text)
+            if text.startswith(_ANYWHERE):
+                anywhere.append(text[len(_ANYWHERE):])
+            else:
+                anchored.append(text)
+        below = re.compile("|".join(f"(?:{t})" for t in anywhere)) if anywhere else None
+        rooted = re.compile("|".join(f"(?:{t})" for t in anchored)) if anchored else None
     except (AttributeError, re.error):
         return None
+
+    def matches(rel: str) -> bool:
+        if rooted is not None and rooted.match(rel) is not None:
+            return True
+        if below is None:
+            return False
+        start = 0
+        while True:
+            if below.match(rel, start) is not None:
+                return True
+            start = rel.find("/", start) + 1
+            if start <= 0 or start >= len(rel):
+                return False
+
+    return matches
 
 
 #: pathspec names a group in every pattern; names may not repeat in one regex.
 _NAMED_GROUP = re.compile(r"\(\?P<\w+>")
+#: How pathspec starts a pattern that matches in any folder.
+_ANYWHERE = "^(?:.+/)?"
 
 
 def _parent_gitignores(directory: Path, cache: _GitIgnore) -> list[tuple[Path, Any]]:
@@ -244,12 +280,12 @@ def _walk(
                 continue
             child_abs = os.path.join(absolute, name)
             if is_dir:
-                if specs and gitignore.ignored(Path(child_abs), True, specs):
+                if specs and gitignore.ignored(child_abs, True, specs):
                     continue
                 child_specs = gitignore.specs_for(Path(child_abs), specs) if settings.respect_gitignore else []
                 stack.append((path, child_abs, child_specs, settings))
             else:
-                if specs and gitignore.ignored(Path(child_abs), False, specs):
+                if specs and gitignore.ignored(child_abs, False, specs):
                     continue
                 if child_abs in seen:
                     continue

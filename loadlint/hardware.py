@@ -125,7 +125,14 @@ def detect(
     memory_total = _safe(lambda: int(memory.total)) if memory is not None else None
     memory_available = _safe(lambda: int(memory.available)) if memory is not None else None
     shm = _safe(lambda: _shm_bytes(base))
-    gpu_count, gpus = _nvml_gpus(probes.import_module) if nvml else (None, ())
+    gpus: tuple[GPU, ...] = ()
+    gpu_count: int | None = None
+    if nvml and probes.platform.startswith("linux") and not _nvidia_driver(base):
+        # No kernel driver, no usable GPU: what NVML would say, without the
+        # cost of failing to load it on every run.
+        gpu_count = 0
+    elif nvml:
+        gpu_count, gpus = _nvml_gpus(probes.import_module)
 
     return HardwareProfile(
         usable_cpus=cpus.usable_cpus(logical, affinity, cgroup),
@@ -173,6 +180,12 @@ def _shm_bytes(root: Path) -> int | None:
         return None
     stat = os.statvfs(shm)
     return stat.f_blocks * stat.f_frsize
+
+
+def _nvidia_driver(root: Path) -> bool:
+    """Whether NVIDIA's kernel driver is loaded (it publishes these; a
+    container given GPUs sees them too)."""
+    return any(os.path.exists(root / part) for part in ("proc/driver/nvidia", "dev/nvidiactl"))
 
 
 def _nvml_gpus(import_module: Callable[[str], Any]) -> tuple[int | None, tuple[GPU, ...]]:

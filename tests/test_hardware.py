@@ -243,7 +243,27 @@ def test_detect_platform_and_python(tmp_path, platform, expected):
 # --------------------------------------------------------------------------
 
 
+def driver(root: Path) -> Path:
+    """A root whose /proc shows NVIDIA's kernel driver."""
+    (root / "proc" / "driver" / "nvidia").mkdir(parents=True)
+    return root
+
+
+def test_detect_without_a_driver_does_not_load_nvml(tmp_path):
+    nvml = fake_pynvml(devices=(("NVIDIA A100-SXM4-40GB", 40 * GIB),))
+    profile = detect(tmp_path, probes=probes(pynvml=nvml))
+    assert (profile.gpu_count, profile.gpus) == (0, ())
+    assert nvml.calls == []
+    # Elsewhere than Linux there is no such file to look at: NVML decides.
+    profile = detect(tmp_path, probes=probes(pynvml=nvml, platform="win32"))
+    assert profile.gpu_count == 1
+    (tmp_path / "dev").mkdir()
+    (tmp_path / "dev" / "nvidiactl").write_text("")
+    assert detect(tmp_path, probes=probes(pynvml=fake_pynvml())).gpu_count == 1
+
+
 def test_detect_nvml_gpus(tmp_path):
+    driver(tmp_path)
     nvml = fake_pynvml(devices=(("NVIDIA A100-SXM4-40GB", 40 * GIB), (b"Tesla V100", 16 * GIB)))
     profile = detect(tmp_path, probes=probes(pynvml=nvml))
     assert profile.gpu_count == 2
@@ -257,12 +277,14 @@ def test_detect_nvml_missing_module_means_no_gpu(tmp_path):
 
 
 def test_detect_nvml_init_failure_means_no_gpu(tmp_path):
+    driver(tmp_path)
     nvml = fake_pynvml(init_error=True)
     profile = detect(tmp_path, probes=probes(pynvml=nvml))
     assert (profile.gpu_count, profile.gpus) == (0, ())
 
 
 def test_detect_nvml_count_failure_is_unknown(tmp_path):
+    driver(tmp_path)
     nvml = fake_pynvml(count_error=True)
     profile = detect(tmp_path, probes=probes(pynvml=nvml))
     assert (profile.gpu_count, profile.gpus) == (None, ())
@@ -270,6 +292,7 @@ def test_detect_nvml_count_failure_is_unknown(tmp_path):
 
 
 def test_detect_nvml_device_failure_keeps_count(tmp_path):
+    driver(tmp_path)
     nvml = fake_pynvml(devices=(("A", GIB), ("B", GIB)))
 
     def name(handle):
@@ -293,6 +316,7 @@ def test_detect_nvml_false_skips_nvml(tmp_path):
 
 def test_detect_real_pynvml_via_sys_modules(tmp_path, monkeypatch):
     # The default import hook goes through sys.modules like any import.
+    driver(tmp_path)
     nvml = fake_pynvml(devices=(("NVIDIA L4", 24 * GIB),))
     monkeypatch.setitem(sys.modules, "pynvml", nvml)
     profile = detect(tmp_path, probes=Probes(cpu_count=lambda: 4, affinity=lambda: 4))
