@@ -9,7 +9,6 @@ rather than aborting the run over other files.
 
 from __future__ import annotations
 
-import codecs
 import ast
 import re
 from bisect import bisect_right
@@ -21,6 +20,9 @@ from loadlint.rules import CODES, ENGINE_CODES, name_of, rule_class
 from loadlint import slicing
 from loadlint.slicing import Slice
 from loadlint.syntax import MAX_NESTING as MAX_NESTING  # re-exported: callers of analyse know the limit
+from loadlint.prefilter import PREFILTER as PREFILTER  # re-exported: callers of the engine use it
+from loadlint.prefilter import may_construct_loader as may_construct_loader  # re-exported
+from loadlint.prefilter import passes_prefilter as passes_prefilter  # re-exported
 from loadlint.syntax import interpreter_error, syntax_error
 from loadlint.syntax import too_deep_at as too_deep_at  # re-exported
 from loadlint.syntax import nesting_depth as nesting_depth  # re-exported
@@ -36,22 +38,6 @@ if TYPE_CHECKING:
     from loadlint.facts.collect import ModuleFacts
     from loadlint.fixes import Positions
     from loadlint.rules.base import FixSpec, Report
-
-#: A file that never contains one of these cannot construct a DataLoader (or
-#: have a framework build one: ``TrainingArguments``) and is not parsed at all.
-PREFILTER = ("DataLoader", "TrainingArguments")
-
-# Constructing one needs a call or an alias: ``DataLoader(``, ``X.DataLoader
-# (`` or ``import DataLoader as DL``.  Files that only name the class (type
-# hints, isinstance checks, imports) are skipped: in real trees that is most
-# of the files mentioning it, and parsing is by far the largest cost.
-_CONSTRUCTS = re.compile(r"DataLoader\s*\(|DataLoader\s+as\s|TrainingArguments\s*\(")
-_CONSTRUCTS_BYTES = re.compile(rb"DataLoader\s*\(|DataLoader\s+as\s|TrainingArguments\s*\(")
-
-
-def may_construct_loader(text: str) -> bool:
-    """The text pre-filter: False means no DataLoader can be built here."""
-    return any(word in text for word in PREFILTER) and _CONSTRUCTS.search(text) is not None
 
 _NOQA = re.compile(r"#\s*noqa(?::[ \t]*(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*))?", re.IGNORECASE)
 _FILE_NOQA = re.compile(
@@ -106,6 +92,9 @@ class Analysis:
     #: (code, report) of each finding, in the order of ``findings``.
     reports: list[tuple[str, Report]] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
+    #: Fixes rendered for this tree: (code, node id, fix message) -> fix
+    #: (a later pass over the same tree, with more rules, reuses them).
+    rendered: dict[tuple[str, int, str], Fix | None] = field(default_factory=dict)
 
 
 #: A text's tree, parsed already: the module and the slice it holds, or an analysis of it.
@@ -200,6 +189,8 @@ def analyse(
 
     positions = parsed.positions if isinstance(parsed, Analysis) else Positions(module, text, piece)
     analysis = Analysis(text, module, positions, info)
+    if isinstance(parsed, Analysis):
+        analysis.rendered = parsed.rendered
     if not _run_rules(analysis, path, options, notebook, against):
         return _too_deep(path, options), None
     return analysis.findings, analysis
@@ -241,10 +232,15 @@ def _run_rules(
             start, end = positions.range(report.node)
             fix: Fix | None = None
             if report.fix is not None:
-                try:
-                    fix = builder.build(report.fix)
-                except Exception:  # an unrenderable fix must not lose the finding
-                    fix = None
+                key = (code, id(report.node), report.fix.message)
+                if key in analysis.rendered:
+                    fix = analysis.rendered[key]
+                else:
+                    try:
+                        fix = builder.build(report.fix)
+                    except Exception:  # an unrenderable fix must not lose the finding
+                        fix = None
+                    analysis.rendered[key] = fix
             finding = Finding(code, rule_name, report.message, path, start, end, fix)
             # The reported line only: splitting the whole text per finding
             # made suppression quadratic in big files.
@@ -288,21 +284,6 @@ def _too_deep(path: str, options: Options) -> list[Finding]:
     if "LL900" not in options.select:
         return []
     return [_engine_finding("LL900", "file too complex to analyse: nesting exceeds the recursion limit", path)]
-
-
-_WIDE_BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
-
-
-def passes_prefilter(data: bytes) -> bool:
-    """Whether these bytes may construct a DataLoader.  UTF-16/32 text is
-    searched in its own encoding: Python cannot read it (LL901), and a
-    training script saved that way must not pass as clean."""
-    if (b"DataLoader" in data or b"TrainingArguments" in data) and _CONSTRUCTS_BYTES.search(data) is not None:
-        return True
-    for bom, codec in _WIDE_BOMS:
-        if data.startswith(bom):
-            return may_construct_loader(data.decode(codec, "replace"))
-    return False
 
 
 def lint_bytes(data: bytes, path: str, options: Options) -> FileResult:
@@ -452,7 +433,7 @@ def _decide(
     def trial(chosen: list[Candidate]) -> Outcome[Analysis | None] | None:
         simulated = patched(analysis.info, [c.spec for c in chosen]) if check else None
         if simulated is not None:
-            again = Analysis(text, analysis.module, analysis.positions, simulated[0])
+            again = Analysis(text, analysis.module, analysis.positions, simulated[0], rendered=analysis.rendered)
             try:
                 if _run_rules(again, path, guard, notebook, analysis.findings, simulated[1]):
                     return Outcome(text, again.findings, None)

@@ -47,7 +47,7 @@ LAYERS: list[tuple[str, ...]] = [
     # Fact providers: what a rule may know about a file (and the machine).
     ("facts", "callsites", "resolve", "walk", "hardware"),
     # Plain types and leaf helpers: import nothing from loadlint above them.
-    ("slicing", "syntax"),
+    ("slicing", "syntax", "prefilter"),
     ("types", "signature", "cpus", "source", "files", "nbjson", "__init__"),
 ]
 
