@@ -37,7 +37,7 @@ from loadlint.types import Edit, Finding, Fix, HardwareProfile, Location
 
 DEFAULT_DIR = ".loadlint_cache"
 #: Bumped whenever the entry layout changes.
-SCHEMA = 3
+SCHEMA = 4
 CACHEDIR_TAG = (
     "Signature: 8a477f597d28d172789f06886806bc55\n"
     "# This file is a cache directory tag created by loadlint.\n"
@@ -142,7 +142,9 @@ class Cache:
             "digest": digest,
             "profile": profile,
             "findings": [_finding_to_json(f) for f in findings],
-            "summary": summary,
+            # A string: a warm run whose project findings are cached too
+            # never decodes it.
+            "summary": None if summary is None else json.dumps(summary, separators=(",", ":")),
             "cells": {str(index): source for index, source in (cells or {}).items()},
         }
         self.write(self._name(path, fingerprint), json.dumps(payload, separators=(",", ":")).encode())
@@ -224,19 +226,30 @@ class ProjectCache:
 
 
 class Entry:
-    __slots__ = ("profile", "findings", "summary", "cells")
+    __slots__ = ("profile", "findings", "summary_json", "cells")
 
     def __init__(
-        self, profile: str | None, findings: list[Finding], summary: dict[str, Any] | None = None,
+        self, profile: str | None, findings: list[Finding], summary_json: str | None = None,
         cells: dict[int, str] | None = None,
     ) -> None:
         #: profile_key() of the profile the rules consulted; None when none did.
         self.profile = profile
         self.findings = findings
-        #: The module's project summary (``loadlint.facts.summary``), when it was parsed.
-        self.summary = summary
+        #: The module's project summary (``loadlint.facts.summary``) as JSON, when it was parsed.
+        self.summary_json = summary_json
         #: A notebook's checked cells (index -> source), which its report quotes.
         self.cells = cells or {}
+
+    @property
+    def summary(self) -> dict[str, Any] | None:
+        """The summary, decoded (None when absent or not a JSON object)."""
+        if self.summary_json is None:
+            return None
+        try:
+            decoded = json.loads(self.summary_json)
+        except ValueError:
+            return None
+        return decoded if isinstance(decoded, dict) else None
 
 
 def is_cache_dir(folder: Path) -> bool:
@@ -366,7 +379,7 @@ def _parse_entry(raw: bytes, path: str, fingerprint: str, digest: str, stamp: st
         findings = [_read_finding(f, path) for f in _expect(data.get("findings"), list)]
         summary = data.get("summary")
         if summary is not None:
-            _expect(summary, dict)
+            _expect(summary, str)
         cells = {int(_expect(k, str)): _expect(v, str) for k, v in _expect(data.get("cells"), dict).items()}
     except (ValueError, _Invalid, TypeError, RecursionError):
         return None

@@ -230,7 +230,7 @@ def lint_candidates(
                 if request is None or not _has_applicable_fix(entry.findings, request):
                     open_cache.hits += 1
                     hit = _from_cache(path, data, entry.findings, fixing=request is not None, notebook=notebook)
-                    hit.summary = entry.summary
+                    hit.summary_json = entry.summary_json
                     hit.cell_sources = entry.cells
                     results[index] = hit
                     continue

@@ -154,6 +154,9 @@ class FileResult:
     cell_changes: list[tuple[int, str, str]] = field(default_factory=list)
     #: The module's project summary (``loadlint.facts.summary``), when parsed.
     summary: dict[str, Any] | None = None
+    #: The summary as JSON, as the cache holds it, when ``summary`` is not
+    #: set: decoded only if the project's findings are not cached either.
+    summary_json: str | None = None
 
     @property
     def worth_reporting(self) -> bool:

@@ -12,6 +12,7 @@ still sees how the rest of the project calls it.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
@@ -101,11 +102,6 @@ def _join_one(
     cache: Callable[[], Cache] | None,
 ) -> None:
     original: dict[str, int] = {os.path.abspath(candidates[i].path): i for i in indexes}
-    summaries: dict[str, dict[str, Any]] = {}
-    for path, i in original.items():
-        result = results[i]
-        if result is not None and result.summary is not None:
-            summaries[path] = result.summary
     files = list(python_files(root))
     first = candidates[indexes[0]]
     phase1 = cache() if cache is not None else None
@@ -118,12 +114,28 @@ def _join_one(
 
         found = ProjectCache(opened).load(str(root), key)
     if found is None:
-        found = _analyse(root, files, original, candidates, summaries, profiles, opened, phase1, results)
+        found = _analyse(root, files, original, candidates, _given_summaries(original, results), profiles, opened, phase1, results)
         if opened is not None:
             ProjectCache(opened).store(str(root), key, found)
     for path, findings in found.items():
         if path in original:
             _add(results, original[path], candidates, findings)
+
+
+def _given_summaries(original: dict[str, int], results: list[FileResult | None]) -> dict[str, dict[str, Any]]:
+    """The summaries phase 1 made or the cache kept for the files given."""
+    summaries: dict[str, dict[str, Any]] = {}
+    for path, i in original.items():
+        result = results[i]
+        if result is not None and result.summary is None and result.summary_json is not None:
+            try:
+                decoded = json.loads(result.summary_json)
+            except ValueError:
+                decoded = None
+            result.summary = decoded if isinstance(decoded, dict) else None
+        if result is not None and result.summary is not None:
+            summaries[path] = result.summary
+    return summaries
 
 
 def _analyse(
