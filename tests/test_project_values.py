@@ -179,3 +179,15 @@ def test_editing_a_notebook_changes_the_factorys_finding(tmp_path: Path) -> None
     notebook.write_text(notebook.read_text().replace("num_workers=16", "num_workers=4"))
     out = check(project, *cache, "going_modular/data_setup.py")
     assert "LL203" not in out and "LL204" in out
+
+
+def test_a_dependency_too_long_to_parse_whole_has_no_facts(tmp_path: Path) -> None:
+    """A module over the slicing size would cost seconds per megabyte to
+    parse whole for its summary: it has none, as one that does not parse;
+    the importer is still checked."""
+    project = copy("constants", tmp_path)
+    filler = "".join(f"value_{i:07d} = {i}\n" for i in range(14_000))  # about 300 kB
+    (project / "config.py").write_text((project / "config.py").read_text() + filler)
+    out = check(project, "--no-cache", "train.py", "pkg/loaders.py")
+    # NUM_WORKERS = 16 is not seen any more: no LL203 on train.py's loader.
+    assert "LL203" not in out and "pkg/loaders.py:8:12: LL201" in out
