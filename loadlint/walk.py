@@ -105,35 +105,28 @@ def _kind(value_type: type) -> int:
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
 N = TypeVar("N", bound=cst.CSTNode)
+#: kind -> a visitor class collecting nodes of that kind (``find_all``).
+_FINDERS: dict[type, type] = {}
 
 
 def find_all(root: cst.CSTNode, kind: type[N]) -> list[N]:
-    """The nodes of ``kind`` in ``root`` (itself included), parents first:
-    what ``libcst.matchers.findall`` finds for a node type, without its
-    rebuilding visit (and without importing the matchers, slow to import).
-    Children come in field order, which is source order but for a few nodes
-    (an argument's value comes before its keyword)."""
-    found: list[N] = []
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, kind):
-            found.append(node)
-        names = _FIELDS.get(type(node))
-        if names is None:
-            names = _FIELDS[type(node)] = _fields(type(node))
-        children: list[cst.CSTNode] = []
-        for name in names:
-            value = getattr(node, name)
-            kind_of = _KINDS.get(type(value))
-            if kind_of is None:
-                kind_of = _kind(type(value))
-            if kind_of == _NODE:
-                children.append(value)
-            elif kind_of == _SEQUENCE:
-                children.extend(child for child in value if isinstance(child, cst.CSTNode))
-        stack.extend(reversed(children))
-    return found
+    """The nodes of ``kind`` (a concrete node class) in ``root``, itself
+    included, parents first: what ``libcst.matchers.findall`` finds for a
+    node type, without its rebuilding visit (and without importing the
+    matchers, slow to import).  Children come in field order, which is
+    source order but for a few nodes (an argument's value comes before its
+    keyword)."""
+    finder = _FINDERS.get(kind)
+    if finder is None:
+        def visit(self: Any, node: cst.CSTNode) -> None:
+            self.found.append(node)
+
+        finder = _FINDERS[kind] = type(f"Find{kind.__name__}", (), {f"visit_{kind.__name__}": visit})
+    visitor = finder()
+    visitor.found = []
+    walk(root, visitor)
+    return list(visitor.found)
+
 
 #: A unit: a statement whose positions are computed together (a top-level
 #: statement, or one in an indented block), with the indentation its
@@ -180,33 +173,6 @@ def statement_units(module: cst.Module) -> tuple[dict[cst.CSTNode, int], list[Un
                     if child_kind == _NODE or (child_kind is None and _kind(type(child)) == _NODE):
                         stack.append((child, unit, flat))
     return owner, units
-
-
-def statement_index(module: cst.Module) -> dict[cst.CSTNode, int]:
-    """Each code-bearing node of ``module`` (those ``walk`` visits) -> the
-    index of the top-level statement holding it."""
-    owner: dict[cst.CSTNode, int] = {}
-    for index, stmt in enumerate(module.body):
-        stack: list[cst.CSTNode] = [stmt]
-        while stack:
-            node = stack.pop()
-            owner[node] = index
-            names = _FIELDS.get(type(node))
-            if names is None:
-                names = _FIELDS[type(node)] = _fields(type(node))
-            for name in names:
-                value = getattr(node, name)
-                kind = _KINDS.get(type(value))
-                if kind is None:
-                    kind = _kind(type(value))
-                if kind == _NODE:
-                    stack.append(value)
-                elif kind == _SEQUENCE:
-                    for child in value:
-                        child_kind = _KINDS.get(type(child))
-                        if child_kind == _NODE or (child_kind is None and _kind(type(child)) == _NODE):
-                            stack.append(child)
-    return owner
 
 
 def statement_lines(module: cst.Module, text: str) -> list[int] | None:
