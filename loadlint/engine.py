@@ -471,9 +471,12 @@ def _decide(
         if any(not c.spec.calls for c in chosen):
             return None
         calls = {group_key(c.spec): c.spec.calls[0].call for c in chosen}
-        spans = {key: positions.span(call)[:2] for key, call in calls.items()}
-        # A simulated trial's findings are located in the text as it is.
-        edits = [] if outcome.text is text else sorted(builder.edits([c.spec for c in chosen]), key=lambda e: e.start)
+        try:
+            spans = {key: positions.span(call)[:2] for key, call in calls.items()}
+            # A simulated trial's findings are located in the text as it is.
+            edits = [] if outcome.text is text else sorted(builder.edits([c.spec for c in chosen]), key=lambda e: e.start)
+        except Exception:  # blame only saves trials: without it, each call is tried
+            return None
         starts = line_starts(outcome.text)
         blamed: set[int] = set()
         for finding in outcome.findings:
