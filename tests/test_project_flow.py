@@ -10,9 +10,12 @@ edit, and the edge cases of the device evidence.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import textwrap
 from pathlib import Path
+
+import pytest
 
 from tests.test_project import PROJECTS, check
 
@@ -237,3 +240,21 @@ def test_module_level_call_that_makes_an_iterator_in_a_callee(tmp_path: Path) ->
     guarded = textwrap.dedent(driver).replace("steps.peek(loader)", 'if __name__ == "__main__":\n    steps.peek(loader)')
     (root / "train.py").write_text(guarded, encoding="utf-8")
     assert check(root, "--no-cache", ".") == ""
+
+
+@pytest.mark.parametrize("text,found", [
+    (b"from data_setup import create_dataloaders\n", True),
+    (b"from going_modular import data_setup, engine\n", True),
+    (b"from going_modular import (\n    utils,\n    data_setup,\n)\n", True),
+    (b"import going_modular.data_setup as ds\n", True),
+    (b"    from .data_setup import make\n", True),
+    (b'{"source": [\n    "import os\\n",\n    "from data_setup import make\\n"\n]}', True),  # a notebook's JSON
+    (b"from data_setup_v2 import make\n", False),
+    (b"import my_data_setup\n", False),
+    (b"x = 1  # from data_setup import make\n", False),
+    (b"print('from data_setup import make')\n", False),
+])
+def test_imports_one_of_finds_import_statements_naming_a_module(text, found):
+    from loadlint.project import imports_one_of
+
+    assert imports_one_of(text, re.compile(rb"\b(?:data_setup|engine)\b")) is found

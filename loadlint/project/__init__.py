@@ -114,15 +114,7 @@ class Project:
                 factories.setdefault(_stem(path), set()).update(names)
         if not factories:
             return roots
-        stems = b"|".join(re.escape(os.fsencode(s)) for s in sorted(factories))
-        # An import naming the module (a parenthesised list may span
-        # lines; in a notebook's JSON, a line is a string), in a file that
-        # names a factory.
-        pattern = re.compile(
-            rb"(?:^[ \t]*\"?|\\n[ \t]*)(?:from[ \t]+\S*\b(?:" + stems + rb")\b|(?:from[ \t]+\S+[ \t]+)?import[ \t]*(?:\([^)]*|[^\n]*)\b(?:"
-            + stems + rb")\b)",
-            re.MULTILINE,
-        )
+        stems = re.compile(rb"\b(?:" + b"|".join(re.escape(os.fsencode(s)) for s in sorted(factories)) + rb")\b")
         functions = [os.fsencode(name) for names in factories.values() for name in sorted(names)]
         for count, path in enumerate(self.files()):
             if count >= MAX_FILES:
@@ -134,9 +126,32 @@ class Project:
                     data = handle.read()
             except OSError:
                 continue
-            if any(name in data for name in functions) and pattern.search(data):
+            if any(name in data for name in functions) and imports_one_of(data, stems):
                 roots.add(path)
         return roots
+
+
+#: An import statement at a line's start (a parenthesised list may span
+#: lines; in a notebook's JSON, a line is a string): the module after
+#: ``from``, and what ``import`` names.
+_IMPORT = re.compile(
+    rb"(?:^[ \t]*\"?|\\n[ \t]*)(?:from[ \t]+(\S*)(?:[ \t]+import[ \t]*(\([^)]*|[^\n]*))?|import[ \t]*(\([^)]*|[^\n]*))",
+    re.MULTILINE,
+)
+
+
+def imports_one_of(data: bytes, modules: re.Pattern[bytes]) -> bool:
+    """Whether an import statement of ``data`` names one of ``modules``
+    (found in each statement's parts: one pattern over the whole file with
+    every module name in it retried them at every character)."""
+    for match in _IMPORT.finditer(data):
+        for group in (1, 2, 3):
+            start, end = match.span(group)
+            # A part ends at a space, a bracket or a line's end: searching up
+            # to it keeps the word boundary a search of the file would see.
+            if start >= 0 and modules.search(data, start, end) is not None:
+                return True
+    return False
 
 
 def _builds_loaders(summary: dict[str, Any] | None) -> bool:

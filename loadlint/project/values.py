@@ -107,15 +107,24 @@ class Constants:
         return out
 
     def _replace(self, path: str, value: Any) -> Any:
+        """``value`` with its import descriptors replaced; the same object
+        where nothing under it changed (most of a summary: no copy)."""
         if isinstance(value, dict):
             if "import" in value and isinstance(value["import"], str):
                 found = self.lookup(path, value["import"])
                 # Kept beside the value: a parameter default bound again names
                 # an import the factory's own file cannot evaluate.
                 return {**found, "import": value["import"]} if found else {}
-            return {k: self._replace(path, v) for k, v in value.items()}
+            changed: dict[str, Any] | None = None
+            for key, item in value.items():
+                new = self._replace(path, item)
+                if new is not item:
+                    changed = dict(value) if changed is None else changed
+                    changed[key] = new
+            return value if changed is None else changed
         if isinstance(value, list):
-            return [self._replace(path, v) for v in value]
+            items = [self._replace(path, v) for v in value]
+            return value if all(a is b for a, b in zip(items, value)) else items
         return value
 
     def bindings(self, path: str, summary: Summary) -> dict[str, dict[str, Any]]:
