@@ -243,13 +243,18 @@ class Entry:
     @property
     def summary(self) -> dict[str, Any] | None:
         """The summary, decoded (None when absent or not a JSON object)."""
-        if self.summary_json is None:
-            return None
-        try:
-            decoded = json.loads(self.summary_json)
-        except ValueError:
-            return None
-        return decoded if isinstance(decoded, dict) else None
+        return summary_from_json(self.summary_json)
+
+
+def summary_from_json(text: str | None) -> dict[str, Any] | None:
+    """A summary kept as JSON text, decoded; None when absent or not a JSON object."""
+    if text is None:
+        return None
+    try:
+        decoded = json.loads(text)
+    except ValueError:
+        return None
+    return decoded if isinstance(decoded, dict) else None
 
 
 def is_cache_dir(folder: Path) -> bool:

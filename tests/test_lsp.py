@@ -8,6 +8,7 @@ closing clears everything."""
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from pathlib import Path
 
@@ -59,9 +60,15 @@ def apply_edits(text: str, edits: list[types.TextEdit]) -> str:
 class Session:
     """A client connected to a fresh server, collecting published diagnostics."""
 
-    def __init__(self, root: Path, capabilities: types.ClientCapabilities | None = None) -> None:
+    def __init__(
+        self, root: Path, capabilities: types.ClientCapabilities | None = None, *,
+        env: dict[str, str] | None = None, timeout: float = TIMEOUT,
+    ) -> None:
         self.root = root
         self.capabilities = capabilities or types.ClientCapabilities()
+        #: Variables set for the server, beside this process's.
+        self.env = env
+        self.timeout = timeout
         self.client = LanguageClient("loadlint-tests", "1")
         self.published: asyncio.Queue = asyncio.Queue()
         self.versions: dict[str, int] = {}
@@ -72,7 +79,8 @@ class Session:
             self.published.put_nowait(args[-1])
 
     async def __aenter__(self) -> "Session":
-        await self.client.start_io(sys.executable, "-m", "loadlint", "lsp", "--debounce", "0.05", cwd=str(self.root))
+        extra = {} if self.env is None else {"env": {**os.environ, **self.env}}
+        await self.client.start_io(sys.executable, "-m", "loadlint", "lsp", "--debounce", "0.05", cwd=str(self.root), **extra)
         self.init = await asyncio.wait_for(
             self.client.initialize_async(
                 types.InitializeParams(capabilities=self.capabilities, root_uri=from_fs_path(str(self.root)))
@@ -111,7 +119,7 @@ class Session:
 
     async def diagnostics(self, uri: str) -> types.PublishDiagnosticsParams:
         while True:
-            params = await asyncio.wait_for(self.published.get(), TIMEOUT)
+            params = await asyncio.wait_for(self.published.get(), self.timeout)
             if params.uri == uri:
                 return params
 

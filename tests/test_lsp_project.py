@@ -6,8 +6,6 @@ in engine.py), over stdio with pygls's LanguageClient as test_lsp.py does."""
 from __future__ import annotations
 
 import asyncio
-import os
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,8 +13,8 @@ import pytest
 pytest.importorskip("pygls", reason="the language server needs the 'lsp' extra (pygls)")
 
 from lsprotocol import types  # noqa: E402
-from pygls.lsp.client import LanguageClient  # noqa: E402
 from pygls.uris import from_fs_path  # noqa: E402
+from tests.test_lsp import Session as EditorSession  # noqa: E402
 
 TIMEOUT = 30
 
@@ -52,66 +50,25 @@ if __name__ == "__main__":
 '''
 
 
-class Session:
-    """A client connected to a fresh server, collecting published diagnostics by uri."""
+class Session(EditorSession):
+    """test_lsp's session with a cache folder of its own, and files saved as an editor saves them."""
 
     def __init__(self, root: Path, cache: Path) -> None:
-        self.root = root
-        self.cache = cache
-        self.client = LanguageClient("loadlint-tests", "1")
-        self.published: asyncio.Queue = asyncio.Queue()
-        self.versions: dict[str, int] = {}
+        super().__init__(root, env={"LOADLINT_CACHE_DIR": str(cache)}, timeout=TIMEOUT)
 
-        @self.client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-        def on_diagnostics(*args):
-            self.published.put_nowait(args[-1])
-
-    async def __aenter__(self) -> "Session":
-        env = {**os.environ, "LOADLINT_CACHE_DIR": str(self.cache)}
-        await self.client.start_io(sys.executable, "-m", "loadlint", "lsp", "--debounce", "0.05", cwd=str(self.root), env=env)
-        await asyncio.wait_for(
-            self.client.initialize_async(
-                types.InitializeParams(capabilities=types.ClientCapabilities(), root_uri=from_fs_path(str(self.root)))
-            ),
-            TIMEOUT,
-        )
-        self.client.initialized(types.InitializedParams())
-        return self
-
-    async def __aexit__(self, *exc) -> None:
-        await asyncio.wait_for(self.client.shutdown_async(None), TIMEOUT)
-        self.client.exit(None)
-        await asyncio.sleep(0.1)
-
-    def open(self, path: Path) -> str:
-        uri = from_fs_path(str(path))
-        self.versions[uri] = 1
-        self.client.text_document_did_open(
-            types.DidOpenTextDocumentParams(
-                text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=path.read_text())
-            )
-        )
-        return uri
+    def open_file(self, path: Path) -> str:
+        return self.open(path, path.read_text(encoding="utf-8"))
 
     def edit_and_save(self, path: Path, text: str) -> None:
         """What an editor does: the buffer changes, the file is written, didSave."""
         uri = from_fs_path(str(path))
-        self.versions[uri] += 1
-        self.client.text_document_did_change(
-            types.DidChangeTextDocumentParams(
-                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=self.versions[uri]),
-                content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
-            )
-        )
+        self.change(uri, text)
         path.write_text(text, encoding="utf-8")
         self.client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
 
     async def codes(self, uri: str) -> list[str]:
         """The codes of the next diagnostics published for ``uri``."""
-        while True:
-            params = await asyncio.wait_for(self.published.get(), TIMEOUT)
-            if params.uri == uri:
-                return sorted(str(d.code) for d in params.diagnostics)
+        return sorted(str(d.code) for d in (await self.diagnostics(uri)).diagnostics)
 
 
 def test_saving_a_dependency_refreshes_the_factorys_findings(tmp_path: Path) -> None:
@@ -126,10 +83,10 @@ def test_saving_a_dependency_refreshes_the_factorys_findings(tmp_path: Path) -> 
 
     async def scenario() -> None:
         async with Session(project, tmp_path / "cache") as s:
-            factory = s.open(project / "data_setup.py")
+            factory = s.open_file(project / "data_setup.py")
             # Saved and iterated every epoch by engine.train: the project's finding.
             assert await s.codes(factory) == ["LL204"]
-            s.open(project / "engine.py")
+            s.open_file(project / "engine.py")
             # The loop now runs once: the factory's finding goes on save.
             s.edit_and_save(project / "engine.py", ONCE)
             assert await s.codes(factory) == []

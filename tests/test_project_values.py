@@ -8,34 +8,12 @@ what a warm cache, a broken module or an import cycle do.
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
-from click.testing import CliRunner
+from tests.test_project import PROJECTS, check
 
-from loadlint.cli import cli
 from loadlint.summaries import summarise_text
-
-PROJECTS = Path(__file__).parent / "fixtures" / "projects"
-TARGET = "cpus=8,gpus=1,memory=64,shm=16,platform=linux,python=3.14"
-ENV = {"NO_COLOR": "1", "LOADLINT_CACHE_DIR": None}
-
-
-def check(folder: Path, *args: str) -> str:
-    """``loadlint check`` concise output, run inside ``folder`` (as test_project does)."""
-    old = os.getcwd()
-    os.chdir(folder)
-    try:
-        result = CliRunner().invoke(
-            cli,
-            ["check", "--isolated", "--select", "ALL", "--target", TARGET, "--output-format", "concise", "-q", *args],
-            env=ENV,
-            catch_exceptions=False,
-        )
-    finally:
-        os.chdir(old)
-    return result.output
 
 
 def copy(case: str, tmp_path: Path) -> Path:

@@ -12,11 +12,11 @@ still sees how the rest of the project calls it.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
+from loadlint.cache import summary_from_json
 from loadlint.config import Settings
 from loadlint.discover import Candidate
 from loadlint.engine import passes_prefilter
@@ -127,12 +127,8 @@ def _given_summaries(original: dict[str, int], results: list[FileResult | None])
     summaries: dict[str, dict[str, Any]] = {}
     for path, i in original.items():
         result = results[i]
-        if result is not None and result.summary is None and result.summary_json is not None:
-            try:
-                decoded = json.loads(result.summary_json)
-            except ValueError:
-                decoded = None
-            result.summary = decoded if isinstance(decoded, dict) else None
+        if result is not None and result.summary is None:
+            result.summary = summary_from_json(result.summary_json)
         if result is not None and result.summary is not None:
             summaries[path] = result.summary
     return summaries
