@@ -18,6 +18,7 @@ from loadlint.engine import Analysis, Chosen, SpecSource, analyse, fix_text
 from loadlint.measured import MeasuredSite, load_verify_report, measured_specs
 from loadlint.pipeline import ProfileCache, check_text, fix_bytes, fix_source_text, options_for, options_with_profile
 from loadlint.runner import lint_candidates
+from loadlint.slicing import parse_module
 from loadlint.files import read_source
 from loadlint.fixes import Positions
 from loadlint.source import decode
@@ -165,9 +166,7 @@ def _measured(sites: list[MeasuredSite]) -> SpecSource:
     def source(text: str, analysis: Analysis | None) -> Chosen:
         positions = analysis.positions if analysis is not None else None
         if not isinstance(positions, Positions):
-            import libcst as cst
-
-            positions = Positions(cst.parse_module(text), text)
+            positions = Positions(parse_module(text), text)
         return measured_specs(sites, text, positions)
 
     return source

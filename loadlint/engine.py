@@ -499,8 +499,6 @@ def _fix_external(
 ) -> tuple[str, list[Finding], dict[str, int]]:
     from loadlint.fixes import Builder, FixError, Positions, apply_edits
 
-    import libcst as cst
-
     all_findings, analysis = analyse(text, path, guard, notebook=notebook)
     try:
         chosen = external(text, analysis)
@@ -511,7 +509,7 @@ def _fix_external(
     if analysis is not None and isinstance(analysis.positions, Positions):
         positions = analysis.positions
     else:
-        positions = Positions(cst.parse_module(text), text)
+        positions = Positions(slicing.parse_module(text), text)
     builder = Builder(positions.module, positions)
     kept: Chosen = []
     for item in chosen:

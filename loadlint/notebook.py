@@ -34,6 +34,7 @@ from loadlint.engine import PREFILTER, FixFailed, analyse, decided_findings, fix
 from loadlint.nbjson import splice
 from loadlint.files import write_fixes
 from loadlint.rules import name_of
+from loadlint.slicing import parse_module
 from loadlint.source import lines_with_breaks
 from loadlint.types import Edit, FileResult, Finding, Fix, FixRequest, Location, Options
 
@@ -342,7 +343,7 @@ def _cell_syntax_error(text: str) -> tuple[str, int, int] | None:
     if at is not None:
         return f"cell too complex to analyse: expressions nested more than {MAX_NESTING} deep", at[0], at[1]
     try:
-        cst.parse_module(text)
+        parse_module(text)
     except cst.ParserSyntaxError as exc:
         return syntax_error(text, exc, python)
     except RecursionError:

@@ -17,7 +17,7 @@ from typing import Mapping, Sequence, cast
 import libcst as cst
 from libcst.metadata import CodeRange
 
-from loadlint.slicing import Slice
+from loadlint.slicing import Slice, parse_module
 from loadlint.source import LINE_BREAK, line_starts
 from loadlint.types import Edit, Location
 from loadlint.walk import Unit, statement_rows, statement_units
@@ -214,7 +214,7 @@ def reparse(module: cst.Module, text: str, bounds: list[int], edits: Sequence[Ed
         for edit in sorted(touched[index], key=lambda e: -e.start):
             chunk = chunk[: edit.start - begin] + edit.content + chunk[edit.end - begin :]
         try:
-            alone = cst.parse_module(chunk, config=module.config_for_parsing)
+            alone = parse_module(chunk, config=module.config_for_parsing)
         except Exception:  # the whole text's parse says what is wrong
             return None
         # Trailing comments the file gives the statement's last block: its own footer.

@@ -28,9 +28,10 @@ import ast
 import builtins
 import keyword
 import re
+import threading
 import warnings
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from loadlint.source import LINE_BREAK
 
@@ -141,11 +142,48 @@ def parse(text: str, piece: Slice | None) -> tuple[libcst.Module, Slice | None]:
     import libcst as cst
 
     if piece is None:
-        return cst.parse_module(text), None
+        return parse_module(text), None
     try:
-        return cst.parse_module(piece.text), piece
+        return parse_module(piece.text), piece
     except cst.ParserSyntaxError:
-        return cst.parse_module(piece.blanked()), None
+        return parse_module(piece.blanked()), None
+
+
+_validation = threading.Lock()
+_parsing = 0
+_checked: Any = None  # libcst's own ``CSTNode.__post_init__`` while a parse runs
+_Name: Any = None
+
+
+def parse_module(text: str, config: libcst.PartialParserConfig | None = None) -> libcst.Module:
+    """``libcst.parse_module`` without checking each node the parser builds.
+
+    Every node's constructor validates it (whitespace where a keyword needs
+    it, balanced parentheses...): a sixth of the parse, and libcst notes it
+    is wasted on parser output.  Names are still checked: the parser's
+    Unicode tables may accept an identifier this Python rejects (LL900).
+    Nodes built in another thread meanwhile go unchecked too; ours are
+    built only by fixes, which tests render and parse again."""
+    import libcst as cst
+
+    global _parsing, _checked, _Name
+    with _validation:
+        if _parsing == 0:
+            _checked, _Name = vars(cst.CSTNode)["__post_init__"], cst.Name
+            cst.CSTNode.__post_init__ = _names_only  # type: ignore[method-assign,assignment]
+        _parsing += 1
+    try:
+        return cst.parse_module(text) if config is None else cst.parse_module(text, config=config)
+    finally:
+        with _validation:
+            _parsing -= 1
+            if _parsing == 0:
+                cst.CSTNode.__post_init__ = _checked  # type: ignore[method-assign]
+
+
+def _names_only(node: libcst.CSTNode) -> None:
+    if type(node) is _Name:
+        _checked(node)
 
 
 class _Names:

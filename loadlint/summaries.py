@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from loadlint.engine import too_deep_at
-from loadlint.slicing import SLICE_ABOVE
+from loadlint.slicing import SLICE_ABOVE, parse_module
 from loadlint.types import Location
 
 if TYPE_CHECKING:
@@ -55,11 +55,9 @@ def locate(text: str, refs: list[int] | None = None) -> dict[int, tuple[Location
 
 
 def parse_quietly(text: str) -> libcst.Module | None:
-    import libcst as cst
-
     if too_deep_at(text) is not None:
         return None
     try:
-        return cst.parse_module(text)
+        return parse_module(text)
     except Exception:  # a dependency that does not parse has no facts
         return None

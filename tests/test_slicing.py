@@ -167,3 +167,25 @@ def test_a_decorator_stays_with_what_it_decorates():
     kept = slicing.slice_module(text).text
     assert "@dataclass\n@other\nclass Config:\n    size: int = 3\n" in kept
     assert "helper" not in kept and "@unrelated" not in kept
+
+
+def test_parse_module_skips_node_checks_only_while_parsing() -> None:
+    import libcst as cst
+
+    module = slicing.parse_module("x = ( 1 )\n")
+    assert module.code == "x = ( 1 )\n"
+    assert cst.parse_module("y = 2\n").code == "y = 2\n"
+    # Nodes built outside a parse are checked again, also after a failed parse.
+    with pytest.raises(cst.ParserSyntaxError):
+        slicing.parse_module("x = (\n")
+    with pytest.raises(cst.CSTValidationError):
+        cst.Name("not a name")
+    with pytest.raises(cst.CSTValidationError):
+        cst.Comment("no hash")
+
+
+def test_parse_module_still_rejects_what_this_python_does_not_take_as_a_name() -> None:
+    import libcst as cst
+
+    with pytest.raises(cst.CSTValidationError, match="not a valid identifier"):
+        slicing.parse_module("\U0002ebf0 = 1\n")
