@@ -121,9 +121,11 @@ def analyse(
     ``shallow``: the text, if parsed whole, is known to nest within ``MAX_NESTING``."""
     if not may_construct_loader(text):
         return [], None
+    # An analysis of this text passed the scan already.
+    shallow = shallow or isinstance(parsed, Analysis) and parsed.text == text
     piece = sliced(text)
     # A statement can nest no deeper than it is long: dropped short ones need no scan.
-    at = None if shallow and piece is None else too_deep_at(text if piece is None else piece.blanked(longer_than=MAX_NESTING // 2))
+    at = None if shallow and piece is None else too_deep_at(text if piece is None else piece.blanked(longer_than=MAX_NESTING))
     if at is not None:
         if "LL900" in options.select:
             row, column = at
