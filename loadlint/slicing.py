@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import keyword
 import re
 import threading
@@ -80,6 +81,31 @@ STRUCTURE = re.compile(
     + r"|(?P<end>\Z))",
     re.VERBOSE,
 )
+
+
+@functools.lru_cache(maxsize=1)
+def logical_lines(text: str) -> list[tuple[int, int]]:
+    """(begin, end) of each logical line of ``text``: what lies between line
+    breaks outside brackets, strings and continuations (blank and comment
+    lines included); ``end`` is past the line break.  The last text's are
+    kept: the nesting guard and statement positions both need them."""
+    lines = []
+    depth = begin = 0
+    for match in STRUCTURE.finditer(text):
+        kind = match.lastgroup
+        if kind == "open":
+            depth += 1
+        elif kind == "close":
+            depth -= depth > 0
+        elif kind == "newline" and depth == 0:
+            end = match.end()
+            lines.append((begin, end))
+            begin = end
+    if begin < len(text):
+        lines.append((begin, len(text)))
+    return lines
+
+
 _PREFIXES = frozenset(a + b for a in "rRbBuUfFtT" for b in ["", *"rRbBuUfFtT"])
 _NAME = re.compile(r"[^\W\d]\w*")
 #: At bracket depth 0, outside strings: an assignment (``=``, ``+=``...).
@@ -297,7 +323,7 @@ def _scan(text: str, union: _Names) -> list[_Statement]:
     decorating = text[:1] == "@"
     for match in STRUCTURE.finditer(text):
         kind = match.lastgroup
-        if kind == "end":
+        if kind is None or kind == "end":
             break
         start = match.start(kind)
         if kind == "newline":

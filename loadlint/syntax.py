@@ -7,7 +7,7 @@ import ast
 import re
 from typing import TYPE_CHECKING
 
-from loadlint.slicing import STRUCTURE, TOKENS
+from loadlint.slicing import TOKENS, logical_lines
 from loadlint.source import position_of_offset
 
 if TYPE_CHECKING:
@@ -124,21 +124,12 @@ def too_deep_at(text: str) -> tuple[int, int] | None:
     that took one off, pays for one).  So only the lines longer than
     ``MAX_NESTING`` are scanned token by token (brackets, strings and line
     breaks alone are found several times faster than every token)."""
-    depth = begin = 0
-    for match in STRUCTURE.finditer(text):
-        kind = match.lastgroup
-        if kind == "open":
-            depth += 1
-        elif kind == "close":
-            depth -= depth > 0
-        elif kind == "newline" and depth == 0:
-            end = match.end()
-            if end - begin > MAX_NESTING:
-                found = _too_deep_in(text, begin, end)
-                if found is not None:
-                    return found
-            begin = end
-    return _too_deep_in(text, begin, len(text)) if len(text) - begin > MAX_NESTING else None
+    for begin, end in logical_lines(text):
+        if end - begin > MAX_NESTING:
+            found = _too_deep_in(text, begin, end)
+            if found is not None:
+                return found
+    return None
 
 
 def _too_deep_in(text: str, begin: int, end: int) -> tuple[int, int] | None:

@@ -13,12 +13,17 @@ in libcst.
 from __future__ import annotations
 
 import ast
+import bisect
 import dataclasses
 import functools
+import re
 import warnings
 from typing import Any, Callable, TypeVar
 
 import libcst as cst
+
+from loadlint.slicing import logical_lines
+from loadlint.source import line_starts
 
 Hook = Callable[[Any, cst.CSTNode], Any]
 FieldHooks = tuple[tuple[str, Hook | None, Hook | None], ...]
@@ -216,7 +221,84 @@ def statement_starts(module: cst.Module, text: str) -> dict[cst.CSTNode, int] | 
 
 
 def statement_rows(module: cst.Module, text: str) -> tuple[dict[cst.CSTNode, int], dict[cst.CSTNode, int]] | None:
-    """``statement_starts``, and the last line of code of each top-level statement."""
+    """``statement_starts``, and the last line of code of each top-level
+    statement: from the text's logical lines (``scanned_rows``), else from
+    Python's own parser."""
+    return scanned_rows(module, text) or parsed_rows(module, text)
+
+
+#: What each statement's logical line may start with (after ``async``).
+_HEADS: dict[type, frozenset[str]] = {
+    cst.FunctionDef: frozenset({"def"}), cst.ClassDef: frozenset({"class"}), cst.If: frozenset({"if", "elif"}),
+    cst.For: frozenset({"for"}), cst.While: frozenset({"while"}), cst.With: frozenset({"with"}),
+    cst.Try: frozenset({"try"}), cst.TryStar: frozenset({"try"}),
+}
+_COMPOUND = frozenset().union(*_HEADS.values())
+#: Lines that continue a compound statement; decorators, which lead one.
+_CLAUSE, _DECORATOR = "clause", "@"
+_CLAUSES = frozenset({"else", "except", "finally"})
+#: The first word of a logical line, or its first character.
+_HEAD = re.compile(r"[ \t\f]*(?:async[ \t\f]+)?(?:([^\W\d]\w*)|([\s\S]))")
+#: Characters a simple statement may start with, other than a name.
+_SIMPLE_STARTS = frozenset("'\"([{-+~*.0123456789")
+
+
+def scanned_rows(module: cst.Module, text: str) -> tuple[dict[cst.CSTNode, int], dict[cst.CSTNode, int]] | None:
+    """``statement_rows`` from the logical lines of ``text`` (a bracket and
+    string scan, ten times faster than Python's parser): each line of code
+    that is not a decorator or a clause (``else:``, ``except:``, ``finally:``)
+    starts the next statement in libcst's order.  None where a line starts
+    oddly, a ``match`` statement makes ``case`` ambiguous, or the lines and
+    statements do not pair up, keyword for keyword."""
+    statements: list[cst.CSTNode] = []
+    tops: list[int] = []  # where each top-level statement is in ``statements``
+    for top in module.body:
+        flat: list[cst.CSTNode | None] = []
+        _flat_cst(top, flat)
+        tops.append(len(statements))
+        statements.extend(node for node in flat if node is not None)
+    starts = line_starts(text)
+    # (first word, first row, last row) of each line of code, in order.
+    lines: list[tuple[str, int, int]] = []
+    for begin, end in logical_lines(text):
+        head = _HEAD.match(text, begin, end)
+        if head is None:
+            continue
+        word, char = head.group(1), head.group(2)
+        if word is None:
+            if char in " \t\f\r\n#":  # a blank or comment line
+                continue
+            if char != _DECORATOR and char not in _SIMPLE_STARTS:
+                return None
+            word = char
+        elif word in _CLAUSES:
+            word = _CLAUSE
+        at = head.start(1 if char is None else 2)
+        lines.append((word, bisect.bisect_right(starts, at), bisect.bisect_right(starts, end - 1)))
+    heads = [i for i, line in enumerate(lines) if line[0] not in (_DECORATOR, _CLAUSE)]
+    if len(heads) != len(statements):
+        return None
+    first: dict[cst.CSTNode, int] = {}
+    for node, index in zip(statements, heads):
+        word = lines[index][0]
+        allowed = _HEADS.get(type(node))
+        if allowed is None:
+            if word in _COMPOUND or type(node) is not cst.SimpleStatementLine:
+                return None  # a ``match`` statement, or lines that do not pair up
+        elif word not in allowed:
+            return None
+        first[node] = lines[index][1]
+    # A top-level statement's code ends where the next one's decorators begin.
+    last: dict[cst.CSTNode, int] = {}
+    for k, top in enumerate(module.body):
+        stop = heads[tops[k + 1]] if k + 1 < len(tops) else len(lines)
+        while stop > heads[tops[k]] + 1 and lines[stop - 1][0] == _DECORATOR:
+            stop -= 1
+        last[top] = lines[stop - 1][2]
+    return first, last
+
+def parsed_rows(module: cst.Module, text: str) -> tuple[dict[cst.CSTNode, int], dict[cst.CSTNode, int]] | None:
+    """``statement_rows`` from Python's own parser (both list the statements in the same order)."""
     tree, _ = python_tree(text)
     if tree is None:
         return None

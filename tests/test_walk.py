@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import libcst as cst
@@ -28,3 +29,44 @@ def test_find_all_includes_the_root_parents_first() -> None:
     module = cst.parse_module("f(g(1), h(x=k()))\n")
     call = module.body[0].body[0].value  # type: ignore[attr-defined]
     assert [cst.Module([]).code_for_node(n.func) for n in find_all(call, cst.Call)] == ["f", "g", "h", "k"]
+
+
+ROWS_CASES = {
+    "decorators and clauses": (
+        "import os\n\n@dec(\n    a,\n)\n@other\ndef f(x):  # c\n    if x: return 1\n    elif x > 2:\n        pass\n"
+        "    else:\n        y = 2; z = 3\n    try:\n        pass\n    except E:\n        pass\n    finally:\n        pass\n"
+        "# comment\n\n\nclass A:\n    @property\n    def p(self): return 1\n\n    @staticmethod\n    async def q():\n"
+        "        async with a as b:\n            async for c in b: pass\n\n@dec\nclass B: pass\n"
+    ),
+    "continuations and strings": (
+        'x = 1 + \\\n    2\ns = """\nif not a statement:\n"""\nd = {\n    "a": (1,\n          2),\n}\n'
+        "while s:\n    break\nelse:\n    pass\nwith open(p) as f, \\\n     open(q) as g:\n    ...\n"
+    ),
+    "no final line break": "def f():\n    return (1,\n            2)\n\n   ",
+    "crlf and form feed": "import a\r\n\x0c\r\nclass C:\r\n    x: int = 1\r\n    def f(self): ...\r\n",
+    "comments at column 0 in a body": "def f():\n    a = 1\n# not the end\n    b = 2\n\n# trailing\nc = 3\n",
+    "soft keywords as names": "match = 1\ncase = 2\ntype = 3\nprint(match, case)\n",
+}
+if sys.version_info >= (3, 11):
+    ROWS_CASES["try star"] = "try:\n    pass\nexcept* E:\n    pass\n"
+
+
+@pytest.mark.parametrize("text", list(ROWS_CASES.values()), ids=list(ROWS_CASES))
+def test_scanned_rows_agree_with_pythons_parser(text: str) -> None:
+    from loadlint.walk import parsed_rows, scanned_rows
+
+    module = cst.parse_module(text)
+    scanned = scanned_rows(module, text)
+    assert scanned is not None
+    assert scanned == parsed_rows(module, text)
+
+
+def test_scanned_rows_give_way_where_lines_are_ambiguous() -> None:
+    from loadlint.walk import scanned_rows, statement_rows
+
+    # ``case`` lines are not statements; a line starting with a continuation
+    # starts its statement on the next line.
+    for text in ("match x:\n    case 1:\n        pass\n", "x = 1\n\\\ny = 2\n"):
+        module = cst.parse_module(text)
+        assert scanned_rows(module, text) is None
+        assert statement_rows(module, text) is not None
