@@ -52,19 +52,27 @@ class Resolver:
         self.root = Path(os.path.abspath(root))
         self._memo: dict[tuple[str, str], str | None] = {}
         self._listings: dict[str, frozenset[str]] = {}
+        self._folders: dict[str, list[str]] = {}
 
-    def _bases(self, importer: Path) -> list[Path]:
-        """Folders an absolute import may start from, nearest first."""
-        bases: list[Path] = []
-        folder = importer.parent
+    def _bases(self, folder: str) -> list[str]:
+        """Folders an absolute import from a module in ``folder`` may start
+        from, nearest first (strings: ``pathlib`` was most of the cost)."""
+        bases = self._folders.get(folder)
+        if bases is not None:
+            return bases
+        bases = []
+        root = str(self.root)
+        inside = root.rstrip(os.sep) + os.sep
+        at = folder
         for _ in range(MAX_ASCENT):
-            bases.append(folder)
-            if folder == self.root or self.root not in folder.parents:
+            bases.append(at)
+            if at == root or not at.startswith(inside):
                 break
-            folder = folder.parent
-        for extra in (self.root, self.root / "src"):
+            at = os.path.dirname(at)
+        for extra in (root, os.path.join(root, "src")):
             if extra not in bases:
                 bases.append(extra)
+        self._folders[folder] = bases
         return bases
 
     def module_file(self, importer: str, dotted: str) -> tuple[str, str] | None:
@@ -75,7 +83,7 @@ class Resolver:
         if key in self._memo:
             cached = self._memo[key]
             return None if cached is None else (cached.split("\0")[0], cached.split("\0")[1])
-        found = self._find(Path(importer), dotted)
+        found = self._find(key[0], dotted)
         self._memo[key] = None if found is None else "\0".join(found)
         return found
 
@@ -105,24 +113,24 @@ class Resolver:
             return os.path.join(folder, last, "__init__.py")
         return None
 
-    def _find(self, importer: Path, dotted: str) -> tuple[str, str] | None:
+    def _find(self, folder: str, dotted: str) -> tuple[str, str] | None:
         level = len(dotted) - len(dotted.lstrip("."))
         parts = [p for p in dotted.lstrip(".").split(".") if p]
         if not parts:
             return None
         if level:
-            base = importer.parent
+            base = folder
             for _ in range(level - 1):
-                base = base.parent
+                base = os.path.dirname(base)
             bases = [base]
         else:
-            bases = self._bases(importer)
+            bases = self._bases(folder)
         for base in bases:
             # The first part decides: Python takes the first folder that has it.
-            if not ({parts[0], parts[0] + ".py"} & self._listing(str(base))):
+            if not ({parts[0], parts[0] + ".py"} & self._listing(base)):
                 continue
             for cut in range(len(parts) - 1, 0, -1):
-                found = self._module_at(str(base), parts[:cut])
+                found = self._module_at(base, parts[:cut])
                 if found is not None:
                     return found, ".".join(parts[cut:])
             return None

@@ -109,7 +109,8 @@ class Constants:
     def _replace(self, path: str, value: Any) -> Any:
         """``value`` with its import descriptors replaced; the same object
         where nothing under it changed (most of a summary: no copy)."""
-        if isinstance(value, dict):
+        kind = type(value)
+        if kind is dict:
             if "import" in value and isinstance(value["import"], str):
                 found = self.lookup(path, value["import"])
                 # Kept beside the value: a parameter default bound again names
@@ -122,7 +123,7 @@ class Constants:
                     changed = dict(value) if changed is None else changed
                     changed[key] = new
             return value if changed is None else changed
-        if isinstance(value, list):
+        if kind is list:
             items = [self._replace(path, v) for v in value]
             return value if all(a is b for a, b in zip(items, value)) else items
         return value
@@ -162,15 +163,20 @@ def _mentions_import(value: Any) -> bool:
 
 
 def _imported_reads(value: Any) -> Iterator[str]:
-    if isinstance(value, dict):
-        if "import" in value and isinstance(value["import"], str):
-            yield value["import"]
-            return
-        for v in value.values():
-            yield from _imported_reads(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _imported_reads(v)
+    """The import descriptors' names under ``value`` (JSON-like), in no
+    particular order; a stack, not recursive generators (a summary nests deep)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            name = item.get("import")
+            if isinstance(name, str):
+                yield name
+            else:
+                stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
 
 
 def constant_findings(
