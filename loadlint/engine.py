@@ -109,7 +109,7 @@ Bindings = dict[str, dict[str, dict[str, Any]]]
 def analyse(
     text: str, path: str, options: Options, *, notebook: bool = False, bindings: Bindings | None = None,
     summaries: list[dict[str, Any]] | None = None, parsed: Parsed | None = None, against: list[Finding] | None = None,
-    shallow: bool = False,
+    shallow: bool = False, render: AbstractSet[str] | None = None,
 ) -> tuple[list[Finding], Analysis | None]:
     """Lint one module's text: findings and, when parsed, the analysis.
     ``bindings`` gives parameters the values a caller passes (as if assigned
@@ -118,7 +118,8 @@ def analyse(
     positions are reused too).  ``against``: the findings of the text before
     a fix; only the findings of codes that occur more often than there are
     kept (and located, their fixes rendered): no other can be new.
-    ``shallow``: the text, if parsed whole, is known to nest within ``MAX_NESTING``."""
+    ``shallow``: the text, if parsed whole, is known to nest within ``MAX_NESTING``.
+    ``render``: the codes whose fixes are rendered (None: all); the others' findings carry none."""
     if not may_construct_loader(text):
         return [], None
     # An analysis of this text passed the scan already.
@@ -193,14 +194,14 @@ def analyse(
     analysis = Analysis(text, module, positions, info)
     if isinstance(parsed, Analysis):
         analysis.rendered = parsed.rendered
-    if not _run_rules(analysis, path, options, notebook, against):
+    if not _run_rules(analysis, path, options, notebook, against, render=render):
         return _too_deep(path, options), None
     return analysis.findings, analysis
 
 
 def _run_rules(
     analysis: Analysis, path: str, options: Options, notebook: bool, against: list[Finding] | None,
-    made: AbstractSet[int] = frozenset(),
+    made: AbstractSet[int] = frozenset(), render: AbstractSet[str] | None = None,
 ) -> bool:
     """Fill ``analysis.findings`` and ``reports`` (see ``analyse``); False
     when the tree is too deep to locate or render them.  ``made``: ids of
@@ -233,7 +234,7 @@ def _run_rules(
                 raise Unlocated(code)
             start, end = positions.range(report.node)
             fix: Fix | None = None
-            if report.fix is not None:
+            if report.fix is not None and (render is None or code in render):
                 key = (code, id(report.node), report.fix.message)
                 if key in analysis.rendered:
                     fix = analysis.rendered[key]
@@ -399,7 +400,9 @@ def decided_findings(
         if not any(f.fix is not None for f in findings):
             return findings
         summaries = None  # the first pass filled it
-    all_findings, analysis = analyse(text, path, guard, notebook=notebook, summaries=summaries, parsed=first)
+    # Only the selected findings' fixes are offered: the others' are not rendered.
+    all_findings, analysis = analyse(text, path, guard, notebook=notebook, summaries=summaries, parsed=first,
+                                     render=options.select)
     all_findings = _decided(text, path, options, guard, all_findings, analysis, notebook)
     return [f for f in all_findings if f.code in options.select]
 
