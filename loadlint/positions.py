@@ -59,8 +59,8 @@ class Positions:
         return line_starts(self.text)
 
     @cached_property
-    def _statements(self) -> tuple[dict[cst.CSTNode, int], list[Unit], dict[cst.CSTNode, int], dict[cst.CSTNode, int]] | None:
-        """(node -> its unit, the units, each statement's first line, each
+    def _statements(self) -> tuple[dict[int, int], list[Unit], dict[cst.CSTNode, int], dict[cst.CSTNode, int]] | None:
+        """(node id -> its unit, the units, each statement's first line, each
         top-level one's last line): positions are then computed only for the
         units holding the nodes asked for, which is much faster than for the
         whole module."""
@@ -74,7 +74,7 @@ class Positions:
     def range(self, node: cst.CSTNode) -> tuple[Location, Location]:
         """1-based rows and 1-based columns, end exclusive."""
         statements = None if "_ranges" in self.__dict__ else self._statements
-        index = statements[0].get(node) if statements is not None else None
+        index = statements[0].get(id(node)) if statements is not None else None
         if statements is None or index is None:
             code_range, shift = self._ranges[node], 0
         else:
@@ -83,7 +83,7 @@ class Positions:
                 # Rendered inside its blocks' indentation: columns are the file's,
                 # rows are shifted to where Python's parser starts the statement.
                 ranges = code_ranges(stmt, self.module, indents)
-                anchor = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) else stmt
+                anchor = stmt.body[0] if type(stmt) is cst.SimpleStatementLine else stmt
                 self._local[index] = ranges, statements[2][stmt] - ranges[anchor].start.line
             ranges, shift = self._local[index]
             code_range = ranges[node]

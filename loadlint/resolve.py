@@ -43,10 +43,10 @@ def is_known(value: object) -> bool:
 def dotted_name(node: cst.BaseExpression) -> str | None:
     """``a.b.c`` for a Name/Attribute chain, else None."""
     parts: list[str] = []
-    while isinstance(node, cst.Attribute):
+    while type(node) is cst.Attribute:
         parts.append(node.attr.value)
         node = node.value
-    if isinstance(node, cst.Name):
+    if type(node) is cst.Name:
         parts.append(node.value)
         return ".".join(reversed(parts))
     return None
@@ -146,10 +146,10 @@ def imported_names(node: cst.ImportFrom) -> Iterator[tuple[str, str]]:
     if isinstance(node.names, cst.ImportStar):
         return
     for alias in node.names:
-        if not isinstance(alias.name, cst.Name):
+        if type(alias.name) is not cst.Name:
             continue
         local = alias.name.value
-        if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+        if alias.asname is not None and type(alias.asname.name) is cst.Name:
             local = alias.asname.name.value
         yield local, alias.name.value
 
@@ -171,7 +171,7 @@ class ImportTable:
             full = dotted_name(alias.name)
             if full is None:
                 continue
-            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+            if alias.asname is not None and type(alias.asname.name) is cst.Name:
                 self.names[alias.asname.name.value] = full
             else:
                 # ``import torch.utils.data`` binds ``torch``.
@@ -179,7 +179,7 @@ class ImportTable:
                 self.names[head] = head
 
     def add_import_from(self, node: cst.ImportFrom) -> None:
-        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+        if node.relative or node.module is None or type(node.names) is cst.ImportStar:
             return
         module = dotted_name(node.module)
         if module is None:
@@ -244,25 +244,25 @@ def evaluate(node: cst.BaseExpression | None, scope: Scope | None, _depth: int =
     """
     if node is None or _depth > 20:
         return UNKNOWN
-    if isinstance(node, cst.Integer):
+    if type(node) is cst.Integer:
         # libcst evaluates through ast.literal_eval, a compile per number.
         digits = node.value
         plain = digits.isascii() and digits.isdigit() and (digits[0] != "0" or not digits.strip("0"))
         return int(digits) if plain else node.evaluated_value
-    if isinstance(node, cst.Float):
+    if type(node) is cst.Float:
         return node.evaluated_value
-    if isinstance(node, cst.SimpleString):
+    if type(node) is cst.SimpleString:
         try:
             return node.evaluated_value
         except Exception:  # libcst raises on odd prefixes; treat as unknown
             return UNKNOWN
-    if isinstance(node, cst.ConcatenatedString):
+    if type(node) is cst.ConcatenatedString:
         try:
             value = node.evaluated_value
         except Exception:
             return UNKNOWN
         return UNKNOWN if value is None else value
-    if isinstance(node, cst.Name):
+    if type(node) is cst.Name:
         if node.value in ("True", "False", "None"):
             return {"True": True, "False": False, "None": None}[node.value]
         if scope is None:
@@ -276,21 +276,21 @@ def evaluate(node: cst.BaseExpression | None, scope: Scope | None, _depth: int =
         if len(bindings) != 1 or bindings[0].value is None:
             return UNKNOWN
         return evaluate(bindings[0].value, owner, _depth + 1)
-    if isinstance(node, cst.UnaryOperation):
+    if type(node) is cst.UnaryOperation:
         operand = evaluate(node.expression, scope, _depth + 1)
         if operand is UNKNOWN:
             return UNKNOWN
         try:
-            if isinstance(node.operator, cst.Minus):
+            if type(node.operator) is cst.Minus:
                 return -operand
-            if isinstance(node.operator, cst.Plus):
+            if type(node.operator) is cst.Plus:
                 return +operand
-            if isinstance(node.operator, cst.Not):
+            if type(node.operator) is cst.Not:
                 return not operand
         except TypeError:
             return UNKNOWN
         return UNKNOWN
-    if isinstance(node, cst.BinaryOperation):
+    if type(node) is cst.BinaryOperation:
         op = _BINOPS.get(type(node.operator))
         if op is None:
             return UNKNOWN
@@ -309,7 +309,7 @@ def evaluate(node: cst.BaseExpression | None, scope: Scope | None, _depth: int =
     if isinstance(node, (cst.Attribute, cst.Subscript)):
         option = option_of(node, scope)
         return UNKNOWN if option is None else option.value
-    if isinstance(node, cst.IfExp):
+    if type(node) is cst.IfExp:
         body = evaluate(node.body, scope, _depth + 1)
         orelse = evaluate(node.orelse, scope, _depth + 1)
         if body is not UNKNOWN and orelse is not UNKNOWN and type(body) is type(orelse) and body == orelse:
@@ -320,7 +320,7 @@ def evaluate(node: cst.BaseExpression | None, scope: Scope | None, _depth: int =
 
 def follow_name(node: cst.BaseExpression, scope: Scope | None, depth: int = 0) -> tuple[cst.BaseExpression, Scope | None]:
     """Follow a name bound exactly once to its expression (for structure, not value)."""
-    while isinstance(node, cst.Name) and scope is not None and depth < 10:
+    while type(node) is cst.Name and scope is not None and depth < 10:
         found = scope.lookup(node.value)
         if found is None:
             break
@@ -337,21 +337,21 @@ def _attribute_path(node: cst.BaseExpression) -> tuple[str, list[str]] | None:
     ``vars(args)["workers"]``; None for anything else."""
     parts: list[str] = []
     while True:
-        if isinstance(node, cst.Attribute):
+        if type(node) is cst.Attribute:
             parts.append(node.attr.value)
             node = node.value
         elif (
-            isinstance(node, cst.Subscript) and len(node.slice) == 1
-            and isinstance(node.slice[0].slice, cst.Index)
-            and isinstance(node.slice[0].slice.value, cst.SimpleString)
-            and isinstance(node.value, cst.Call) and isinstance(node.value.func, cst.Name)
+            type(node) is cst.Subscript and len(node.slice) == 1
+            and type(node.slice[0].slice) is cst.Index
+            and type(node.slice[0].slice.value) is cst.SimpleString
+            and type(node.value) is cst.Call and type(node.value.func) is cst.Name
             and node.value.func.value == "vars" and len(node.value.args) == 1
         ):
             parts.append(str(node.slice[0].slice.value.evaluated_value))
             node = node.value.args[0].value
         else:
             break
-    if not isinstance(node, cst.Name) or not parts:
+    if type(node) is not cst.Name or not parts:
         return None
     return node.value, parts[::-1]
 
@@ -362,7 +362,7 @@ def option_of(node: cst.BaseExpression | None, scope: Scope | None) -> Option | 
     None.  A name bound once to such a read is followed."""
     if node is None:
         return None
-    if isinstance(node, cst.Name) and scope is not None:
+    if type(node) is cst.Name and scope is not None:
         found = scope.lookup(node.value)
         if found is not None and len(found[1]) == 1 and node.value in found[0].defaults:
             return found[0].defaults[node.value]

@@ -194,17 +194,21 @@ def parse_module(text: str, config: libcst.PartialParserConfig | None = None) ->
 
     Every node's constructor validates it (whitespace where a keyword needs
     it, balanced parentheses...): a sixth of the parse, and libcst notes it
-    is wasted on parser output.  Names are still checked: the parser's
-    Unicode tables may accept an identifier this Python rejects (LL900).
-    Nodes built in another thread meanwhile go unchecked too; ours are
-    built only by fixes, which tests render and parse again."""
+    is wasted on parser output.  Names in a text that is not all ASCII are
+    still checked: the parser's Unicode tables may accept an identifier this
+    Python rejects (LL900).  Nodes built in another thread meanwhile go
+    unchecked too; ours are built only by fixes, which tests render and
+    parse again."""
     import libcst as cst
 
     global _parsing, _checked, _Name
+    hook = _nothing if text.isascii() else _names_only
     with _validation:
         if _parsing == 0:
             _checked, _Name = vars(cst.CSTNode)["__post_init__"], cst.Name
-            cst.CSTNode.__post_init__ = _names_only  # type: ignore[method-assign,assignment]
+            cst.CSTNode.__post_init__ = hook  # type: ignore[method-assign,assignment]
+        elif hook is _names_only:  # a parse in another thread: never check less than it needs
+            cst.CSTNode.__post_init__ = hook  # type: ignore[method-assign,assignment]
         _parsing += 1
     try:
         return cst.parse_module(text) if config is None else cst.parse_module(text, config=config)
@@ -218,6 +222,10 @@ def parse_module(text: str, config: libcst.PartialParserConfig | None = None) ->
 def _names_only(node: libcst.CSTNode) -> None:
     if type(node) is _Name:
         _checked(node)
+
+
+def _nothing(node: libcst.CSTNode) -> None:
+    pass
 
 
 class _Names:

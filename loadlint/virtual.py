@@ -66,7 +66,7 @@ def patched(info: ModuleFacts, specs: Iterable[FixSpec]) -> tuple[ModuleFacts, s
         # A bare generator argument must be the only one: a keyword added
         # to ``DataLoader(x for x in y)`` is a syntax error a real trial sees.
         if any(name in call.dict_args for name in sets) or any(
-            isinstance(arg.value, cst.GeneratorExp) and not arg.value.lpar for arg in call.node.args
+            type(arg.value) is cst.GeneratorExp and not arg.value.lpar for arg in call.node.args
         ):
             return None
         args = dict(call.args)

@@ -139,12 +139,13 @@ def find_all(root: cst.CSTNode, kind: type[N]) -> list[N]:
 Unit = tuple[cst.BaseStatement, tuple[str, ...]]
 
 
-def statement_units(module: cst.Module) -> tuple[dict[cst.CSTNode, int], list[Unit]]:
-    """Each code-bearing node of ``module`` (those ``walk`` visits) -> the
-    index of the innermost unit holding it, and the units.  A finding in a
-    method of a large class then costs the positions of one statement, not
-    of the class."""
-    owner: dict[cst.CSTNode, int] = {}
+def statement_units(module: cst.Module) -> tuple[dict[int, int], list[Unit]]:
+    """The ``id`` of each code-bearing node of ``module`` (those ``walk``
+    visits) -> the index of the innermost unit holding it, and the units.  A
+    finding in a method of a large class then costs the positions of one
+    statement, not of the class.  Keyed by ``id``: a node's own hash is a
+    Python method, a third of the cost."""
+    owner: dict[int, int] = {}
     units: list[Unit] = []
     default = module.default_indent
     stack: list[tuple[cst.CSTNode, int, bool]] = []
@@ -153,7 +154,7 @@ def statement_units(module: cst.Module) -> tuple[dict[cst.CSTNode, int], list[Un
         stack.append((stmt, len(units) - 1, False))
     while stack:
         node, unit, flat = stack.pop()
-        owner[node] = unit
+        owner[id(node)] = unit
         if type(node) is cst.IndentedBlock and not flat:
             indents = units[unit][1] + (default if node.indent is None else node.indent,)
             for child in node.body:
@@ -315,7 +316,7 @@ def parsed_rows(module: cst.Module, text: str) -> tuple[dict[cst.CSTNode, int], 
     for node, other in zip(ours, theirs):
         if node is None:
             continue
-        head = node.body[0] if isinstance(node, cst.SimpleStatementLine) else node
+        head = node.body[0] if type(node) is cst.SimpleStatementLine else node
         name = type(head).__name__
         if _AST_NAMES.get(name, name) != type(other).__name__.removeprefix("Async"):
             return None
@@ -325,7 +326,7 @@ def parsed_rows(module: cst.Module, text: str) -> tuple[dict[cst.CSTNode, int], 
     at = 0
     for top in module.body:
         # A line of simple statements is as many statements to Python.
-        at += len(top.body) if isinstance(top, cst.SimpleStatementLine) else 1
+        at += len(top.body) if type(top) is cst.SimpleStatementLine else 1
         end = body[at - 1].end_lineno if at <= len(body) else None
         if end is None:
             return None
@@ -350,7 +351,7 @@ def _flat_ast(stmt: ast.stmt, out: list[ast.stmt]) -> None:
 def _flat_cst(stmt: cst.CSTNode, out: list[cst.CSTNode | None]) -> None:
     """The statements of ``stmt`` in source order; a line of simple
     statements is itself then None for each further statement on it."""
-    if isinstance(stmt, cst.SimpleStatementLine):
+    if type(stmt) is cst.SimpleStatementLine:
         out.append(stmt)
         out.extend([None] * (len(stmt.body) - 1))
         return
@@ -367,7 +368,7 @@ def _flat_cst(stmt: cst.CSTNode, out: list[cst.CSTNode | None]) -> None:
 
 
 def _flat_suite(suite: cst.BaseSuite, out: list[cst.CSTNode | None]) -> None:
-    if isinstance(suite, cst.SimpleStatementSuite):
+    if type(suite) is cst.SimpleStatementSuite:
         out.extend([None] * len(suite.body))
         return
     for stmt in suite.body:

@@ -44,9 +44,11 @@ def same_positions(text: str) -> int:
     local, whole = Positions(module, text), Positions(module, text)
     everything = whole._ranges  # noqa: SLF001 - the reference positions
     assert local._statements is not None  # noqa: SLF001
+    nodes = {id(node): node for node in everything}
     checked = 0
-    for node in local._statements[0]:  # noqa: SLF001
-        if node in everything:
+    for key in local._statements[0]:  # noqa: SLF001 - keyed by id
+        if key in nodes:
+            node = nodes[key]
             assert local.range(node) == whole.range(node), (type(node).__name__, text[:80])
             checked += 1
     return checked

@@ -100,7 +100,7 @@ class AcceleratorProvider(Provider[AcceleratorFacts]):
         elif _uses_cuda(qualified):
             facts.cuda = True
         func = node.func
-        if isinstance(func, cst.Attribute) and func.attr.value in TRANSFER_METHODS:
+        if type(func) is cst.Attribute and func.attr.value in TRANSFER_METHODS:
             method = func.attr.value
             if method == "cuda":
                 facts.cuda = True
@@ -146,13 +146,13 @@ def device_kind(node: cst.BaseExpression | None, scope: Scope | None, imports: I
     value = evaluate(node, scope) if isinstance(node, strings) else None
     if isinstance(value, str):
         return _device_string(value)
-    if isinstance(node, cst.FormattedString):
-        head = "".join(p.value for p in node.parts if isinstance(p, cst.FormattedStringText))
+    if type(node) is cst.FormattedString:
+        head = "".join(p.value for p in node.parts if type(p) is cst.FormattedStringText)
         return _device_string(head)
-    if isinstance(node, cst.IfExp):
+    if type(node) is cst.IfExp:
         return _strongest({device_kind(node.body, scope, imports, depth + 1),
                            device_kind(node.orelse, scope, imports, depth + 1)}, True)
-    if isinstance(node, cst.Name):
+    if type(node) is cst.Name:
         # A device chosen in branches (``if use_accel: device = ...``) has
         # several bindings: the accelerator one is the evidence that counts.
         found = scope.lookup(node.value) if scope is not None else None
@@ -161,7 +161,7 @@ def device_kind(node: cst.BaseExpression | None, scope: Scope | None, imports: I
         owner, bindings = found
         kinds = {device_kind(b.value, owner, imports, depth + 1) for b in bindings if b.value is not None}
         return _strongest(kinds, all(b.value is not None for b in bindings))
-    if isinstance(node, cst.Call):
+    if type(node) is cst.Call:
         qualified = canonical(imports.qualify(node.func))
         if qualified == "torch.device" and node.args:
             return device_kind(node.args[0].value, scope, imports, depth + 1)
@@ -169,12 +169,13 @@ def device_kind(node: cst.BaseExpression | None, scope: Scope | None, imports: I
             return "accelerator"
         if qualified in XLA_DEVICE_CALLS:
             return "xla"
-    if isinstance(node, cst.Attribute):
+    if type(node) is cst.Attribute:
         if node.attr.value == "device" and _accelerate_device(node.value, scope, imports):
             return "accelerator"
         # torch.accelerator.current_accelerator().type and the like
         inner = node.value
-        if isinstance(inner, cst.Call) and canonical(imports.qualify(inner.func)) == "torch.accelerator.current_accelerator":
+        current = "torch.accelerator.current_accelerator"
+        if type(inner) is cst.Call and canonical(imports.qualify(inner.func)) == current:
             return "accelerator"
     return None
 
@@ -182,7 +183,7 @@ def device_kind(node: cst.BaseExpression | None, scope: Scope | None, imports: I
 def _accelerate_device(node: cst.BaseExpression, scope: Scope | None, imports: ImportTable) -> bool:
     """``accelerator.device`` of an ``accelerate.Accelerator()`` not forced onto the CPU."""
     target, _ = follow_name(node, scope)
-    if not isinstance(target, cst.Call) or canonical(imports.qualify(target.func)) not in _ACCELERATORS:
+    if type(target) is not cst.Call or canonical(imports.qualify(target.func)) not in _ACCELERATORS:
         return False
     return not any(a.keyword is not None and a.keyword.value in ("cpu", "use_cpu") for a in target.args)
 

@@ -130,12 +130,12 @@ class CliProvider(Provider[CliFacts]):
             self._parsers[id(node)] = _Parser(_PARSERS[qualified], node, cursor.scope)
         elif qualified in _DATACLASS_CLI:
             self._parses[id(node)] = _Parse(node, cursor.scope, qualified, None)
-        elif isinstance(func, cst.Name):
-            if func.value == "setattr" and node.args and isinstance(node.args[0].value, cst.Name):
+        elif type(func) is cst.Name:
+            if func.value == "setattr" and node.args and type(node.args[0].value) is cst.Name:
                 self._changed_names.add(node.args[0].value.value)
             elif node.args:
                 self._calls.setdefault(func.value, []).append((node, cursor.scope))
-        if not isinstance(func, cst.Attribute):
+        if type(func) is not cst.Attribute:
             return
         method = func.attr.value
         if method in ("add_argument", "set_defaults", "add_arguments"):
@@ -171,7 +171,7 @@ class CliProvider(Provider[CliFacts]):
         self._module_target(node.target)
 
     def _module_target(self, target: cst.BaseExpression) -> None:
-        if isinstance(target, cst.Name) and self.cursor.scope is self._names.module_scope:
+        if type(target) is cst.Name and self.cursor.scope is self._names.module_scope:
             self.facts.values.targets[target.value] = target
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
@@ -184,14 +184,14 @@ class CliProvider(Provider[CliFacts]):
 
     def _assigned(self, target: cst.BaseExpression) -> None:
         # ``args.workers = 8`` anywhere: that option's default is not what runs.
-        if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name):
+        if type(target) is cst.Attribute and type(target.value) is cst.Name:
             self._changed_attrs.add(target.attr.value)
         elif isinstance(target, (cst.Tuple, cst.List)):
             for element in target.elements:
                 self._assigned(element.value)
 
     def _place(self, target: cst.BaseExpression) -> Place | None:
-        if not isinstance(target, cst.Name):
+        if type(target) is not cst.Name:
             return None
         found = self.cursor.scope.lookup(target.value)
         return (found[0] if found else self.cursor.scope.function, target.value)
@@ -225,7 +225,7 @@ class CliProvider(Provider[CliFacts]):
         or subparser of one), or a local function returning one."""
         if depth > 8:
             return None
-        if isinstance(expr, cst.Call):
+        if type(expr) is cst.Call:
             parser = self._parsers.get(id(expr))
             if parser is not None:
                 return parser
@@ -234,7 +234,7 @@ class CliProvider(Provider[CliFacts]):
             if len(returns) == 1:
                 return self._parser_of(returns[0][0], returns[0][1], depth + 1)
             return None
-        if not isinstance(expr, cst.Name):
+        if type(expr) is not cst.Name:
             return None
         found = scope.lookup(expr.value)
         if found is None or len(found[1]) != 1:
@@ -247,7 +247,7 @@ class CliProvider(Provider[CliFacts]):
         return self._parser_of(value, owner, depth + 1) if value is not None else None
 
     def _local_function(self, call: cst.Call, scope: Scope) -> FunctionFacts | None:
-        if not isinstance(call.func, cst.Name):
+        if type(call.func) is not cst.Name:
             return None
         definition = self._names.definition(call.func.value, scope)
         return definition if isinstance(definition, FunctionFacts) else None
@@ -257,19 +257,19 @@ class CliProvider(Provider[CliFacts]):
         parse call returns (a list of namespaces); None when unknown."""
         if depth > 8:
             return None
-        if isinstance(value, cst.Subscript) and isinstance(value.value, cst.Call) and len(value.slice) == 1:
+        if type(value) is cst.Subscript and type(value.value) is cst.Call and len(value.slice) == 1:
             index = value.slice[0].slice
             inner = self._result(value.value, scope, depth + 1)
-            if inner is not None and isinstance(index, cst.Index) and evaluate(index.value, None) == 0:
+            if inner is not None and type(index) is cst.Index and evaluate(index.value, None) == 0:
                 return inner[:1]
             return None
-        if isinstance(value, cst.Name):
+        if type(value) is cst.Name:
             found = scope.lookup(value.value)
             if found is None or len(found[1]) != 1 or value.value in self._changed_names:
                 return None
             ns = found[0].namespaces.get(value.value)
             return [ns] if ns is not None else None
-        if not isinstance(value, cst.Call):
+        if type(value) is not cst.Call:
             return None
         parse = self._parses.get(id(value))
         if parse is None:
@@ -316,7 +316,7 @@ class CliProvider(Provider[CliFacts]):
         qualified = self.cursor.qualify(expr)
         if qualified in FRAMEWORK_ARGUMENTS:
             return Namespace()
-        if not isinstance(expr, cst.Name):
+        if type(expr) is not cst.Name:
             return None
         cls = self._names.definition(expr.value, scope)
         if not isinstance(cls, ClassFacts):
@@ -363,7 +363,7 @@ class CliProvider(Provider[CliFacts]):
         if result is None:
             return
         if isinstance(target, (cst.Tuple, cst.List)):
-            parse = self._parses.get(id(value)) if isinstance(value, cst.Call) else None
+            parse = self._parses.get(id(value)) if type(value) is cst.Call else None
             into = parse is not None and parse.method == "parse_args_into_dataclasses"
             targets = [e.value for e in target.elements]
             if into and len(targets) != len(result):
@@ -374,7 +374,7 @@ class CliProvider(Provider[CliFacts]):
         else:
             return
         for name_node, ns in pairs:
-            if isinstance(name_node, cst.Name) and name_node.value not in self._changed_names:
+            if type(name_node) is cst.Name and name_node.value not in self._changed_names:
                 found = scope.lookup(name_node.value)
                 owner = found[0] if found else scope.function
                 owner.namespaces[name_node.value] = ns
@@ -452,7 +452,7 @@ class CliProvider(Provider[CliFacts]):
         values = self.facts.values
         module = self._names.module_scope
         for name, bindings in module.bindings.items():
-            if len(bindings) == 1 and bindings[0].value is not None and not isinstance(bindings[0].value, cst.Call):
+            if len(bindings) == 1 and bindings[0].value is not None and type(bindings[0].value) is not cst.Call:
                 value = evaluate(bindings[0].value, module)
                 if is_known(value) and type(value) in (int, float, str, bool, type(None)):
                     values.constants[name] = value
@@ -523,7 +523,7 @@ def _argparse_option(call: cst.Call, scope: Scope) -> tuple[str, Option] | None:
     type_expr = _keyword(call, "type")
     if isinstance(value, str) and type_expr is not None:
         # argparse converts a string default with ``type``.
-        convert = _CONVERT.get(type_expr.value) if isinstance(type_expr, cst.Name) else None
+        convert = _CONVERT.get(type_expr.value) if type(type_expr) is cst.Name else None
         try:
             value = convert(value) if convert is not None else UNKNOWN
         except ValueError:
@@ -536,15 +536,15 @@ def _dataclass_fields(cls: ClassFacts, scope: Scope) -> dict[str, Option | Names
     ``x: int = field(default=4)``); a field without one is unknown."""
     out: dict[str, Option | Namespace] = {}
     body = cls.node.body
-    statements = body.body if isinstance(body, cst.IndentedBlock) else ()
+    statements = body.body if type(body) is cst.IndentedBlock else ()
     for statement in statements:
-        if not isinstance(statement, cst.SimpleStatementLine):
+        if type(statement) is not cst.SimpleStatementLine:
             continue
         for small in statement.body:
-            if not isinstance(small, cst.AnnAssign) or not isinstance(small.target, cst.Name):
+            if type(small) is not cst.AnnAssign or type(small.target) is not cst.Name:
                 continue
             name, default = small.target.value, small.value
-            if isinstance(default, cst.Call) and isinstance(default.func, cst.Name) and default.func.value == "field":
+            if type(default) is cst.Call and type(default.func) is cst.Name and default.func.value == "field":
                 default = _keyword(default, "default")
             if default is None:
                 out[name] = Option(UNKNOWN)

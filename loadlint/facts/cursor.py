@@ -18,24 +18,24 @@ from loadlint.signature import DATALOADER
 
 
 def _is_main_guard(test: cst.BaseExpression) -> bool:
-    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1:
         return False
     left, right = test.left, test.comparisons[0].comparator
-    if not isinstance(test.comparisons[0].operator, cst.Equal):
+    if type(test.comparisons[0].operator) is not cst.Equal:
         return False
     names = {dotted_name(left), dotted_name(right)}
-    strings = {n.evaluated_value for n in (left, right) if isinstance(n, cst.SimpleString)}
+    strings = {n.evaluated_value for n in (left, right) if type(n) is cst.SimpleString}
     return "__name__" in names and "__main__" in strings
 
 
 def names_in(target: cst.BaseExpression) -> Iterator[str]:
     """The names an assignment or loop target binds."""
-    if isinstance(target, cst.Name):
+    if type(target) is cst.Name:
         yield target.value
     elif isinstance(target, (cst.Tuple, cst.List)):
         for element in target.elements:
             yield from names_in(element.value)
-    elif isinstance(target, cst.StarredElement):
+    elif type(target) is cst.StarredElement:
         yield from names_in(target.value)
 
 
@@ -43,12 +43,12 @@ def root_name(node: cst.BaseExpression) -> str | None:
     """``x`` for ``x.a[0].b()``; None when the chain starts elsewhere."""
     while isinstance(node, (cst.Attribute, cst.Subscript, cst.Call)):
         node = node.func if isinstance(node, cst.Call) else node.value
-    return node.value if isinstance(node, cst.Name) else None
+    return node.value if type(node) is cst.Name else None
 
 
 def callee_name(func: cst.BaseExpression) -> str:
     """The called name: ``f`` for ``f(...)`` and ``a.f(...)``, else ""."""
-    return func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+    return func.attr.value if type(func) is cst.Attribute else func.value if type(func) is cst.Name else ""
 
 
 class Cursor:
@@ -86,7 +86,7 @@ class Cursor:
 
     def key_of(self, node: cst.BaseExpression) -> Key | None:
         """A stable identity for a loader variable: (owning scope id, dotted name)."""
-        if isinstance(node, cst.Name):
+        if type(node) is cst.Name:
             found = self.scope.lookup(node.value)
             owner = found[0] if found else self.scope.function
             return (id(owner), node.value)
@@ -105,15 +105,15 @@ class Cursor:
         return self.functions[-1] if self.functions else None
 
     def _bind_target(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
-        if isinstance(target, cst.Name):
+        if type(target) is cst.Name:
             self.scope.bind(target.value, value, tuple(self.path), self.order)
         elif isinstance(target, (cst.Tuple, cst.List)):
             for element in target.elements:
                 inner = element.value
-                if isinstance(inner, cst.StarredElement):
+                if type(inner) is cst.StarredElement:
                     inner = inner.value
                 self._bind_target(inner, None)
-        elif isinstance(target, cst.StarredElement):
+        elif type(target) is cst.StarredElement:
             self._bind_target(target.value, None)
 
     def _mutate(self, name: str, kind: str, value: cst.BaseExpression | None = None, key: str | None = None) -> None:
@@ -127,9 +127,9 @@ class Cursor:
         self.imports.add_import(node)
         for alias in node.names:
             name: cst.BaseExpression = alias.asname.name if alias.asname else alias.name
-            while isinstance(name, cst.Attribute):
+            while type(name) is cst.Attribute:
                 name = name.value
-            if isinstance(name, cst.Name):
+            if type(name) is cst.Name:
                 self.scope.bind(name.value, None)
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
@@ -138,7 +138,7 @@ class Cursor:
             return
         for alias in node.names:
             name = alias.asname.name if alias.asname else alias.name
-            if isinstance(name, cst.Name):
+            if type(name) is cst.Name:
                 self.scope.bind(name.value, None)
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
@@ -147,7 +147,7 @@ class Cursor:
         self.scope.bind(node.name.value, None)
         bases = []
         for arg in node.bases:
-            if isinstance(arg.value, cst.Name) and arg.value.value in self.names.classes:
+            if type(arg.value) is cst.Name and arg.value.value in self.names.classes:
                 bases.append(arg.value.value)
             else:
                 bases.append(self.qualify(arg.value) or dotted_name(arg.value) or "")
@@ -177,7 +177,7 @@ class Cursor:
         for param in (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params):
             scope.bind(param.name.value, None)
         for star in (node.params.star_arg, node.params.star_kwarg):
-            if isinstance(star, cst.Param):
+            if type(star) is cst.Param:
                 scope.bind(star.name.value, None)
         facts = FunctionFacts(
             node.name.value,
@@ -205,7 +205,7 @@ class Cursor:
         params = node.params
         names = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
         for star in (params.star_arg, params.star_kwarg):
-            if isinstance(star, cst.Param):
+            if type(star) is cst.Param:
                 names.add(star.name.value)
         facts = LambdaFacts(node, self.scope, names)
         self.names.lambdas[id(node)] = facts
@@ -259,7 +259,7 @@ class Cursor:
     def visit_For(self, node: cst.For) -> None:
         self._bind_target(node.target, None)
         targets = frozenset(names_in(node.target))
-        self.frame = LoopFrame(node, targets, var=node.target.value if isinstance(node.target, cst.Name) else None)
+        self.frame = LoopFrame(node, targets, var=node.target.value if type(node.target) is cst.Name else None)
         self.path.append(id(node))
 
     def visit_For_body(self, node: cst.For) -> None:
@@ -291,16 +291,16 @@ class Cursor:
         single = len(node.targets) == 1
         for target in node.targets:
             t = target.target
-            self._bind_target(t, node.value if single and isinstance(t, cst.Name) else None)
-            if isinstance(t, cst.Subscript):
+            self._bind_target(t, node.value if single and type(t) is cst.Name else None)
+            if type(t) is cst.Subscript:
                 self._record_setitem(t, node.value)
-        if isinstance(node.value, cst.Call):
+        if type(node.value) is cst.Call:
             self.pending_targets[id(node.value)] = [t.target for t in node.targets]
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         self.order += 1
-        self._bind_target(node.target, node.value if isinstance(node.target, cst.Name) else None)
-        if isinstance(node.value, cst.Call):
+        self._bind_target(node.target, node.value if type(node.target) is cst.Name else None)
+        if type(node.value) is cst.Call:
             self.pending_targets[id(node.value)] = [node.target]
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
@@ -320,21 +320,21 @@ class Cursor:
 
     def visit_Del(self, node: cst.Del) -> None:
         target = node.target
-        if isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name):
+        if type(target) is cst.Subscript and type(target.value) is cst.Name:
             self._mutate(target.value.value, "other")
         self._bind_target(target, None)
 
     def visit_Return(self, node: cst.Return) -> None:
-        if isinstance(node.value, cst.Call):
+        if type(node.value) is cst.Call:
             self.pending_return.add(id(node.value))
 
     def _record_setitem(self, target: cst.Subscript, value: cst.BaseExpression) -> None:
-        if not isinstance(target.value, cst.Name):
+        if type(target.value) is not cst.Name:
             return
         key = None
-        if len(target.slice) == 1 and isinstance(target.slice[0].slice, cst.Index):
+        if len(target.slice) == 1 and type(target.slice[0].slice) is cst.Index:
             k = target.slice[0].slice.value
-            if isinstance(k, cst.SimpleString):
+            if type(k) is cst.SimpleString:
                 key = str(k.evaluated_value)
         self._mutate(target.value.value, "setitem" if key else "other", value, key)
 
@@ -360,7 +360,7 @@ class Cursor:
         if qualified == DATALOADER or callee_name(func)[:1].isupper():
             names = self.names.call_names.setdefault(id(node), set())
         self._open_calls.append((node, names))
-        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+        if type(func) is cst.Attribute and type(func.value) is cst.Name:
             method = func.attr.value
             if method == "update":
                 value = node.args[0].value if len(node.args) == 1 and node.args[0].keyword is None else None

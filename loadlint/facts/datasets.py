@@ -73,14 +73,14 @@ class DatasetProvider(Provider[DatasetFacts]):
         single = len(node.targets) == 1
         for target in node.targets:
             self._record_attr(target.target, node.value if single else None)
-        if not isinstance(node.value, cst.Call):
+        if type(node.value) is not cst.Call:
             return
         if fn is not None and fn.name != "__init__":
             return
         if cursor.qualify(node.value.func) not in _RNG_CALLS:
             return
         for target in node.targets:
-            if fn is None and isinstance(target.target, cst.Name):
+            if fn is None and type(target.target) is cst.Name:
                 # ``rng = np.random.default_rng()`` at module level
                 self.facts.module_rngs.add(target.target.value)
             elif fn is not None:
@@ -102,12 +102,12 @@ class DatasetProvider(Provider[DatasetFacts]):
         if isinstance(target, (cst.Tuple, cst.List)):
             for element in target.elements:
                 self._record_attr(element.value, None)
-        elif isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
+        elif type(target) is cst.Attribute and type(target.value) is cst.Name and target.value.value == "self":
             self.facts.attr_values.setdefault((fn.class_name, target.attr.value), []).append((fn, value))
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         fn = self.cursor.function
-        if fn is not None and fn.class_name is not None and isinstance(node.value, cst.Name) and node.value.value == "self":
+        if fn is not None and fn.class_name is not None and type(node.value) is cst.Name and node.value.value == "self":
             self.facts.self_attrs.setdefault(fn, set()).add(node.attr.value)
 
     def visit_Return(self, node: cst.Return) -> None:
@@ -119,7 +119,7 @@ class DatasetProvider(Provider[DatasetFacts]):
         cursor = self.cursor
         func = node.func
         qualified = cursor.qualified
-        if isinstance(func, cst.Name) and qualified is None:
+        if type(func) is cst.Name and qualified is None:
             self.facts.name_calls.setdefault(func.value, []).append((node, cursor.scope))
         fn = cursor.function
         if fn is None:
@@ -127,14 +127,14 @@ class DatasetProvider(Provider[DatasetFacts]):
         if fn.class_name is not None and fn.name in _MEMORY_METHODS:
             self.facts.method_calls.setdefault(fn, []).append((qualified, node))
         if (qualified is not None and qualified.endswith("get_worker_info")) or (
-            isinstance(func, cst.Name) and func.value in ("get_worker_info", "split_dataset_by_node")
+            type(func) is cst.Name and func.value in ("get_worker_info", "split_dataset_by_node")
         ):
             self.facts.worker_info_callers.add(fn)
 
 
 def helper(names: NameFacts, call: cst.BaseExpression, scope: Scope | None) -> FunctionFacts | None:
     """The plain function of this module (not a method) that a call calls."""
-    if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Name) or scope is None:
+    if type(call) is not cst.Call or type(call.func) is not cst.Name or scope is None:
         return None
     definition = names.definition(call.func.value, scope)
     if isinstance(definition, FunctionFacts) and definition.class_name is None:
@@ -183,9 +183,9 @@ def dataset_class(names: NameFacts, call: LoaderCall) -> tuple[str | None, Class
     if expr is None:
         return None, None
     expr, _ = follow_name(expr, call.scope)
-    if not isinstance(expr, cst.Call):
+    if type(expr) is not cst.Call:
         return None, None
-    local = expr.func.value if isinstance(expr.func, cst.Name) else None
+    local = expr.func.value if type(expr.func) is cst.Name else None
     if local is not None and local in names.classes:
         return local, names.classes[local]
     return canonical(names.imports.qualify(expr.func)), None
@@ -237,7 +237,7 @@ _MAX_DEPTH = 12
 
 def _builtin(func: cst.BaseExpression, scope: Scope) -> str | None:
     """The builtin a callee names, when no binding shadows it."""
-    if isinstance(func, cst.Name) and scope.lookup(func.value) is None:
+    if type(func) is cst.Name and scope.lookup(func.value) is None:
         return func.value
     return None
 
@@ -252,7 +252,7 @@ def _pure_call(qualified: str | None, node: cst.Call, scope: Scope, factories: b
     if name in _PURE_BUILTINS or name in _SEQUENCE_BUILTINS or name == "super":
         return True
     func = node.func
-    return isinstance(func, cst.Attribute) and func.attr.value == "__init__" and isinstance(func.value, cst.Call) and (
+    return type(func) is cst.Attribute and func.attr.value == "__init__" and type(func.value) is cst.Call and (
         _builtin(func.value.func, scope) == "super"
     )
 
@@ -261,7 +261,7 @@ def _pure(node: cst.CSTNode, names: NameFacts, scope: Scope, depth: int = 0) -> 
     """An expression that calls nothing but pure calls (no lambda, no await)."""
     if depth > _MAX_DEPTH or isinstance(node, (cst.Lambda, cst.Await, cst.Yield)):
         return False
-    if isinstance(node, cst.Call) and not _pure_call(names.imports.qualify(node.func), node, scope):
+    if type(node) is cst.Call and not _pure_call(names.imports.qualify(node.func), node, scope):
         return False
     return all(_pure(child, names, scope, depth + 1) for child in node.children)
 
@@ -273,7 +273,7 @@ def in_memory_value(expr: cst.BaseExpression, scope: Scope, names: NameFacts, de
     such a value; anything else (a parameter, a call result) does not."""
     if depth > _MAX_DEPTH:
         return False
-    if isinstance(expr, cst.Name):
+    if type(expr) is cst.Name:
         target, owner = follow_name(expr, scope)
         if target is expr or owner is None:
             return expr.value in ("True", "False", "None")
@@ -282,12 +282,12 @@ def in_memory_value(expr: cst.BaseExpression, scope: Scope, names: NameFacts, de
         return True
     if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
         return all(
-            in_memory_value(e.value.value if isinstance(e.value, cst.StarredElement) else e.value, scope, names, depth + 1)
+            in_memory_value(e.value.value if type(e.value) is cst.StarredElement else e.value, scope, names, depth + 1)
             for e in expr.elements
         )
-    if isinstance(expr, cst.Dict):
+    if type(expr) is cst.Dict:
         return all(
-            isinstance(e, cst.DictElement) and in_memory_value(e.key, scope, names, depth + 1)
+            type(e) is cst.DictElement and in_memory_value(e.key, scope, names, depth + 1)
             and in_memory_value(e.value, scope, names, depth + 1)
             for e in expr.elements
         )
@@ -306,7 +306,7 @@ def in_memory_value(expr: cst.BaseExpression, scope: Scope, names: NameFacts, de
     if isinstance(expr, (cst.BinaryOperation, cst.UnaryOperation)):
         parts = [expr.left, expr.right] if isinstance(expr, cst.BinaryOperation) else [expr.expression]
         return all(in_memory_value(p, scope, names, depth + 1) for p in parts)
-    if isinstance(expr, cst.Call):
+    if type(expr) is cst.Call:
         return _in_memory_call(expr, scope, names, depth)
     return False
 
@@ -390,6 +390,6 @@ def in_memory_dataset(names: NameFacts, facts: DatasetFacts, call: LoaderCall) -
     if scope is None:
         return False
     _, cls = dataset_class(names, call)
-    if cls is not None and isinstance(target, cst.Call):
+    if cls is not None and type(target) is cst.Call:
         return all(_pure(arg.value, names, scope) for arg in target.args) and in_memory_class(names, facts, cls)
     return in_memory_value(target, scope, names)

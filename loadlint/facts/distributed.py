@@ -86,7 +86,7 @@ class DistributedProvider(Provider[DistributedFacts]):
             # One GPU per process, chosen by its rank.
             facts.evidence.append(f"torch.cuda.set_device({_code(node.args[0].value)})")
         elif qualified in ("os.environ.get", "os.getenv"):
-            if node.args and isinstance(node.args[0].value, cst.SimpleString):
+            if node.args and type(node.args[0].value) is cst.SimpleString:
                 if node.args[0].value.evaluated_value in _DIST_ENV:
                     facts.evidence.append(f"{qualified}({node.args[0].value.value})")
         elif qualified == "torch.utils.data.DistributedSampler":
@@ -111,7 +111,7 @@ class DistributedProvider(Provider[DistributedFacts]):
     def visit_Subscript(self, node: cst.Subscript) -> None:
         if len(node.slice) == 1 and self.cursor.qualify(node.value) == "os.environ":
             index = node.slice[0].slice
-            if isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString):
+            if type(index) is cst.Index and type(index.value) is cst.SimpleString:
                 if index.value.evaluated_value in _DIST_ENV:
                     self.facts.evidence.append(f"os.environ[{index.value.value}]")
 

@@ -105,7 +105,7 @@ class IterationProvider(Provider[IterationFacts]):
 
     def _iterated_keys(self, node: cst.BaseExpression) -> list[Key]:
         """Loader keys iterated by ``for _ in node`` (wrappers unwrapped)."""
-        if isinstance(node, cst.Call):
+        if type(node) is cst.Call:
             name = dotted_name(node.func) or ""
             if name == "iter":
                 self._consumed.add(id(node))
@@ -142,12 +142,12 @@ class IterationProvider(Provider[IterationFacts]):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
-        if isinstance(func, cst.Attribute):
+        if type(func) is cst.Attribute:
             if func.attr.value in TRANSFER_METHODS:
                 self._record_transfer(node, func)
-        elif isinstance(func, cst.Name) and func.value == "next":
+        elif type(func) is cst.Name and func.value == "next":
             self._record_next_iter(node)
-        elif isinstance(func, cst.Name) and func.value == "iter" and node.args and id(node) not in self._consumed:
+        elif type(func) is cst.Name and func.value == "iter" and node.args and id(node) not in self._consumed:
             key = self.cursor.key_of(node.args[0].value)
             if key is not None:
                 cursor = self.cursor
@@ -167,7 +167,7 @@ class IterationProvider(Provider[IterationFacts]):
                 break
 
     def _record_next_iter(self, node: cst.Call) -> None:
-        if not node.args or not isinstance(node.args[0].value, cst.Call):
+        if not node.args or type(node.args[0].value) is not cst.Call:
             return
         inner = node.args[0].value
         if dotted_name(inner.func) == "iter" and inner.args:

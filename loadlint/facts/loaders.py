@@ -123,13 +123,13 @@ class LoaderProvider(Provider[LoaderFacts]):
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
-            if isinstance(target.target, cst.Attribute):
+            if type(target.target) is cst.Attribute:
                 self._record_attr_assign(target.target, node)
-        if isinstance(node.value, cst.Call):
+        if type(node.value) is cst.Call:
             self._record_prepare_alias(node, node.value)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if isinstance(node.target, cst.Attribute):
+        if type(node.target) is cst.Attribute:
             # The annotation's statement is not kept: reports point at the target.
             self._record_attr_assign(node.target, node.target)
 
@@ -140,7 +140,7 @@ class LoaderProvider(Provider[LoaderFacts]):
 
     def _record_prepare_alias(self, node: cst.Assign, call: cst.Call) -> None:
         # ``model, opt, loader = accelerator.prepare(model, opt, loader)``
-        if not (isinstance(call.func, cst.Attribute) and call.func.attr.value in ("prepare", "prepare_data_loader")):
+        if not (type(call.func) is cst.Attribute and call.func.attr.value in ("prepare", "prepare_data_loader")):
             return
         key_of = self.cursor.key_of
         sources = [key_of(a.value) if a.keyword is None and not a.star else None for a in call.args]
@@ -205,9 +205,9 @@ class LoaderProvider(Provider[LoaderFacts]):
         may or may not be there).
         """
         cursor = self.cursor
-        if isinstance(node, cst.Dict):
+        if type(node) is cst.Dict:
             return _dict_literal(node, cursor.scope, conditional=False)
-        if not isinstance(node, cst.Name):
+        if type(node) is not cst.Name:
             return None
         return _resolve_dict_name(node.value, cursor.scope, tuple(cursor.path), cursor.order, 0)
 
@@ -220,7 +220,7 @@ def _resolve_dict_name(name: str, scope: Scope, path: tuple[int, ...], order: in
     if owner.kind != "function" or len(bindings) != 1:
         return None
     value = bindings[0].value
-    if not isinstance(value, cst.Dict):
+    if type(value) is not cst.Dict:
         return None
     result = _dict_literal(value, owner, conditional=False)
     if result is None:
@@ -235,9 +235,9 @@ def _resolve_dict_name(name: str, scope: Scope, path: tuple[int, ...], order: in
             result[mutation.key] = (None if conditional else mutation.value, owner)
             continue
         extra: DictArgs | None = None
-        if isinstance(mutation.value, cst.Dict):
+        if type(mutation.value) is cst.Dict:
             extra = _dict_literal(mutation.value, owner, conditional)
-        elif isinstance(mutation.value, cst.Name):
+        elif type(mutation.value) is cst.Name:
             extra = _resolve_dict_name(mutation.value.value, owner, mutation.path, mutation.order, depth + 1)
             if extra is not None and conditional:
                 extra = {k: (None, s) for k, (_, s) in extra.items()}
@@ -250,7 +250,7 @@ def _resolve_dict_name(name: str, scope: Scope, path: tuple[int, ...], order: in
 def _dict_literal(node: cst.Dict, scope: Scope, conditional: bool) -> DictArgs | None:
     out: DictArgs = {}
     for element in node.elements:
-        if not isinstance(element, cst.DictElement) or not isinstance(element.key, cst.SimpleString):
+        if type(element) is not cst.DictElement or type(element.key) is not cst.SimpleString:
             return None
         out[str(element.key.evaluated_value)] = (None if conditional else element.value, scope)
     return out

@@ -43,18 +43,18 @@ class LoopProvider(Provider[LoopFacts]):
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         loops = self.cursor.loops
-        if isinstance(func, cst.Attribute):
+        if type(func) is cst.Attribute:
             method = func.attr.value
             if method == "set_epoch":
                 self.facts.set_epoch_called = True
             # A function called from inside a loop: ``self._run_epoch(epoch)``
-            elif loops and isinstance(func.value, cst.Name) and func.value.value == "self" and method not in _NOT_STEPS:
+            elif loops and type(func.value) is cst.Name and func.value.value == "self" and method not in _NOT_STEPS:
                 self.facts.called_in_loop.setdefault(method, []).append(loops[-1])
-        elif isinstance(func, cst.Name):
+        elif type(func) is cst.Name:
             self._record_plain_call(node, func.value)
 
     def _record_plain_call(self, node: cst.Call, name: str) -> None:
-        if name == "next" and node.args and isinstance(node.args[0].value, cst.Call):
+        if name == "next" and node.args and type(node.args[0].value) is cst.Call:
             return  # an iterator step, recorded with the iteration sites
         loops = self.cursor.loops
         if loops:
@@ -63,7 +63,7 @@ class LoopProvider(Provider[LoopFacts]):
         for i, arg in enumerate(node.args):
             if arg.star:
                 break
-            key = self.cursor.key_of(arg.value) if isinstance(arg.value, cst.Name) else None
+            key = self.cursor.key_of(arg.value) if type(arg.value) is cst.Name else None
             if key is not None:
                 passed[arg.keyword.value if arg.keyword else i] = key
         if passed:

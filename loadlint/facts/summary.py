@@ -90,7 +90,7 @@ def _constants(facts: ModuleFacts, imports: dict[str, str], ref_of: RefOf) -> di
         value = evaluate(expr, module)
         if value is not UNKNOWN and _jsonable(value):
             described: dict[str, Any] = {"value": value}
-        elif isinstance(expr, cst.Call) and id(expr) in facts.loaders.cpu_count_calls:
+        elif type(expr) is cst.Call and id(expr) in facts.loaders.cpu_count_calls:
             described = {"cpu_count": True}
         else:
             qualified = _imported(expr, module, imports)
@@ -185,7 +185,7 @@ class _Function:
         """The value descriptor of an expression."""
         if expr is None:
             return {}
-        if isinstance(expr, cst.Name) and scope is self.scope:
+        if type(expr) is cst.Name and scope is self.scope:
             name = expr.value
             if self.is_param(name):
                 return {"param": name}
@@ -200,17 +200,17 @@ class _Function:
                     return {"device": kind}
                 index, part = self.site_targets[name]
                 return {"call": index, "index": part}
-        if isinstance(expr, cst.Call) and id(expr) in self.loader_index:
+        if type(expr) is cst.Call and id(expr) in self.loader_index:
             return {"loader": self.loader_index[id(expr)]}
-        if isinstance(expr, cst.Call) and id(expr) in self.sampler_index:
+        if type(expr) is cst.Call and id(expr) in self.sampler_index:
             return {"sampler": self.sampler_index[id(expr)]}
-        if isinstance(expr, cst.Call) and id(expr) in self.site_index:
+        if type(expr) is cst.Call and id(expr) in self.site_index:
             return {"call": self.site_index[id(expr)], "index": None}
         value = evaluate(expr, scope)
         if value is not UNKNOWN and _jsonable(value):
             return {"value": value}
         target, owner = follow_name(expr, scope)
-        if isinstance(target, cst.Call) and id(target) in self.facts.loaders.cpu_count_calls:
+        if type(target) is cst.Call and id(target) in self.facts.loaders.cpu_count_calls:
             return {"cpu_count": True}
         if isinstance(expr, _DEVICE_EXPRESSIONS):
             kind = device_kind(expr, scope, self.facts.names.imports)
@@ -241,7 +241,7 @@ class _Function:
         returns = [value for owner, value in self.facts.calls_between.returns if owner is fn and fn is not None]
         if returns:
             last = returns[-1]
-            parts = last.elements if isinstance(last, cst.Tuple) else None
+            parts = last.elements if type(last) is cst.Tuple else None
             exprs = [e.value for e in parts] if parts is not None else [last]
             out["returns"] = {"tuple": parts is not None, "values": [self.describe(e, self.scope) for e in exprs]}
         return out
@@ -250,7 +250,7 @@ class _Function:
         kw = {
             name: arg.value.value
             for name, arg in call.args.items()
-            if isinstance(arg.value, cst.Name) and self.is_param(arg.value.value)
+            if type(arg.value) is cst.Name and self.is_param(arg.value.value)
         }
         values = {}
         for name in _LOADER_SETTINGS:
@@ -298,10 +298,10 @@ class _Function:
             index = len(out)
             for target in site.targets:
                 elements = target.elements if isinstance(target, (cst.Tuple, cst.List)) else None
-                if elements is None and isinstance(target, cst.Name):
+                if elements is None and type(target) is cst.Name:
                     self.site_targets[target.value] = (index, None)
                 for i, element in enumerate(elements or ()):
-                    if isinstance(element.value, cst.Name):
+                    if type(element.value) is cst.Name:
                         self.site_targets[element.value.value] = (index, i)
             self.site_index[id(site.node)] = index
             out.append({"callee": callee, "at": self.ref_of(site.node), "in_loop": site.in_loop, "guarded": site.in_main_guard, "args": args})

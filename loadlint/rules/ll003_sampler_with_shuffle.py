@@ -87,7 +87,7 @@ class SamplerWithShuffle(Rule):
             return None
         if presence == "always":
             return FixSpec("safe", "Remove `shuffle`", calls=[CallChange(call.node, remove=("shuffle",))])
-        if isinstance(sampler, cst.Name):
+        if type(sampler) is cst.Name:
             code = f"({sampler.value} is None)"
             return FixSpec("safe", f"Set `shuffle={code}`", calls=[CallChange(call.node, {"shuffle": code})])
         return None

@@ -119,7 +119,7 @@ class InvalidLoaderArgument(Rule):
         if expr is None:
             return None
         target, _ = follow_name(expr, call.scope)
-        if isinstance(target, cst.BinaryOperation) and isinstance(target.operator, cst.Divide):
+        if type(target) is cst.BinaryOperation and type(target.operator) is cst.Divide:
             fix = None
             if written_in_call(call, "batch_size") and target is expr:
                 operator = target.operator

@@ -57,7 +57,7 @@ def _lambda_problem(ctx: Context, node: cst.Lambda, param: str) -> PickleProblem
 
 def _instance_problem(ctx: Context, target: cst.BaseExpression, scope: Scope | None) -> str | None:
     """``Local()`` where ``Local`` is a class defined inside a function."""
-    if isinstance(target, cst.Call) and isinstance(target.func, cst.Name) and scope is not None:
+    if type(target) is cst.Call and type(target.func) is cst.Name and scope is not None:
         definition = ctx.names.definition(target.func.value, scope)
         if isinstance(definition, ClassFacts) and definition.nested:
             return definition.name
@@ -108,12 +108,12 @@ def callable_problem(
     pickled, also through variables and factories of this module."""
     if expr is None:
         return None
-    if isinstance(expr, cst.Lambda):
+    if type(expr) is cst.Lambda:
         return _lambda_problem(ctx, expr, param)
     target, owner = follow_name(expr, scope)
-    if isinstance(target, cst.Lambda):
+    if type(target) is cst.Lambda:
         return _lambda_problem(ctx, target, param)
-    if isinstance(target, cst.Name) and owner is not None:
+    if type(target) is cst.Name and owner is not None:
         problem = _nested_definition_problem(ctx, target.value, owner, param)
         if problem is not None:
             return problem
@@ -123,9 +123,9 @@ def callable_problem(
     local = _instance_problem(ctx, target, owner)
     if local:
         return PickleProblem(param, f"is an instance of `{local}`, a class defined inside a function")
-    if isinstance(expr, cst.Attribute):
+    if type(expr) is cst.Attribute:
         base = expr.value
-        if isinstance(base, cst.Name) and base.value == "self" and call.class_name is not None:
+        if type(base) is cst.Name and base.value == "self" and call.class_name is not None:
             cls = ctx.names.classes.get(call.class_name)
             if cls is not None and cls.nested:
                 return PickleProblem(param, f"is a method of `{cls.name}`, a class defined inside a function")
@@ -133,7 +133,7 @@ def callable_problem(
         local = _instance_problem(ctx, base_target, base_scope)
         if local:
             return PickleProblem(param, f"is a method of `{local}`, a class defined inside a function")
-    if isinstance(target, cst.Call) and id(target) in ctx.names.calls_with_lambda:
+    if type(target) is cst.Call and id(target) in ctx.names.calls_with_lambda:
         return PickleProblem(param, "wraps a lambda")
     return None
 
@@ -145,7 +145,7 @@ def dataset_pickle_problem(ctx: Context, call: LoaderCall) -> PickleProblem | No
     if expr is None:
         return None
     target, scope = follow_name(expr, call.scope)
-    if not isinstance(target, cst.Call) or scope is None:
+    if type(target) is not cst.Call or scope is None:
         return None
     local = _instance_problem(ctx, target, scope)
     if local:
@@ -155,9 +155,9 @@ def dataset_pickle_problem(ctx: Context, call: LoaderCall) -> PickleProblem | No
         return PickleProblem("dataset", "is built with a lambda among its arguments")
     for name in sorted(names.call_names.get(id(target), ())):
         bound, _ = follow_name(cst.Name(name), scope)
-        if isinstance(bound, cst.Lambda):
+        if type(bound) is cst.Lambda:
             return PickleProblem("dataset", f"is built with `{name}`, a lambda")
-        if isinstance(bound, cst.Call) and id(bound) in names.calls_with_lambda:
+        if type(bound) is cst.Call and id(bound) in names.calls_with_lambda:
             return PickleProblem("dataset", f"is built with `{name}`, which holds a lambda")
         definition = names.definition(name, scope)
         if isinstance(definition, FunctionFacts) and definition.nested and definition.class_name is None:

@@ -73,7 +73,7 @@ class InvalidMultiprocessingContext(Rule):
                 continue
             shown = value_text(call, "multiprocessing_context")
             workers = call.workers()
-            if type(workers) is int and workers == 0 and (method is not UNKNOWN or isinstance(expr, cst.Call)):
+            if type(workers) is int and workers == 0 and (method is not UNKNOWN or type(expr) is cst.Call):
                 fix = None
                 if written_in_call(call, "multiprocessing_context"):
                     fix = FixSpec(

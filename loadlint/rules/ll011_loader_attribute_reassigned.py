@@ -99,7 +99,7 @@ class LoaderAttributeReassigned(Rule):
     @staticmethod
     def _starts_workers_late(call: LoaderCall, node: cst.CSTNode) -> bool:
         """torch sets ``prefetch_factor`` to 2 only when constructed with workers."""
-        if not isinstance(node, cst.Assign):
+        if type(node) is not cst.Assign:
             return False
         workers = call.workers()
         prefetch = call.value("prefetch_factor")

@@ -30,7 +30,7 @@ def defined_here(ctx: Context, expr: cst.BaseExpression | None, scope: Scope | N
     anywhere, so they are not a notebook problem."""
     if expr is None or scope is None or depth > _MAX_DEPTH:
         return None
-    if isinstance(expr, cst.Name):
+    if type(expr) is cst.Name:
         definition = ctx.names.definition(expr.value, scope)
         if isinstance(definition, (FunctionFacts, ClassFacts)):
             return None if definition.nested else definition.name
@@ -43,8 +43,8 @@ def defined_here(ctx: Context, expr: cst.BaseExpression | None, scope: Scope | N
             if found:
                 return found
         return None
-    if isinstance(expr, cst.Call):
-        if isinstance(expr.func, cst.Name):
+    if type(expr) is cst.Call:
+        if type(expr.func) is cst.Name:
             definition = ctx.names.definition(expr.func.value, scope)
             if isinstance(definition, ClassFacts):
                 return None if definition.nested else definition.name
@@ -66,7 +66,7 @@ def defined_here(ctx: Context, expr: cst.BaseExpression | None, scope: Scope | N
             if found:
                 return found
         return None
-    if isinstance(expr, cst.Attribute):
+    if type(expr) is cst.Attribute:
         return defined_here(ctx, expr.value, scope, depth + 1)
     return None
 

@@ -122,7 +122,7 @@ class MissingSetEpoch(Rule):
         target, _ = follow_name(expr, call.scope)
         if target is node:
             return False
-        if isinstance(target, cst.IfExp) and node in (target.body, target.orelse):
+        if type(target) is cst.IfExp and node in (target.body, target.orelse):
             return sampler_presence(expr, call.scope) != "always"
         return None
 
@@ -132,7 +132,7 @@ class MissingSetEpoch(Rule):
     ) -> FixSpec | None:
         key = sampler.key
         expr = call.expr("sampler")
-        if isinstance(expr, cst.Name):
+        if type(expr) is cst.Name:
             found = call.scope.lookup(expr.value)
             key = (id(found[0]), expr.value) if found else None
         for frame, iteration in uses:

@@ -15,9 +15,9 @@ def _callable_facts(ctx: Context, expr: cst.BaseExpression | None, scope: Scope 
     if expr is None:
         return None
     target, _ = follow_name(expr, scope)
-    if isinstance(target, cst.Lambda):
+    if type(target) is cst.Lambda:
         return ctx.names.lambdas.get(id(target))
-    if isinstance(expr, cst.Name) and scope is not None:
+    if type(expr) is cst.Name and scope is not None:
         definition = ctx.names.definition(expr.value, scope)
         if isinstance(definition, FunctionFacts):
             return definition

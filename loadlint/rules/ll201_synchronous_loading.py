@@ -54,7 +54,7 @@ def live_source(ctx: Context, call: LoaderCall) -> tuple[str, str, str] | None:
         return None
     ctor = call.expr("dataset")
     ctor = follow_name(ctor, call.scope)[0] if ctor is not None else None
-    if not isinstance(ctor, cst.Call):
+    if type(ctor) is not cst.Call:
         return None
     read = {a.attr.value for a in find_all(iterate.node, cst.Attribute) if _is_self(a.value)}
     for attr, param in _stored_params(init).items():
@@ -98,13 +98,16 @@ def _stored_params(init: FunctionFacts) -> dict[str, str]:
         if len(node.targets) != 1:
             continue
         target, value = node.targets[0].target, node.value
-        if isinstance(target, cst.Attribute) and _is_self(target.value) and isinstance(value, cst.Name) and value.value in init.params:
+        if (
+            type(target) is cst.Attribute and _is_self(target.value)
+            and type(value) is cst.Name and value.value in init.params
+        ):
             out[target.attr.value] = value.value
     return out
 
 
 def _is_self(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, cst.Name) and expr.value == "self"
+    return type(expr) is cst.Name and expr.value == "self"
 
 
 def _argument(ctor: cst.Call, params: list[str], param: str) -> cst.BaseExpression | None:
@@ -117,9 +120,9 @@ def _argument(ctor: cst.Call, params: list[str], param: str) -> cst.BaseExpressi
 
 
 def _dotted(expr: cst.BaseExpression) -> str | None:
-    if isinstance(expr, cst.Name):
+    if type(expr) is cst.Name:
         return expr.value
-    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+    if type(expr) is cst.Attribute and type(expr.value) is cst.Name and expr.value.value == "self":
         return f"self.{expr.attr.value}"
     return None
 
@@ -135,7 +138,7 @@ def _mutation(ctx: Context, call: LoaderCall, target: str) -> str | None:
         scopes = [f for f in ctx.names.functions if f.name == call.function and f.class_name == call.class_name]
     for fn in scopes:
         for node in find_all(fn.node, cst.Call):
-            if not isinstance(node.func, cst.Attribute):
+            if type(node.func) is not cst.Attribute:
                 continue
             owner = _dotted(node.func.value)
             if owner == target and node.func.attr.value in _MUTATORS:

@@ -103,7 +103,7 @@ class WorkerOversubscription(Rule):
             expr = call.expr("num_workers")
             if expr is not None and ctx.distributed:
                 target, _ = follow_name(expr, call.scope)
-                if isinstance(target, cst.Call) and id(target) in ctx.loaders.cpu_count_calls:
+                if type(target) is cst.Call and id(target) in ctx.loaders.cpu_count_calls:
                     name = cst.Module([]).code_for_node(target.func)
                     message = (
                         f"`num_workers={name}()` under distributed training: every rank on the node starts "

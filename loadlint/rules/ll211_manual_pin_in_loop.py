@@ -66,7 +66,7 @@ class ManualPinInLoop(Rule):
             )
             value = call.value("pin_memory")
             replace: list[tuple[cst.CSTNode, str]] = [
-                (node, code_of(node.func.value)) for node in pins if not node.args and isinstance(node.func, cst.Attribute)
+                (node, code_of(node.func.value)) for node in pins if not node.args and type(node.func) is cst.Attribute
             ]
             changes = [] if value is True else [CallChange(call.node, {"pin_memory": "True"})]
             fix = FixSpec(

@@ -73,7 +73,7 @@ def context_method(expr: cst.BaseExpression, scope: Scope | None) -> object:
     if value is not UNKNOWN:
         return value
     target, owner = follow_name(expr, scope)
-    if isinstance(target, cst.Call) and (dotted_name(target.func) or "").endswith("get_context") and target.args:
+    if type(target) is cst.Call and (dotted_name(target.func) or "").endswith("get_context") and target.args:
         return evaluate(target.args[0].value, owner)
     return UNKNOWN
 
@@ -171,7 +171,7 @@ def sampler_presence(expr: cst.BaseExpression | None, scope: Scope | None, _dept
     if evaluate(expr, scope) is None:
         return None
     target, owner = follow_name(expr, scope)
-    if isinstance(target, cst.IfExp):
+    if type(target) is cst.IfExp:
         branches = (target.body, target.orelse)
         kinds = [sampler_presence(b, owner, _depth + 1) for b in branches]
         if kinds == ["always", "always"]:
@@ -181,9 +181,9 @@ def sampler_presence(expr: cst.BaseExpression | None, scope: Scope | None, _dept
         return None
     if isinstance(target, (cst.List, cst.Tuple)) and target.elements:
         return "always"
-    if isinstance(target, cst.Call):
+    if type(target) is cst.Call:
         func = target.func
-        callee = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        callee = func.attr.value if type(func) is cst.Attribute else func.value if type(func) is cst.Name else ""
         if callee[:1].isupper():
             return "always"
     return None
