@@ -70,25 +70,41 @@ def walk(node: cst.CSTNode, visitor: object) -> None:
     ``visitor`` has ``visit_<Node>``-style methods, as a ``CSTVisitor`` does;
     it need not be one (a plain class avoids libcst's no-op hooks).
     """
-    visit, leave, fields = _hooks(type(visitor), type(node))
+    visitor_type = type(visitor)
+    table = _TABLES.get(visitor_type)
+    if table is None:
+        table = _TABLES[visitor_type] = {}
+    _walk(node, visitor, table)
+
+
+#: visitor type -> node type -> its hooks (``_hooks``): one lookup a node.
+_TABLES: dict[type, dict[type, tuple[Hook | None, Hook | None, FieldHooks]]] = {}
+
+
+def _walk(node: cst.CSTNode, visitor: object, table: dict[type, tuple[Hook | None, Hook | None, FieldHooks]]) -> None:
+    hooks = table.get(type(node))
+    if hooks is None:
+        hooks = table[type(node)] = _hooks(type(visitor), type(node))
+    visit, leave, fields = hooks
     if visit is not None and visit(visitor, node) is False:
         if leave is not None:
             leave(visitor, node)
         return
+    kinds = _KINDS
     for field, before, after in fields:
         value = getattr(node, field)
         if before is not None:
             before(visitor, node)
-        kind = _KINDS.get(type(value))
+        kind = kinds.get(type(value))
         if kind is None:
             kind = _kind(type(value))
         if kind == _NODE:
-            walk(value, visitor)
+            _walk(value, visitor, table)
         elif kind == _SEQUENCE:
             for child in value:
-                child_kind = _KINDS.get(type(child))
+                child_kind = kinds.get(type(child))
                 if child_kind == _NODE or (child_kind is None and _kind(type(child)) == _NODE):
-                    walk(child, visitor)
+                    _walk(child, visitor, table)
         if after is not None:
             after(visitor, node)
     if leave is not None:
