@@ -121,15 +121,34 @@ def too_deep_at(text: str) -> tuple[int, int] | None:
     logical line nests no deeper than it has characters: a token adds at
     most its length (an opening bracket after an operand adds two, and the
     operand, a name or string of one character at least or a closing bracket
-    that took one off, pays for one).  So only the lines longer than
-    ``MAX_NESTING`` are scanned token by token (brackets, strings and line
-    breaks alone are found several times faster than every token)."""
+    that took one off, pays for one), and no deeper than the brackets,
+    operators, quotes and keywords it holds allow (``nesting_bound``).  Only
+    the lines beyond ``MAX_NESTING`` by both are scanned token by token
+    (brackets, strings and line breaks alone are found several times faster
+    than every token)."""
     for begin, end in logical_lines(text):
-        if end - begin > MAX_NESTING:
+        if end - begin > MAX_NESTING and nesting_bound(text, begin, end) > MAX_NESTING:
             found = _too_deep_in(text, begin, end)
             if found is not None:
                 return found
     return None
+
+
+#: Characters that may raise the estimate (``_nesting``): each token that
+#: does holds one of these, or is a keyword (``_KEYWORD``).
+_RAISING = "([{" + "([{" + ".+-*/%@&|^~<>:=!" + "'\""
+_KEYWORD = re.compile(r"\b(?:" + "|".join(sorted(_NESTING_KEYWORDS)) + r")\b")
+
+
+def nesting_bound(text: str, begin: int, end: int) -> int:
+    """An upper bound of the estimate over ``text[begin:end]`` (or a count
+    already past ``MAX_NESTING``, where counting stops), counted in C:
+    brackets twice (after an operand a bracket adds two; a brace in an
+    f-string adds one), operator characters, quotes and keywords once,
+    inside strings too.  Most long lines (a call with many arguments) stay
+    well below ``MAX_NESTING`` and need no token scan."""
+    total = sum(text.count(ch, begin, end) for ch in _RAISING)
+    return total + len(_KEYWORD.findall(text, begin, end)) if total <= MAX_NESTING else total
 
 
 def _too_deep_in(text: str, begin: int, end: int) -> tuple[int, int] | None:

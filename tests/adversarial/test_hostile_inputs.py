@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from loadlint.engine import MAX_NESTING, analyse, nesting_depth, too_deep_at
+from loadlint.syntax import nesting_bound
 
 TARGET = "cpus=4,gpus=1"
 LOADER = b"from torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=8)\n"
@@ -105,6 +106,17 @@ def test_deep_nesting_through_the_console_script(cli, tmp_path):
 @pytest.mark.parametrize("name", sorted(DEEP))
 def test_nesting_estimate_bounds_each_construct(name):
     assert nesting_depth(DEEP[name](MAX_NESTING + 1)) > MAX_NESTING
+
+
+@pytest.mark.parametrize("name", sorted(DEEP))
+def test_the_guard_scans_every_line_that_could_be_too_deep(name):
+    # The guard skips a logical line by two bounds of the estimate: its
+    # length and the brackets, operators, quotes and keywords it holds.
+    for n in (MAX_NESTING // 4, MAX_NESTING // 2 + 1, MAX_NESTING - 1, MAX_NESTING + 1):
+        line = DEEP[name](n)
+        depth = nesting_depth(line)
+        assert depth <= len(line) and min(depth, MAX_NESTING + 1) <= nesting_bound(line, 0, len(line)), (n, depth)
+        assert (too_deep_at(line + "\n") is not None) == (depth > MAX_NESTING), n
 
 
 def test_nesting_within_the_limit_is_analysed(options):
