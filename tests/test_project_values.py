@@ -169,3 +169,23 @@ def test_a_dependency_too_long_to_parse_whole_has_no_facts(tmp_path: Path) -> No
     out = check(project, "--no-cache", "train.py", "pkg/loaders.py")
     # NUM_WORKERS = 16 is not seen any more: no LL203 on train.py's loader.
     assert "LL203" not in out and "pkg/loaders.py:8:12: LL201" in out
+
+
+def test_a_module_read_for_its_constants_is_parsed_once(tmp_path: Path, monkeypatch, capsys) -> None:
+    import loadlint.project.join as join
+    from loadlint.cli import main
+
+    project = copy("constants", tmp_path)
+    parsed: list[str] = []
+
+    def counting(text: str) -> dict | None:
+        parsed.append(text)
+        return summarise_text(text)
+
+    monkeypatch.setattr(join, "summarise_text", counting)
+    main(["check", "--no-cache", "-j", "1", "--target", "cpus=8", str(project)])
+    out = capsys.readouterr().out
+    assert "LL203 `num_workers=16` (with `config.NUM_WORKERS = 16` from config.py:4)" in out
+    # Several importers and names, one parse of config.py.
+    config = (project / "config.py").read_text()
+    assert parsed.count(config) == 1

@@ -159,9 +159,16 @@ def _analyse(
                 texts[path] = None
         return texts[path]
 
+    made: dict[str, dict[str, Any] | None] = {}
+
     def summary_of(path: str) -> dict[str, Any] | None:
         if path in summaries:
             return summaries[path]
+        if path not in made:
+            made[path] = made_summary(path)
+        return made[path]
+
+    def made_summary(path: str) -> dict[str, Any] | None:
         try:
             data = read_source(Path(path))
         except OSError:
