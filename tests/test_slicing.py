@@ -189,3 +189,4 @@ def test_parse_module_still_rejects_what_this_python_does_not_take_as_a_name() -
 
     with pytest.raises(cst.CSTValidationError, match="not a valid identifier"):
         slicing.parse_module("\U0002ebf0 = 1\n")
+    assert slicing.parse_module("\u00e9t\u00e9 = 1\n").code == "\u00e9t\u00e9 = 1\n"
