@@ -432,8 +432,9 @@ def _decide(
     from loadlint.positions import reparse
     from loadlint.virtual import Unlocated, patched
 
-    assert isinstance(analysis.positions, Positions)
-    builder = Builder(analysis.positions.module, analysis.positions)
+    positions = analysis.positions
+    assert isinstance(positions, Positions)
+    builder = Builder(positions.module, positions)
 
     def trial(chosen: list[Candidate]) -> Outcome[Analysis | None] | None:
         simulated = patched(analysis.info, [c.spec for c in chosen]) if check else None
@@ -451,7 +452,6 @@ def _decide(
             return None
         if new_text == text:
             return Outcome(text, analysis.findings, analysis)
-        positions = analysis.positions
         bounds = positions.bounds
         # Only the statements the edits touch are parsed again (see ``reparse``).
         module = None if bounds is None else reparse(positions.module, text, bounds, edits, new_text)
@@ -495,7 +495,6 @@ def _decide(
                 blamed |= hit
         return blamed
 
-    positions = analysis.positions
     return decide(candidates, trial, analysis.findings, fixable, blame)
 
 

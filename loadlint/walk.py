@@ -33,9 +33,6 @@ _SKIP_PREFIXES = ("whitespace", "lpar", "rpar", "comma", "semicolon", "leading_l
                   "footer", "trailing_whitespace", "lbracket", "rbracket", "lbrace", "rbrace", "equal", "dot",
                   "colon", "asynchronous", "first_line", "empty_lines", "last_line", "newline", "indent")
 
-_HOOKS: dict[tuple[type, type], tuple[Hook | None, Hook | None, FieldHooks]] = {}
-
-
 def _fields(node_type: type) -> tuple[str, ...]:
     names: list[str] = []
     for field in dataclasses.fields(node_type):
@@ -48,20 +45,13 @@ def _fields(node_type: type) -> tuple[str, ...]:
 
 
 def _hooks(visitor_type: type, node_type: type) -> tuple[Hook | None, Hook | None, FieldHooks]:
-    key = (visitor_type, node_type)
-    hooks = _HOOKS.get(key)
-    if hooks is None:
-        name = node_type.__name__
-        fields: list[tuple[str, Hook | None, Hook | None]] = []
-        for field in _fields(node_type):
-            fields.append((
-                field,
-                getattr(visitor_type, f"visit_{name}_{field}", None),
-                getattr(visitor_type, f"leave_{name}_{field}", None),
-            ))
-        hooks = (getattr(visitor_type, f"visit_{name}", None), getattr(visitor_type, f"leave_{name}", None), tuple(fields))
-        _HOOKS[key] = hooks
-    return hooks
+    """A visitor's hooks for a node type (kept in ``_TABLES`` by ``walk``)."""
+    name = node_type.__name__
+    fields = tuple(
+        (field, getattr(visitor_type, f"visit_{name}_{field}", None), getattr(visitor_type, f"leave_{name}_{field}", None))
+        for field in _fields(node_type)
+    )
+    return getattr(visitor_type, f"visit_{name}", None), getattr(visitor_type, f"leave_{name}", None), fields
 
 
 def walk(node: cst.CSTNode, visitor: object) -> None:
@@ -197,15 +187,6 @@ def statement_units(module: cst.Module) -> tuple[dict[int, int], list[Unit]]:
     return owner, units
 
 
-def statement_lines(module: cst.Module, text: str) -> list[int] | None:
-    """The line where each top-level statement of ``module`` (parsed from
-    ``text``) starts, after its leading comments and blank lines, from
-    Python's own parser, many times faster than libcst's positions; None
-    where the two parsers disagree."""
-    starts = statement_starts(module, text)
-    return None if starts is None else [starts[stmt] for stmt in module.body]
-
-
 #: libcst's statement names that Python's parser spells otherwise.
 _AST_NAMES = {"Del": "Delete"}
 _BLOCKS = ("body", "handlers", "orelse", "finalbody", "cases")
@@ -215,8 +196,9 @@ _BLOCKS = ("body", "handlers", "orelse", "finalbody", "cases")
 def python_tree(text: str) -> tuple[ast.Module | None, bool]:
     """Python's own parse of ``text`` (top-level ``await`` allowed, as in a
     notebook; None when it does not compile) and whether it compiles
-    without that allowance.  The last text's is kept: checking a text that
-    compiles and locating its findings both need it."""
+    without that allowance.  The last text's is kept: checking that a text
+    compiles and locating its findings (where the text's lines do not pair
+    up with libcst's statements) may both need it."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # invalid escapes and the like: not ours to report
         for flags in (ast.PyCF_ONLY_AST, ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT):
@@ -227,20 +209,13 @@ def python_tree(text: str) -> tuple[ast.Module | None, bool]:
     return None, False
 
 
-def statement_starts(module: cst.Module, text: str) -> dict[cst.CSTNode, int] | None:
-    """The line where each statement of ``module`` (parsed from ``text``)
-    starts, after its leading comments and blank lines (for a line of
-    simple statements, where its first one starts), from Python's own
-    parser: both list the statements in the same order.  None where the two
-    parsers disagree."""
-    rows = statement_rows(module, text)
-    return None if rows is None else rows[0]
-
-
 def statement_rows(module: cst.Module, text: str) -> tuple[dict[cst.CSTNode, int], dict[cst.CSTNode, int]] | None:
-    """``statement_starts``, and the last line of code of each top-level
-    statement: from the text's logical lines (``scanned_rows``), else from
-    Python's own parser."""
+    """The line where each statement of ``module`` (parsed from ``text``)
+    starts, after its leading comments and blank lines (for a line of simple
+    statements, where its first one starts), and the last line of code of
+    each top-level statement: from the text's logical lines
+    (``scanned_rows``), else from Python's own parser; None where neither
+    pairs up with libcst's statements."""
     return scanned_rows(module, text) or parsed_rows(module, text)
 
 
@@ -313,6 +288,7 @@ def scanned_rows(module: cst.Module, text: str) -> tuple[dict[cst.CSTNode, int],
             stop -= 1
         last[top] = lines[stop - 1][2]
     return first, last
+
 
 def parsed_rows(module: cst.Module, text: str) -> tuple[dict[cst.CSTNode, int], dict[cst.CSTNode, int]] | None:
     """``statement_rows`` from Python's own parser (both list the statements in the same order)."""
