@@ -190,7 +190,7 @@ def analyse(
     if not info.calls and not info.distributed.samplers and not info.cli.training_arguments:
         return [], None
 
-    positions = parsed.positions if isinstance(parsed, Analysis) else Positions(module, text, piece)
+    positions = parsed.positions if isinstance(parsed, Analysis) else Positions(module, text, piece, info.units)
     analysis = Analysis(text, module, positions, info)
     if isinstance(parsed, Analysis):
         analysis.rendered = parsed.rendered

@@ -49,6 +49,8 @@ class Positions:
     #: When ``module`` holds some statements of ``text`` only (a large
     #: module): those statements and the original row of each of their lines.
     piece: Slice | None = None
+    #: ``statement_units(module)`` when the caller has it (the facts' walk found it).
+    units: tuple[dict[int, int], list[Unit]] | None = None
 
     @cached_property
     def _ranges(self) -> Mapping[cst.CSTNode, CodeRange]:
@@ -65,7 +67,9 @@ class Positions:
         units holding the nodes asked for, which is much faster than for the
         whole module."""
         rows = statement_rows(self.module, self.text if self.piece is None else self.piece.text)
-        return None if rows is None else (*statement_units(self.module), *rows)
+        if rows is None:
+            return None
+        return (*(statement_units(self.module) if self.units is None else self.units), *rows)
 
     @cached_property
     def _local(self) -> dict[int, tuple[Mapping[cst.CSTNode, CodeRange], int]]:

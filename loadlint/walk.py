@@ -101,6 +101,95 @@ def _walk(node: cst.CSTNode, visitor: object, table: dict[type, tuple[Hook | Non
         leave(visitor, node)
 
 
+def walk_units(module: cst.Module, visitor: object) -> tuple[dict[int, int], list[Unit]]:
+    """``walk(module, visitor)``, and ``statement_units(module)`` from the
+    same traversal: each node's unit is known where the walk passes it, so
+    a pass that needs both pays for one.  Where a hook skips a node's
+    children, they are missing from the map (``Positions`` then walks the
+    module itself)."""
+    visitor_type = type(visitor)
+    table = _TABLES.get(visitor_type)
+    if table is None:
+        table = _TABLES[visitor_type] = {}
+    owner: dict[int, int] = {}
+    units: list[Unit] = []
+    state = (units, module.default_indent)
+    hooks = table.get(cst.Module)
+    if hooks is None:
+        hooks = table[cst.Module] = _hooks(visitor_type, cst.Module)
+    visit, leave, fields = hooks
+    if visit is None or visit(visitor, module) is not False:
+        for field, before, after in fields:
+            if before is not None:
+                before(visitor, module)
+            if field == "body":
+                for stmt in module.body:
+                    units.append((stmt, ()))
+                    _walk_unit(stmt, visitor, table, len(units) - 1, False, owner, state)
+            if after is not None:
+                after(visitor, module)
+    if leave is not None:
+        leave(visitor, module)
+    return owner, units
+
+
+def _walk_unit(
+    node: cst.CSTNode, visitor: object, table: dict[type, tuple[Hook | None, Hook | None, FieldHooks]], unit: int,
+    flat: bool, owner: dict[int, int], state: tuple[list[Unit], str],
+) -> None:
+    """``_walk`` that records ``node``'s unit in ``owner`` (see
+    ``walk_units``; ``state``: the units and the module's indentation).  Not
+    a closure: a recursive one is a reference cycle holding the tree."""
+    owner[id(node)] = unit
+    node_type = type(node)
+    hooks = table.get(node_type)
+    if hooks is None:
+        hooks = table[node_type] = _hooks(type(visitor), node_type)
+    visit, leave, fields = hooks
+    if visit is not None and visit(visitor, node) is False:
+        if leave is not None:
+            leave(visitor, node)
+        return
+    if node_type is _INDENTED and not flat:
+        # Its statements are units of their own (but in a match statement,
+        # which indents its cases itself).  Its only code field is ``body``.
+        units, default = state
+        indent = node.indent  # type: ignore[attr-defined]
+        indents = units[unit][1] + (default if indent is None else indent,)
+        for _, before, after in fields:
+            if before is not None:
+                before(visitor, node)
+            for child in node.body:  # type: ignore[attr-defined]
+                units.append((child, indents))
+                _walk_unit(child, visitor, table, len(units) - 1, False, owner, state)
+            if after is not None:
+                after(visitor, node)
+        if leave is not None:
+            leave(visitor, node)
+        return
+    flat = flat or node_type is _MATCH
+    kinds = _KINDS
+    for field, before, after in fields:
+        value = getattr(node, field)
+        if before is not None:
+            before(visitor, node)
+        kind = kinds.get(type(value))
+        if kind is None:
+            kind = _kind(type(value))
+        if kind == _NODE:
+            _walk_unit(value, visitor, table, unit, flat, owner, state)
+        elif kind == _SEQUENCE:
+            for child in value:
+                child_kind = kinds.get(type(child))
+                if child_kind == _NODE or (child_kind is None and _kind(type(child)) == _NODE):
+                    _walk_unit(child, visitor, table, unit, flat, owner, state)
+        if after is not None:
+            after(visitor, node)
+    if leave is not None:
+        leave(visitor, node)
+
+
+_INDENTED, _MATCH = cst.IndentedBlock, cst.Match
 _OTHER, _NODE, _SEQUENCE = 0, 1, 2
 #: What a field value's type is, cached: ``isinstance`` against libcst's
 #: abstract node class is slow.

@@ -163,17 +163,17 @@ def test_one_traversal_with_the_fast_walker():
     import loadlint.facts.collect as callsites
 
     calls = []
-    original = callsites.walk
+    original = callsites.walk_units
 
     def counting(node, visitor):
         calls.append(node)
         return original(node, visitor)
 
-    callsites.walk = counting
+    callsites.walk_units = counting
     try:
         collect(cst.parse_module("from torch.utils.data import DataLoader\nDataLoader(ds)\n"))
     finally:
-        callsites.walk = original
+        callsites.walk_units = original
     assert len(calls) == 1
 
 

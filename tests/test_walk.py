@@ -70,3 +70,44 @@ def test_scanned_rows_give_way_where_lines_are_ambiguous() -> None:
         module = cst.parse_module(text)
         assert scanned_rows(module, text) is None
         assert statement_rows(module, text) is not None
+
+
+UNITS_CASES = {
+    **ROWS_CASES,
+    "match": "match x:\n    case [1, y]:\n        if y:\n            z = 1\n    case _:\n        pass\nw = 2\n",
+    "nested blocks, tabs": "class A:\n\tdef f(self):\n\t\tfor i in x:\n\t\t\twhile i: i -= 1\n\t\telse:\n\t\t\treturn [j for j in i]\n",
+    "lambda and comprehension": "f = lambda a, *b: {k: v for k, v in a}\nif f:\n    g = (lambda: (yield))\n",
+}
+
+
+class _Visitor:
+    """Hooks of each kind the collector has (a node, a field, after a node)."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.seen.append(node.value)
+
+    def visit_For_body(self, node: cst.For) -> None:
+        self.seen.append("for-body")
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.seen.append("def-end")
+
+
+@pytest.mark.parametrize("text", [*UNITS_CASES.values(), *(p.read_bytes().decode("utf-8", "replace") for p in SOURCES)],
+                         ids=[*UNITS_CASES, *(p.name for p in SOURCES)])
+def test_walk_units_walks_as_walk_does_and_finds_the_statement_units(text: str) -> None:
+    from loadlint.walk import statement_units, walk, walk_units
+
+    module = cst.parse_module(text)
+    alone, both = _Visitor(), _Visitor()
+    walk(module, alone)
+    owner, units = walk_units(module, both)
+    assert both.seen == alone.seen
+
+    def by_statement(owner: dict[int, int], units: list[tuple[cst.BaseStatement, tuple[str, ...]]]) -> dict[int, tuple[int, tuple[str, ...]]]:
+        return {node: (id(units[unit][0]), units[unit][1]) for node, unit in owner.items()}
+
+    assert by_statement(owner, units) == by_statement(*statement_units(module))

@@ -24,7 +24,7 @@ from loadlint.facts.iteration import IterationFacts, IterationProvider
 from loadlint.facts.loaders import LoaderCall, LoaderFacts, LoaderProvider
 from loadlint.facts.loops import LoopFacts, LoopProvider
 from loadlint.facts.names import NameFacts
-from loadlint.walk import walk
+from loadlint.walk import Unit, walk_units
 
 
 @dataclass
@@ -42,6 +42,9 @@ class ModuleFacts:
     calls_between: CallFacts
     #: Command-line defaults and the module's exported values.
     cli: CliFacts
+    #: Each node's innermost statement unit (``walk.statement_units``),
+    #: found by the same traversal: locating a finding needs it.
+    units: tuple[dict[int, int], list[Unit]]
 
     @property
     def calls(self) -> list[LoaderCall]:
@@ -110,7 +113,7 @@ def collect(module: cst.Module, text: str | None = None) -> ModuleFacts:
     # In the order of PROVIDERS, which the chained hooks index.
     collector.providers = (loaders, iteration, loops, distributed, accelerator, datasets, between, cli)
     # Our walker, not module.visit(): libcst's rebuilds every node it passes.
-    walk(module, collector)
+    units = walk_units(module, collector)
     # Namespaces first: a device may be a command-line default.
     cli.finish(module, text)
     accelerator.finish()
@@ -129,4 +132,5 @@ def collect(module: cst.Module, text: str | None = None) -> ModuleFacts:
         datasets.facts,
         between.facts,
         cli.facts,
+        units,
     )
