@@ -44,6 +44,10 @@ def render_in_place(original: cst.Call, new: cst.Call, positions: Positions) -> 
     """Render ``new`` where ``original`` stands, with the block indentation
     that reproduces ``original`` exactly (multi-line calls depend on it)."""
     start, end, loc, _ = positions.span(original)
+    indent = positions.block_indent(original)
+    if indent is not None:
+        # Located by rendering its statement with this indent: it reads back exactly.
+        return start, end, render(new, positions.module, indent)
     old_text = positions.text[start:end]
     candidates: list[str] = []
     row = loc.row

@@ -95,6 +95,17 @@ class Positions:
         first, last = self._row(start.line + shift), self._row(end.line + shift)
         return Location(first, start.column + 1), Location(last, end.column + 1)
 
+    def block_indent(self, node: cst.CSTNode) -> str | None:
+        """The indentation of the block holding ``node``'s statement, where
+        its unit tells it (not inside a match statement, whose cases indent
+        themselves): ``node`` was located by rendering it with this indent."""
+        statements = None if "_ranges" in self.__dict__ else self._statements
+        index = statements[0].get(id(node)) if statements is not None else None
+        if statements is None or index is None:
+            return None
+        stmt, indents = statements[1][index]
+        return None if type(stmt) is cst.Match else "".join(indents)
+
     @cached_property
     def bounds(self) -> list[int] | None:
         """``statement_bounds`` of the module (None for a module parsed in part)."""

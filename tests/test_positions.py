@@ -244,3 +244,27 @@ def test_statement_bounds_fall_back_where_the_parsers_disagree() -> None:
         module = cst.parse_module(text)
         assert statement_bounds(module, text) == rendered_bounds(module, text), text
     assert statement_bounds(cst.parse_module("x = 1"), "x = 1") is None
+
+
+@pytest.mark.parametrize("text", [NESTED, NESTED.replace("    ", "\t"), TRICKY, REPARSE, NESTED.replace("\n", "\r\n")],
+                         ids=["nested", "tabs", "tricky", "reparse", "crlf"])
+def test_a_call_renders_back_exactly_with_its_block_indent(text: str) -> None:
+    """What a fix relies on to render a rewritten call without first
+    rendering the original: with the indent of the block its statement
+    stands in, each call (multi-line ones included) reads as in the text;
+    inside a match statement no indent is claimed."""
+    from loadlint.fixes import render
+    from loadlint.walk import find_all
+
+    module = cst.parse_module(text)
+    positions = Positions(module, text)
+    claimed = 0
+    for call in find_all(module, cst.Call):
+        indent = positions.block_indent(call)
+        if indent is None:
+            assert "DataLoader(x)" in module.code_for_node(call)  # the one in the match statement
+            continue
+        start, end, _, _ = positions.span(call)
+        assert render(call, module, indent) == text[start:end]
+        claimed += 1
+    assert claimed >= 2
