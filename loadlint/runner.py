@@ -386,6 +386,9 @@ def _run_pool(
     context = multiprocessing.get_context(method)
     pending = sorted(work, key=lambda item: -item.size)
     done: dict[int, Done] = {}
+    # What the workers inherit stays out of their collections: a collection
+    # touching it would copy the pages it lies on into every worker.
+    gc.freeze()
     executor = ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_worker, initargs=(profiles, request))
     running: dict[Future[Done], _Work] = {}
     try:
@@ -418,6 +421,7 @@ def _run_pool(
         pass  # a worker died (killed, out of memory): the rest is done here
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
+        gc.unfreeze()
     rest = [item for item in work if item.index not in done]
     out = [(item, done[item.index]) for item in work if item.index in done]
     out.extend(_run_here(rest, profiles, request, progress))
