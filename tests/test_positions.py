@@ -268,3 +268,12 @@ def test_a_call_renders_back_exactly_with_its_block_indent(text: str) -> None:
         assert render(call, module, indent) == text[start:end]
         claimed += 1
     assert claimed >= 2
+
+
+@pytest.mark.parametrize("text", ["", "a", "\n", "a\n", "a\nb", "\n\n", "a\r\nb\rc\n", "\r", "x\x0cy\n\x85z\u2028w\n"])
+def test_line_starts_follow_pythons_line_breaks_only(text: str) -> None:
+    import re
+
+    from loadlint.source import line_starts
+
+    assert line_starts(text) == [0, *(m.end() for m in re.finditer(r"\r\n|\r|\n", text))]
