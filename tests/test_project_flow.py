@@ -253,8 +253,33 @@ def test_module_level_call_that_makes_an_iterator_in_a_callee(tmp_path: Path) ->
     (b"import my_data_setup\n", False),
     (b"x = 1  # from data_setup import make\n", False),
     (b"print('from data_setup import make')\n", False),
+    (b'  "x = 1\\n  from data_setup import make\\n",\n', True),  # after a JSON line's escape
+    (b'\t"import data_setup\\n",\n', True),
+    (b"from\tdata_setup\n", True),
+    (b"reimport data_setup\nfromage = data_setup\n", False),
+    (b"import os, sys; x = 1\nfrom y import (a,\n  data_setup)\n", True),
 ])
 def test_imports_one_of_finds_import_statements_naming_a_module(text, found):
     from loadlint.project import imports_one_of
 
     assert imports_one_of(text, re.compile(rb"\b(?:data_setup|engine)\b")) is found
+
+
+def test_imports_one_of_agrees_with_a_scan_of_every_position():
+    """It tries the import pattern only before a keyword; the pattern tried
+    everywhere (as ``finditer`` does) finds the same statements."""
+    from loadlint.project import _IMPORT, imports_one_of
+
+    def everywhere(data: bytes, modules: re.Pattern[bytes]) -> bool:
+        return any(
+            match.start(g) >= 0 and modules.search(data, *match.span(g)) is not None
+            for match in _IMPORT.finditer(data) for g in (1, 2, 3)
+        )
+
+    fixtures = Path(__file__).parent / "fixtures"
+    texts = [p.read_bytes() for p in sorted(fixtures.rglob("*.py")) + sorted(fixtures.rglob("*.ipynb"))]
+    words = sorted({w for t in texts for w in re.findall(rb"(?:from|import)[ \t]+\(?[ \t]*([A-Za-z_]\w*)", t)})
+    assert len(texts) > 100 and len(words) > 30
+    for chosen in (words[::7], words[1::11], words[2::13], [b"torch"], [b"data"]):
+        modules = re.compile(rb"\b(?:" + b"|".join(re.escape(w) for w in chosen) + rb")\b")
+        assert [imports_one_of(t, modules) for t in texts] == [everywhere(t, modules) for t in texts]

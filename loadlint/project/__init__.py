@@ -143,14 +143,56 @@ _IMPORT = re.compile(
 def imports_one_of(data: bytes, modules: re.Pattern[bytes]) -> bool:
     """Whether an import statement of ``data`` names one of ``modules``
     (found in each statement's parts: one pattern over the whole file with
-    every module name in it retried them at every character)."""
-    for match in _IMPORT.finditer(data):
-        for group in (1, 2, 3):
-            start, end = match.span(group)
-            # A part ends at a space, a bracket or a line's end: searching up
-            # to it keeps the word boundary a search of the file would see.
-            if start >= 0 and modules.search(data, start, end) is not None:
+    every module name in it retried them at every character).
+
+    The statements are ``_IMPORT``'s matches, found as ``finditer`` finds
+    them, but tried only where one can start: before a ``from`` or
+    ``import`` (the regex, which may start at any line or ``\\n``, tried
+    every character of the file)."""
+    end = 0
+    for keyword in _KEYWORD.finditer(data):
+        for start in _statement_starts(data, keyword.start()):
+            if start < end:
+                continue
+            match = _IMPORT.match(data, start)
+            if match is None:
+                continue
+            end = match.end()
+            if _names_one_of(data, match, modules):
                 return True
+            break
+    return False
+
+
+_KEYWORD = re.compile(rb"from|import")
+_BLANK = (0x20, 0x09)
+
+
+def _statement_starts(data: bytes, at: int) -> list[int]:
+    """Where a match of ``_IMPORT`` whose keyword is at ``at`` can start, in
+    order: a ``\\n`` in a notebook's JSON, then blanks; a line's start, then
+    blanks and perhaps a quote."""
+    starts = []
+    i = at
+    while i > 0 and data[i - 1] in _BLANK:
+        i -= 1
+    if i >= 2 and data[i - 2 : i] == b"\\n":
+        starts.append(i - 2)
+    i = at - 1 if at > 0 and data[at - 1] == 0x22 else at
+    while i > 0 and data[i - 1] in _BLANK:
+        i -= 1
+    if i == 0 or data[i - 1] == 0x0A:
+        starts.append(i)
+    return sorted(starts)
+
+
+def _names_one_of(data: bytes, match: re.Match[bytes], modules: re.Pattern[bytes]) -> bool:
+    for group in (1, 2, 3):
+        start, end = match.span(group)
+        # A part ends at a space, a bracket or a line's end: searching up
+        # to it keeps the word boundary a search of the file would see.
+        if start >= 0 and modules.search(data, start, end) is not None:
+            return True
     return False
 
 
