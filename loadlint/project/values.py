@@ -53,6 +53,9 @@ class Constants:
         self.read_text = read_text
         self._memo: dict[tuple[str, str], dict[str, Any]] = {}
         self._lines: dict[str, dict[int, int]] = {}
+        #: id of a summary's functions -> (them, the names they import): a
+        #: summary is resolved, then asked for its bindings; one walk serves both.
+        self._reads: dict[int, tuple[Any, list[str]]] = {}
 
     def lookup(self, importer: str, qualified: str) -> dict[str, Any]:
         """The value descriptor of ``qualified`` as ``importer`` imports it,
@@ -100,7 +103,7 @@ class Constants:
     def resolve(self, path: str, summary: Summary) -> Summary:
         """``summary`` with its import descriptors replaced by values (a copy
         where anything changed: cached summaries are shared)."""
-        if not _mentions_import(summary.get("functions")):
+        if not self._imported(summary.get("functions")):
             return summary
         out = dict(summary)
         out["functions"] = self._replace(path, summary["functions"])
@@ -128,6 +131,13 @@ class Constants:
             return value if all(a is b for a, b in zip(items, value)) else items
         return value
 
+    def _imported(self, functions: Any) -> list[str]:
+        """The names ``functions`` (a summary's) imports, sorted."""
+        memo = self._reads.get(id(functions))
+        if memo is None or memo[0] is not functions:
+            memo = self._reads[id(functions)] = (functions, sorted(set(_imported_reads(functions))))
+        return memo[1]
+
     def bindings(self, path: str, summary: Summary) -> dict[str, dict[str, Any]]:
         """Values for the names ``path`` imports and reads in a loader's or
         a call's arguments: local name (``config.WORKERS``, ``WORKERS``) ->
@@ -135,7 +145,7 @@ class Constants:
         imports: dict[str, str] = summary.get("imports", {})
         text = self.read_text(path) or ""
         out: dict[str, dict[str, Any]] = {}
-        for qualified in sorted(set(_imported_reads(summary.get("functions")))):
+        for qualified in self._imported(summary.get("functions")):
             found = self.lookup(path, qualified)
             if not found:
                 continue
@@ -156,10 +166,6 @@ class Constants:
 def _module_name(path: str) -> str:
     p = Path(path)
     return p.parent.name if p.stem == "__init__" else p.stem
-
-
-def _mentions_import(value: Any) -> bool:
-    return any(True for _ in _imported_reads(value))
 
 
 def _imported_reads(value: Any) -> Iterator[str]:
