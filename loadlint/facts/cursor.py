@@ -341,14 +341,17 @@ class Cursor:
     # -- expressions ----------------------------------------------------------
 
     def visit_Name(self, node: cst.Name) -> None:
-        fn = self.function
-        if fn is not None:
-            fn.names_used.add(node.value)
-        if self.lambdas:
-            self.lambdas[-1].names_used.add(node.value)
+        # The most frequent node: no property, one attribute read each.
+        value = node.value
+        functions = self.functions
+        if functions:
+            functions[-1].names_used.add(value)
+        lambdas = self.lambdas
+        if lambdas:
+            lambdas[-1].names_used.add(value)
         for _, names in self._open_calls:
             if names is not None:
-                names.add(node.value)
+                names.add(value)
 
     def visit_Call(self, node: cst.Call) -> None:
         self.order += 1
