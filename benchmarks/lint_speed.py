@@ -459,10 +459,14 @@ def tree_benchmark(args: argparse.Namespace) -> int:
     loads = [("start", os.getloadavg()[0])]
     try:
         files = py_files(tree)
-        log(f"{tree.name}: parse cost of the files loadlint parses")
-        parse = parse_cost(tree)
-        log("loadlint cold")
-        colds = [run(cold_cmd, tree, capture=i == 0) for i in range(args.repeat)]
+        # Each cold run beside a parse of the same files: the machine's pace
+        # drifts by a fifth over minutes, and the multiple compares the two.
+        log(f"{tree.name}: loadlint cold, each beside the parse cost of the files it parses")
+        parses, colds = [], []
+        for i in range(args.repeat):
+            parses.append(parse_cost(tree))
+            colds.append(run(cold_cmd, tree, capture=i == 0))
+        parse = dict(parses[0], cpu=statistics.median(p["cpu"] for p in parses))
         cold_out = colds[0].stdout
         log("loadlint warm")
         run(warm_cmd, tree)  # fills the cache
@@ -490,7 +494,7 @@ def tree_benchmark(args: argparse.Namespace) -> int:
     print(f"Tree: {tree.name}, {len(files)} .py files; loadlint parses {parse['files']} "
           f"({parse['chars'] / 1e6:.2f} M characters) and {parse['notebooks']} notebooks")
     print(f"Machine: {cpus} CPUs; load average {', '.join(f'{x:.1f} {when}' for when, x in loads)}; "
-          f"medians of {args.repeat} cold / {len(warms)} warm runs")
+          f"medians of {args.repeat} cold runs and parses (alternating) / {len(warms)} warm runs")
     print(f"Commands: `{' '.join(['loadlint', *cold_cmd[len(loadlint_command()):]])}` (cold), with a cache (warm), "
           f"`torchfix --select TOR401 .`")
     print()

@@ -122,6 +122,26 @@ def test_same_module_name_in_two_folders_resolves_to_the_nearest(tmp_path: Path)
     assert resolver.module_file(str(tmp_path / "two" / "train.py"), "torch.utils.data.DataLoader") is None
 
 
+def test_a_module_named_setup_in_a_package_does_not_start_a_project(tmp_path: Path) -> None:
+    # Lightning's ``trainer/setup.py`` is a module: its package stays in the repository's project.
+    (tmp_path / "pyproject.toml").touch()
+    package = tmp_path / "pkg" / "trainer"
+    (package / "connectors").mkdir(parents=True)
+    for folder in (tmp_path / "pkg", package, package / "connectors"):
+        (folder / "__init__.py").touch()
+    (package / "setup.py").write_text("def f(): pass\n")
+    assert project_root(package / "connectors") == tmp_path
+    assert project_root(package) == tmp_path
+    # A packaging script beside a package's sources still marks its project.
+    standalone = tmp_path / "tools" / "plugin"
+    standalone.mkdir(parents=True)
+    (standalone / "setup.py").touch()
+    assert project_root(standalone) == standalone
+    (standalone / "pyproject.toml").touch()
+    (standalone / "__init__.py").touch()
+    assert project_root(standalone) == standalone
+
+
 def test_symlink_loop_and_large_tree_stay_bounded(tmp_path: Path) -> None:
     project = example_project(tmp_path)
     (project / "loop").mkdir()

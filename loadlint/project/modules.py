@@ -20,6 +20,16 @@ ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".loadlint.toml", "lo
 MAX_ASCENT = 32
 
 
+def _module_named_setup(folder: Path) -> bool:
+    """``setup.py`` is the folder's only marker and the folder is a package:
+    a module of that name (Lightning's ``trainer/setup.py``), not a project's
+    packaging script."""
+    return (
+        os.path.exists(folder / "setup.py") and os.path.exists(folder / "__init__.py")
+        and not any(os.path.exists(folder / m) for m in ROOT_MARKERS if m != "setup.py")
+    )
+
+
 def project_root(start: Path, memo: dict[Path, Path | None] | None = None) -> Path:
     """The nearest folder at or above ``start`` holding a root marker (a
     config file or a version-control folder); ``start`` itself when none.
@@ -35,7 +45,7 @@ def project_root(start: Path, memo: dict[Path, Path | None] | None = None) -> Pa
             found = memo[candidate]
             break
         passed.append(candidate)
-        if any(os.path.exists(candidate / marker) for marker in ROOT_MARKERS):
+        if any(os.path.exists(candidate / marker) for marker in ROOT_MARKERS) and not _module_named_setup(candidate):
             found = candidate
             break
     if found is not None or len(passed) > MAX_ASCENT:
