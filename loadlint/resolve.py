@@ -193,7 +193,10 @@ class ImportTable:
 
     def qualify(self, node: cst.BaseExpression) -> str | None:
         """The qualified name an expression refers to, if it is an import."""
-        dotted = dotted_name(node)
+        return self.qualify_dotted(dotted_name(node))
+
+    def qualify_dotted(self, dotted: str | None) -> str | None:
+        """``qualify`` of the expression whose ``dotted_name`` is ``dotted``."""
         if dotted is None:
             return None
         head, _, rest = dotted.partition(".")

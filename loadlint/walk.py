@@ -33,12 +33,17 @@ _SKIP_PREFIXES = ("whitespace", "lpar", "rpar", "comma", "semicolon", "leading_l
                   "footer", "trailing_whitespace", "lbracket", "rbracket", "lbrace", "rbrace", "equal", "dot",
                   "colon", "asynchronous", "first_line", "empty_lines", "last_line", "newline", "indent")
 
+_SCALARS = (str, bool, int, "str", "bool", "int")
+
+
 def _fields(node_type: type) -> tuple[str, ...]:
     names: list[str] = []
     for field in dataclasses.fields(node_type):
         name = field.name
         if name.startswith(_SKIP_PREFIXES) or name in ("operator", "default_indent", "default_newline", "encoding",
                                                        "has_trailing_newline", "value_raw", "prefix", "quote", "star"):
+            continue
+        if field.type in _SCALARS:  # a name's or a number's text: never a node
             continue
         names.append(name)
     return tuple(names)

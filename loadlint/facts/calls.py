@@ -46,7 +46,7 @@ class CallProvider(Provider[CallFacts]):
         # On the way up: a call's arguments' calls come first, so a value
         # passed as ``f(g())`` is known before ``f`` is entered.
         node = original_node
-        callee = dotted_name(node.func)
+        callee = self.cursor.callee
         if callee is None or callee.startswith("self."):
             return
         cursor = self.cursor

@@ -76,8 +76,9 @@ class Cursor:
         #: The qualified name of the call being visited (set before providers see it).
         self.qualified: str | None = None
         self._saved: list[tuple[list[LoopFrame], list[int]]] = []
-        #: Calls being visited, innermost last, and whether each records names.
-        self._open_calls: list[tuple[cst.Call, set[str] | None]] = []
+        #: Calls being visited, innermost last: each, the names it records
+        #: (None: none), and its callee's dotted name.
+        self._open_calls: list[tuple[cst.Call, set[str] | None, str | None]] = []
 
     # -- helpers for providers ---------------------------------------------
 
@@ -99,6 +100,13 @@ class Cursor:
         """The key of the one variable a call is assigned to."""
         targets = self.pending_targets.get(id(call))
         return self.key_of(targets[0]) if targets and len(targets) == 1 else None
+
+    @property
+    def callee(self) -> str | None:
+        """The dotted name of the call being visited or left (``a.b.f`` of
+        ``a.b.f(x)``; None for another callee): providers' call hooks run
+        while it is the innermost open call."""
+        return self._open_calls[-1][2]
 
     @property
     def function(self) -> FunctionFacts | None:
@@ -210,7 +218,7 @@ class Cursor:
         facts = LambdaFacts(node, self.scope, names)
         self.names.lambdas[id(node)] = facts
         self.lambdas.append(facts)
-        for call, _ in self._open_calls:
+        for call, _, _ in self._open_calls:
             self.names.calls_with_lambda.add(id(call))
         return True
 
@@ -349,20 +357,21 @@ class Cursor:
         lambdas = self.lambdas
         if lambdas:
             lambdas[-1].names_used.add(value)
-        for _, names in self._open_calls:
+        for _, names, _ in self._open_calls:
             if names is not None:
                 names.add(value)
 
     def visit_Call(self, node: cst.Call) -> None:
         self.order += 1
-        self.qualified = qualified = self.qualify(node.func)
         func = node.func
+        dotted = dotted_name(func)
+        self.qualified = qualified = canonical(self.imports.qualify_dotted(dotted))
         # Names are kept only for constructor-like calls: datasets, transforms
         # and the loader itself, which is what the rules ask about.
         names: set[str] | None = None
         if qualified == DATALOADER or callee_name(func)[:1].isupper():
             names = self.names.call_names.setdefault(id(node), set())
-        self._open_calls.append((node, names))
+        self._open_calls.append((node, names, dotted))
         if type(func) is cst.Attribute and type(func.value) is cst.Name:
             method = func.attr.value
             if method == "update":
