@@ -405,7 +405,8 @@ def why_silent(path: Path, row: int) -> str:
 TREE_GOALS = {"vs_torchfix": 40.0, "cpu_vs_parse": 1.5, "warm_seconds": 0.5, "one_file_seconds": 0.5}
 
 #: Run in a subprocess: the libcst parse of the files ``loadlint check``
-#: parses in ``argv[1]`` (discovered and pre-filtered as the runner does).
+#: parses in ``argv[1]`` (discovered and pre-filtered as the runner does),
+#: or of the texts in ``argv[1]`` when it names ``PARSED_SCRIPT``'s JSON file.
 PARSE_SCRIPT = """
 import json, sys, time
 from pathlib import Path
@@ -415,16 +416,19 @@ from loadlint.engine import passes_prefilter
 from loadlint.source import DecodeError, decode
 
 texts, notebooks = [], 0
-for candidate in discover([Path(sys.argv[1])], Resolver(Overrides()).for_path):
-    if str(candidate.path).endswith(".ipynb"):
-        notebooks += 1
-        continue
-    data = candidate.path.read_bytes()
-    if passes_prefilter(data):
-        try:
-            texts.append(decode(data).text)
-        except DecodeError:
-            pass
+if sys.argv[1].endswith(".json"):
+    texts = json.load(open(sys.argv[1]))["texts"]
+else:
+    for candidate in discover([Path(sys.argv[1])], Resolver(Overrides()).for_path):
+        if str(candidate.path).endswith(".ipynb"):
+            notebooks += 1
+            continue
+        data = candidate.path.read_bytes()
+        if passes_prefilter(data):
+            try:
+                texts.append(decode(data).text)
+            except DecodeError:
+                pass
 import libcst
 start = time.process_time()
 for text in texts:
@@ -475,33 +479,12 @@ whole = [t for t in seen if t in files or t in notebooks]
 json.dump({"texts": whole, "notebooks": sum(t in notebooks for t in whole)}, open(sys.argv[1], "w"))
 """
 
-#: Run in a subprocess: the libcst parse of the texts in the JSON file ``argv[1]``.
-PARSE_TEXTS_SCRIPT = """
-import json, sys, time
-import libcst
-texts = json.load(open(sys.argv[1]))["texts"]
-start = time.process_time()
-for text in texts:
-    try:
-        libcst.parse_module(text)
-    except Exception:
-        pass
-print(json.dumps({"files": len(texts), "chars": sum(map(len, texts)), "cpu": time.process_time() - start}))
-"""
-
-
 def parsed_texts(tree: Path, select: list[str], into: Path) -> dict:
     """Record every file text ``loadlint check`` parses in ``tree`` (into ``into``)."""
     subprocess.run([sys.executable, "-c", PARSED_SCRIPT, str(into), "check", "--no-cache", "--exit-zero", "-j", "1",
                     *select, "."], cwd=tree, capture_output=True, text=True, check=True)
     found = json.loads(into.read_text())
     return {"files": len(found["texts"]), "notebooks": found["notebooks"]}
-
-
-def texts_parse_cost(texts: Path) -> dict:
-    out = subprocess.run([sys.executable, "-c", PARSE_TEXTS_SCRIPT, str(texts)], capture_output=True, text=True,
-                         check=True)
-    return json.loads(out.stdout)
 
 
 def find_torchfix(option: str) -> str | None:
@@ -511,9 +494,10 @@ def find_torchfix(option: str) -> str | None:
     return shutil.which(option)
 
 
-def parse_cost(tree: Path) -> dict:
-    out = subprocess.run([sys.executable, "-c", PARSE_SCRIPT, "."], cwd=tree, capture_output=True, text=True,
-                         check=True)
+def parse_cost(tree: Path, texts: Path | None = None) -> dict:
+    """``PARSE_SCRIPT``'s figures for ``tree``, or for the texts recorded in ``texts``."""
+    out = subprocess.run([sys.executable, "-c", PARSE_SCRIPT, str(texts) if texts else "."], cwd=tree,
+                         capture_output=True, text=True, check=True)
     return json.loads(out.stdout)
 
 
@@ -535,7 +519,7 @@ def tree_benchmark(args: argparse.Namespace) -> int:
         parses, everything, colds = [], [], []
         for i in range(args.repeat):
             parses.append(parse_cost(tree))
-            everything.append(texts_parse_cost(scratch / "parsed.json"))
+            everything.append(parse_cost(tree, scratch / "parsed.json"))
             colds.append(run(cold_cmd, tree, capture=i == 0))
         parse = dict(parses[0], cpu=statistics.median(p["cpu"] for p in parses))
         whole = dict(everything[0], cpu=statistics.median(p["cpu"] for p in everything), **recorded)

@@ -144,7 +144,9 @@ def _walk_unit(
 ) -> None:
     """``_walk`` that records ``node``'s unit in ``owner`` (see
     ``walk_units``; ``state``: the units and the module's indentation).  Not
-    a closure: a recursive one is a reference cycle holding the tree."""
+    a closure: a recursive one is a reference cycle holding the tree.  Its
+    loop repeats ``_walk``'s: one shared loop would make every other walk
+    (``find_all``, the rules') pay for the units."""
     owner[id(node)] = unit
     node_type = type(node)
     hooks = table.get(node_type)
