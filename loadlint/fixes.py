@@ -41,8 +41,11 @@ def render(node: cst.BaseExpression, module: cst.Module, indent: str) -> str:
 
 
 def render_in_place(original: cst.Call, new: cst.Call, positions: Positions) -> tuple[int, int, str]:
-    """Render ``new`` where ``original`` stands, with the block indentation
-    that reproduces ``original`` exactly (multi-line calls depend on it)."""
+    """Render ``new`` where ``original`` stands, inside the indentation of
+    the block its statement stands in (multi-line calls depend on it): the
+    one ``original`` was located with, so it reads back exactly; where the
+    positions do not know it, the nearest lines' indentation that
+    reproduces ``original``."""
     start, end, loc, _ = positions.span(original)
     indent = positions.block_indent(original)
     if indent is not None:

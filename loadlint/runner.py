@@ -386,11 +386,11 @@ def _run_pool(
     context = multiprocessing.get_context(method)
     pending = sorted(work, key=lambda item: -item.size)
     done: dict[int, Done] = {}
+    executor = ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_worker, initargs=(profiles, request))
+    running: dict[Future[Done], _Work] = {}
     # What the workers inherit stays out of their collections: a collection
     # touching it would copy the pages it lies on into every worker.
     gc.freeze()
-    executor = ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_worker, initargs=(profiles, request))
-    running: dict[Future[Done], _Work] = {}
     try:
         while pending or running:
             # Largest first, as long as the bytes being parsed stay within

@@ -45,8 +45,9 @@ def locate(text: str, refs: list[int] | None = None) -> dict[int, tuple[Location
         return {}
     numbering = Numbering()
     try:
-        summarise(collect(module, text), numbering)
-        positions = Positions(module, text)
+        facts = collect(module, text)
+        summarise(facts, numbering)
+        positions = Positions(module, text, None, facts.units)
         count = len(numbering.nodes)
         wanted = range(count) if refs is None else [r for r in refs if 0 <= r < count]
         return {r: positions.range(numbering.nodes[r]) for r in wanted}

@@ -163,10 +163,10 @@ def _walk_unit(
         units, default = state
         indent = node.indent  # type: ignore[attr-defined]
         indents = units[unit][1] + (default if indent is None else indent,)
-        for _, before, after in fields:
+        for field, before, after in fields:
             if before is not None:
                 before(visitor, node)
-            for child in node.body:  # type: ignore[attr-defined]
+            for child in node.body if field == "body" else ():  # type: ignore[attr-defined]
                 units.append((child, indents))
                 _walk_unit(child, visitor, table, len(units) - 1, False, owner, state)
             if after is not None:
