@@ -8,6 +8,7 @@ from __future__ import annotations
 import gc
 from collections import Counter
 from pathlib import Path
+from typing import Callable
 
 import libcst as cst
 import pytest
@@ -25,13 +26,13 @@ SOURCES = (
 PROFILE = resolve_profile(parse_target("cpus=8,gpus=4,memory=64,shm=16,platform=linux,python=3.12"))
 
 
-def trees_left_to_the_collector(run: object) -> Counter[str]:
+def trees_left_to_the_collector(run: Callable[[], None]) -> Counter[str]:
     """The libcst nodes that only the cyclic collector would free after ``run()``."""
     gc.collect()
     gc.disable()
     gc.set_debug(gc.DEBUG_SAVEALL)
     try:
-        run()  # type: ignore[operator]
+        run()
         gc.collect()
         return Counter(type(o).__name__ for o in gc.garbage if isinstance(o, cst.CSTNode))
     finally:
