@@ -209,8 +209,6 @@ def _kind(value_type: type) -> int:
     return kind
 
 
-_FIELDS: dict[type, tuple[str, ...]] = {}
-
 N = TypeVar("N", bound=cst.CSTNode)
 #: kind -> a visitor class collecting nodes of that kind (``find_all``).
 _FINDERS: dict[type, type] = {}
@@ -246,41 +244,16 @@ def statement_units(module: cst.Module) -> tuple[dict[int, int], list[Unit]]:
     visits) -> the index of the innermost unit holding it, and the units.  A
     finding in a method of a large class then costs the positions of one
     statement, not of the class.  Keyed by ``id``: a node's own hash is a
-    Python method, a third of the cost."""
-    owner: dict[int, int] = {}
-    units: list[Unit] = []
-    default = module.default_indent
-    stack: list[tuple[cst.CSTNode, int, bool]] = []
-    for stmt in module.body:
-        units.append((stmt, ()))
-        stack.append((stmt, len(units) - 1, False))
-    while stack:
-        node, unit, flat = stack.pop()
-        owner[id(node)] = unit
-        if type(node) is cst.IndentedBlock and not flat:
-            indents = units[unit][1] + (default if node.indent is None else node.indent,)
-            for child in node.body:
-                units.append((child, indents))
-                stack.append((child, len(units) - 1, False))
-            continue
-        # A match statement indents its cases itself: what is inside stays with it.
-        flat = flat or type(node) is cst.Match
-        names = _FIELDS.get(type(node))
-        if names is None:
-            names = _FIELDS[type(node)] = _fields(type(node))
-        for name in names:
-            value = getattr(node, name)
-            kind = _KINDS.get(type(value))
-            if kind is None:
-                kind = _kind(type(value))
-            if kind == _NODE:
-                stack.append((value, unit, flat))
-            elif kind == _SEQUENCE:
-                for child in value:
-                    child_kind = _KINDS.get(type(child))
-                    if child_kind == _NODE or (child_kind is None and _kind(type(child)) == _NODE):
-                        stack.append((child, unit, flat))
-    return owner, units
+    Python method, a third of the cost.  ``walk_units`` with no hooks: the
+    facts' walk finds the same units as it goes."""
+    return walk_units(module, _NO_HOOKS)
+
+
+class _NoHooks:
+    pass
+
+
+_NO_HOOKS = _NoHooks()
 
 
 #: libcst's statement names that Python's parser spells otherwise.

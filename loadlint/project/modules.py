@@ -20,14 +20,14 @@ ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".loadlint.toml", "lo
 MAX_ASCENT = 32
 
 
-def _module_named_setup(folder: Path) -> bool:
-    """``setup.py`` is the folder's only marker and the folder is a package:
-    a module of that name (Lightning's ``trainer/setup.py``), not a project's
-    packaging script."""
-    return (
-        os.path.exists(folder / "setup.py") and os.path.exists(folder / "__init__.py")
-        and not any(os.path.exists(folder / m) for m in ROOT_MARKERS if m != "setup.py")
-    )
+def _marks_root(folder: Path) -> bool:
+    """``folder`` holds a root marker.  A ``setup.py`` that is its only one,
+    beside an ``__init__.py``, is a module of that package (Lightning's
+    ``trainer/setup.py``), not a project's packaging script."""
+    present = [marker for marker in ROOT_MARKERS if os.path.exists(folder / marker)]
+    if present == ["setup.py"]:
+        return not os.path.exists(folder / "__init__.py")
+    return bool(present)
 
 
 def project_root(start: Path, memo: dict[Path, Path | None] | None = None) -> Path:
@@ -45,7 +45,7 @@ def project_root(start: Path, memo: dict[Path, Path | None] | None = None) -> Pa
             found = memo[candidate]
             break
         passed.append(candidate)
-        if any(os.path.exists(candidate / marker) for marker in ROOT_MARKERS) and not _module_named_setup(candidate):
+        if _marks_root(candidate):
             found = candidate
             break
     if found is not None or len(passed) > MAX_ASCENT:
