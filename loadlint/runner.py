@@ -446,8 +446,10 @@ def _preload(profiles: ProfileCache, targets: set[Target]) -> None:
         import loadlint.facts.collect  # noqa: F401
         import loadlint.fixes  # noqa: F401
         from loadlint.rules import all_rules
+        from loadlint.slicing import prepare
 
         all_rules()
+        prepare()
     except Exception:
         pass  # a worker meets the same error and reports it per file
     for target in targets:

@@ -26,14 +26,16 @@ from __future__ import annotations
 
 import ast
 import builtins
+import contextlib
 import functools
 import keyword
 import re
 import threading
 import warnings
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterator
 
+from loadlint.constructors import Constructors, constructors
 from loadlint.source import LINE_BREAK
 
 if TYPE_CHECKING:
@@ -187,6 +189,22 @@ _validation = threading.Lock()
 _parsing = 0
 _checked: Any = None  # libcst's own ``CSTNode.__post_init__`` while a parse runs
 _Name: Any = None
+_fast: Constructors | None = None
+_installed: Constructors = []
+#: Characters a process parses before the fast constructors pay for the
+#: compile that makes them (about 30 ms: a tenth of a 100 KB parse).
+PREPARE_AFTER = 100_000
+_parsed = 0
+
+
+def prepare() -> None:
+    """Make the fast constructors now (forked workers then share them)."""
+    global _fast
+    import libcst as cst
+
+    with _validation:  # one set, made once, whichever thread parses first
+        if _fast is None:
+            _fast = constructors(cst)
 
 
 def parse_module(text: str, config: libcst.PartialParserConfig | None = None) -> libcst.Module:
@@ -196,27 +214,49 @@ def parse_module(text: str, config: libcst.PartialParserConfig | None = None) ->
     it, balanced parentheses...): a sixth of the parse, and libcst notes it
     is wasted on parser output.  Names in a text that is not all ASCII are
     still checked: the parser's Unicode tables may accept an identifier this
-    Python rejects (LL900).  Nodes built in another thread meanwhile go
-    unchecked too; ours are built only by fixes, which tests render and
-    parse again."""
+    Python rejects (LL900).  Once a process has parsed ``PREPARE_AFTER``
+    characters the nodes are built by ``loadlint.constructors``."""
     import libcst as cst
 
-    global _parsing, _checked, _Name
-    hook = _nothing if text.isascii() else _names_only
+    global _parsed
+    _parsed += len(text)
+    if _fast is None and _parsed > PREPARE_AFTER:
+        prepare()
+    with parser_nodes(check_names=not text.isascii()):
+        return cst.parse_module(text) if config is None else cst.parse_module(text, config=config)
+
+
+@contextlib.contextmanager
+def parser_nodes(check_names: bool) -> Iterator[None]:
+    """Nodes built meanwhile go unchecked, names excepted when
+    ``check_names``, and by the fast constructors once they are made (names
+    by libcst's own, which calls the check).  Nodes built in another thread
+    meanwhile are built so too; ours are built only by fixes, which tests
+    render and parse again."""
+    import libcst as cst
+
+    global _parsing, _checked, _Name, _installed
+    hook = _names_only if check_names else _nothing
     with _validation:
         if _parsing == 0:
             _checked, _Name = vars(cst.CSTNode)["__post_init__"], cst.Name
             cst.CSTNode.__post_init__ = hook  # type: ignore[method-assign,assignment]
-        elif hook is _names_only:  # a parse in another thread: never check less than it needs
+            _installed = _fast or []
+            for cls, _, made in _installed:
+                cls.__init__ = made  # type: ignore[misc]
+        elif check_names:  # a parse in another thread: never check less than it needs
             cst.CSTNode.__post_init__ = hook  # type: ignore[method-assign,assignment]
         _parsing += 1
     try:
-        return cst.parse_module(text) if config is None else cst.parse_module(text, config=config)
+        yield
     finally:
         with _validation:
             _parsing -= 1
             if _parsing == 0:
                 cst.CSTNode.__post_init__ = _checked  # type: ignore[method-assign]
+                for cls, original, _ in _installed:
+                    cls.__init__ = original  # type: ignore[misc]
+                _installed = []
 
 
 def _names_only(node: libcst.CSTNode) -> None:

@@ -1,0 +1,84 @@
+"""Node constructors for the parser: libcst's, less their per-node cost.
+
+The native parser builds every node by calling its class; each class's
+dataclass ``__init__`` stores the fields with ``object.__setattr__`` (a
+frozen class refuses plain assignment) and calls ``__post_init__``, which
+validates the node.  ``slicing.parse_module`` skips the validation already
+(the parser's output is valid by construction); these constructors also
+store each field straight through its slot, which a frozen dataclass cannot
+do: a tenth of the parse.
+
+They are installed only while a parse runs, as the validation hook is, and
+made from the classes themselves (fields, defaults, default factories), so
+a libcst release that changes a node changes its constructor too.  A class
+this cannot reproduce exactly (fields outside ``__init__``, keyword-only or
+slot-less fields, its own ``__post_init__``, an ``__init__`` not made by
+dataclasses) keeps libcst's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+from typing import Any, Callable
+
+#: (class, libcst's ``__init__``, the fast one) for each node class.
+Constructors = list[tuple[type, Callable[..., None], Callable[..., None]]]
+
+
+def constructors(cst: Any) -> Constructors:
+    """The fast constructors of the node classes ``cst`` (libcst) exports."""
+    base = cst.CSTNode
+    namespace: dict[str, Any] = {"_MISSING": dataclasses.MISSING}
+    sources: list[str] = []
+    classes: list[type] = []
+    for name in sorted(getattr(cst, "__all__", dir(cst))):
+        cls = getattr(cst, name, None)
+        if not isinstance(cls, type) or base not in cls.__mro__ or cls is cst.Name or cls in classes:
+            continue
+        source = _source(cls, base, f"_{len(classes)}", namespace)
+        if source is not None:
+            sources.append(source)
+            classes.append(cls)
+    # One compile for all: a compile per class cost more than the import of the rules.
+    exec(compile("\n".join(sources), "<loadlint node constructors>", "exec"), namespace)
+    made: Constructors = []
+    for i, cls in enumerate(classes):
+        fast = namespace[f"_{i}"]
+        fast.__qualname__ = f"{cls.__qualname__}.__init__"
+        made.append((cls, vars(cls)["__init__"], fast))
+    return made
+
+
+def _source(cls: type, base: type, name: str, namespace: dict[str, Any]) -> str | None:
+    """The definition of ``cls``'s fast constructor, as ``name``; the values
+    it reads are added to ``namespace``.  None: libcst's is kept."""
+    original = vars(cls).get("__init__")
+    if not dataclasses.is_dataclass(cls) or not isinstance(original, types.FunctionType):
+        return None
+    if cls.__post_init__ is not base.__post_init__:  # type: ignore[attr-defined]
+        return None
+    fields = dataclasses.fields(cls)
+    code = original.__code__
+    names = tuple(f.name for f in fields)
+    if any(not f.init for f in fields) or code.co_kwonlyargcount or code.co_varnames[: code.co_argcount] != ("self", *names):
+        return None
+    values: dict[str, Any] = {}
+    params, body = [], []
+    for i, field in enumerate(fields):
+        slot = next((vars(k)[field.name] for k in cls.__mro__ if isinstance(vars(k).get(field.name), types.MemberDescriptorType)), None)
+        if slot is None:
+            return None
+        values[f"{name}_set{i}"] = slot.__set__
+        if field.default is not dataclasses.MISSING:
+            values[f"{name}_default{i}"] = field.default
+            params.append(f"{field.name}={name}_default{i}")
+        elif field.default_factory is not dataclasses.MISSING:
+            values[f"{name}_factory{i}"] = field.default_factory
+            params.append(f"{field.name}=_MISSING")
+            body.append(f"    if {field.name} is _MISSING:\n        {field.name} = {name}_factory{i}()")
+        else:
+            params.append(field.name)
+        body.append(f"    {name}_set{i}(self, {field.name})")
+    namespace.update(values)
+    return f"def {name}(self, {', '.join(params)}):\n" + "\n".join(body or ["    pass"]) + "\n"

@@ -1,0 +1,206 @@
+"""The parser's node constructors (loadlint.constructors): what they build
+must be what libcst's own constructors build, and they may be in place only
+while a parse runs."""
+
+from __future__ import annotations
+
+import inspect
+import threading
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from loadlint import slicing
+from loadlint.constructors import constructors
+from loadlint.source import DecodeError, decode
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def decodes(path: Path) -> bool:
+    try:
+        decode(path.read_bytes())
+    except DecodeError:
+        return False
+    return True
+
+
+CONSTRUCTORS = constructors(cst)
+
+#: Syntax the fixtures may lack; every statement and expression kind once.
+SYNTAX = '''\
+from __future__ import annotations
+import os.path as p, sys
+from . import x as y
+@decorator(1)
+class C(Base, metaclass=M):
+    """Doc."""
+    a: int = 1
+    def f[T](self, x: T, /, y=2, *args, z: int, **kw) -> T: ...
+    async def g(self):
+        async with a as b, c:
+            async for i in aiter():
+                await i
+        return [x async for x in y if x]
+type Alias[K] = dict[K, int]
+def h():
+    global G
+    x = 1
+    def inner():
+        nonlocal x
+        x += 1
+    yield from inner()
+    yield
+    lambda a, *b, c=1, **d: (a, b, c, d)
+    del x
+try:
+    pass
+except* ValueError as e:
+    raise RuntimeError("x") from e
+else:
+    pass
+finally:
+    pass
+try:
+    assert x, "message"
+except (KeyError, IndexError):
+    pass
+with (open("a") as f, open("b") as g):
+    print(f"{f!r:>{width}} {g=} {{}}", rb"\\n", 0x1F, 1_000.5e-3j, ...)
+match command.split():
+    case [action, *rest] if rest:
+        pass
+    case {"key": value, **others}:
+        pass
+    case Point(x=0, y=_) | None:
+        pass
+    case "literal" | -1 | 1 + 2j | a.b:
+        pass
+    case _:
+        pass
+while not (a is b and c is not d or e in f and g not in h):
+    x = a if b else c
+    x[1:2:3], y[::], z[...] = -a, +b, ~c
+    x @= y ** z // w % v << 1 >> 2 & 3 | 4 ^ 5
+    if (n := len(x)) > 10: break
+    elif n <= 3 != 4 >= 5 < 6 == 7: continue
+    else: pass
+for i, (j, *k) in enumerate({1: 2, **m}.items()): {*s, 1}; (yield); [*a, b]; x, = y; print(*a, **b, c=d)
+{k: v for k, v in d.items()}; {s for s in t}; (g for g in h); [l for l in m for n in o if p]
+x: list[int]
+x = y = z = 1; import a; from b import (c, d,)
+if True:
+\tpass  # tab
+'''
+
+
+def _texts() -> list[tuple[str, str]]:
+    paths = sorted((REPO / "tests" / "fixtures").rglob("*.py")) + sorted((REPO / "loadlint" / "facts").glob("*.py"))
+    texts = [(str(p.relative_to(REPO)), decode(p.read_bytes()).text) for p in paths if decodes(p)]
+    return [("syntax", SYNTAX), ("crlf", SYNTAX.replace("\n", "\r\n")), ("non-ascii", "caf\u00e9 = '\u00e9t\u00e9'\n"), *texts]
+
+
+@pytest.fixture
+def prepared(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(slicing, "_fast", CONSTRUCTORS)
+
+
+@pytest.mark.usefixtures("prepared")
+def test_the_trees_are_libcsts() -> None:
+    checked = 0
+    for name, text in _texts():
+        try:
+            expected = cst.parse_module(text)
+        except cst.ParserSyntaxError:
+            with pytest.raises(cst.ParserSyntaxError):
+                slicing.parse_module(text)
+            continue
+        got = slicing.parse_module(text)
+        assert got.deep_equals(expected), name
+        assert got.code == text, name
+        checked += 1
+    assert checked > 100
+
+
+def test_each_constructor_takes_what_libcsts_takes() -> None:
+    for cls, original, fast in CONSTRUCTORS:
+        theirs, ours = inspect.signature(original).parameters, inspect.signature(fast).parameters
+        assert list(theirs) == list(ours), cls
+        for name, param in theirs.items():
+            # A default factory's marker differs (dataclasses' own against ours); a default does not.
+            factory = repr(param.default) == "<factory>"
+            assert (ours[name].default is not inspect.Parameter.empty) == (param.default is not inspect.Parameter.empty)
+            if not factory:
+                assert ours[name].default is param.default, (cls, name)
+
+
+def test_every_node_the_parser_builds_has_one_but_names() -> None:
+    seen: set[type] = set()
+
+    class Types(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            seen.add(type(node))
+            return True
+
+    cst.parse_module(SYNTAX).visit(Types())
+    covered = {cls for cls, _, _ in CONSTRUCTORS}
+    assert seen - covered == {cst.Name}
+    assert len(seen) > 100
+
+
+@pytest.mark.usefixtures("prepared")
+def test_defaults_and_factories_fill_what_a_caller_leaves_out() -> None:
+    fast = {cls: made for cls, _, made in CONSTRUCTORS}
+
+    def build() -> list[cst.CSTNode]:
+        return [cst.AssignTarget(target=cst.Name("x")), cst.Attribute(value=cst.Name("a"), attr=cst.Name("b")), cst.Float("1.0")]
+
+    with slicing.parser_nodes(check_names=False):
+        assert vars(cst.AssignTarget)["__init__"] is fast[cst.AssignTarget]
+        built, again = build(), build()
+    for got, want in zip(built, build()):
+        assert got.deep_equals(want)
+    # A default factory makes a node per call, as libcst's constructor does.
+    assert built[0].whitespace_before_equal is not again[0].whitespace_before_equal
+
+
+@pytest.mark.usefixtures("prepared")
+def test_libcsts_constructors_are_back_after_every_parse() -> None:
+    originals = {cls: original for cls, original, _ in CONSTRUCTORS}
+    slicing.parse_module("x = 1\n")
+    with pytest.raises(cst.ParserSyntaxError):
+        slicing.parse_module("x = (\n")
+    assert all(vars(cls)["__init__"] is original for cls, original in originals.items())
+    with pytest.raises(cst.CSTValidationError):
+        cst.Call(func=cst.Name("f"), lpar=[cst.LeftParen()])  # checked again
+
+
+@pytest.mark.usefixtures("prepared")
+def test_parses_in_threads_leave_libcsts_constructors_in_place() -> None:
+    text = SYNTAX * 3
+    expected = cst.parse_module(text)
+    failures: list[str] = []
+
+    def parse() -> None:
+        for _ in range(5):
+            if not slicing.parse_module(text).deep_equals(expected):
+                failures.append("differs")
+
+    threads = [threading.Thread(target=parse) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    assert all(vars(cls)["__init__"] is original for cls, original, _ in CONSTRUCTORS)
+
+
+def test_a_process_makes_them_once_it_has_parsed_enough(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(slicing, "_fast", None)
+    monkeypatch.setattr(slicing, "_parsed", 0)
+    monkeypatch.setattr(slicing, "PREPARE_AFTER", 50)
+    slicing.parse_module("x = 1\n" * 5)
+    assert slicing._fast is None
+    slicing.parse_module("x = 1\n" * 5)
+    assert slicing._fast is not None and len(slicing._fast) == len(CONSTRUCTORS)
