@@ -34,9 +34,10 @@ def constructors(cst: Any) -> Constructors:
     classes: list[type] = []
     for name in sorted(getattr(cst, "__all__", dir(cst))):
         cls = getattr(cst, name, None)
-        if not isinstance(cls, type) or base not in cls.__mro__ or cls is cst.Name or cls in classes:
+        if not isinstance(cls, type) or base not in cls.__mro__ or cls in classes:
             continue
-        source = _source(cls, base, f"_{len(classes)}", namespace)
+        # A name is still checked when its text is not ASCII (``slicing.parser_nodes``).
+        source = _source(cls, base, f"_{len(classes)}", namespace, check=cls is cst.Name)
         if source is not None:
             sources.append(source)
             classes.append(cls)
@@ -50,9 +51,10 @@ def constructors(cst: Any) -> Constructors:
     return made
 
 
-def _source(cls: type, base: type, name: str, namespace: dict[str, Any]) -> str | None:
+def _source(cls: type, base: type, name: str, namespace: dict[str, Any], check: bool) -> str | None:
     """The definition of ``cls``'s fast constructor, as ``name``; the values
-    it reads are added to ``namespace``.  None: libcst's is kept."""
+    it reads are added to ``namespace``; ``check``: it calls ``__post_init__``
+    as libcst's does.  None: libcst's is kept."""
     original = vars(cls).get("__init__")
     if not dataclasses.is_dataclass(cls) or not isinstance(original, types.FunctionType):
         return None
@@ -80,5 +82,7 @@ def _source(cls: type, base: type, name: str, namespace: dict[str, Any]) -> str 
         else:
             params.append(field.name)
         body.append(f"    {name}_set{i}(self, {field.name})")
+    if check:
+        body.append("    self.__post_init__()")
     namespace.update(values)
     return f"def {name}(self, {', '.join(params)}):\n" + "\n".join(body or ["    pass"]) + "\n"

@@ -229,8 +229,8 @@ def parse_module(text: str, config: libcst.PartialParserConfig | None = None) ->
 @contextlib.contextmanager
 def parser_nodes(check_names: bool) -> Iterator[None]:
     """Nodes built meanwhile go unchecked, names excepted when
-    ``check_names``, and by the fast constructors once they are made (names
-    by libcst's own, which calls the check).  Nodes built in another thread
+    ``check_names``, and by the fast constructors once they are made (a
+    name's calls the check, as libcst's does).  Nodes built in another thread
     meanwhile are built so too; ours are built only by fixes, which tests
     render and parse again."""
     import libcst as cst
