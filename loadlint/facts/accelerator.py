@@ -115,7 +115,14 @@ class AcceleratorProvider(Provider[AcceleratorFacts]):
                 self._device_here(arg.value)
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
-        if (self.cursor.lambdas or self.cursor.functions) and _uses_cuda(self.cursor.qualify(node)):
+        cursor = self.cursor
+        if not (cursor.lambdas or cursor.functions):
+            return
+        root = node.value
+        while type(root) is cst.Attribute:
+            root = root.value
+        # Only a chain from an imported name qualifies (most are ``self.x``): spelling it costs more.
+        if type(root) is cst.Name and root.value in cursor.imports.names and _uses_cuda(cursor.qualify(node)):
             self._cuda_here()
 
     def finish(self) -> None:
