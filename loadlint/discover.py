@@ -105,12 +105,8 @@ class _GitIgnore:
         ignore_file = directory / ".gitignore"
         if ignore_file.is_file():
             try:
-                import pathspec
-
                 lines = ignore_file.read_text(encoding="utf-8", errors="replace").splitlines()
-                spec = pathspec.GitIgnoreSpec.from_lines(lines)
-                prefix = os.path.join(str(directory), "")
-                specs.append((directory, (spec, _any_pattern(spec), prefix)))
+                specs.append((directory, (*_compiled(lines), os.path.join(str(directory), ""))))
             except OSError:
                 pass
         self._specs[directory] = specs
@@ -129,27 +125,63 @@ class _GitIgnore:
                 rel += "/"
             if anything is not None and not anything(rel):
                 continue
+            if spec is None:  # no negation: the match ignores it
+                result = True
+                continue
             check = spec.check_file(rel)
             if check.include is not None:
                 result = bool(check.include)
         return result
 
 
-def _any_pattern(spec: Any) -> Callable[[str], bool] | None:
-    """Whether any of the spec's patterns matches a path, in a few regex
-    searches: most paths match none, and that is much cheaper than a
-    hundred searches (``check_file`` tries every pattern, for negations).
-    A pattern that may match below any folder (``^(?:.+/)?`` in front,
-    most of them) is tried at each segment's start without that prefix,
-    which a regex engine would otherwise retry at every slash for each
-    pattern.  None when the patterns are not plain regexes."""
+def _compiled(lines: list[str]) -> tuple[Any, Callable[[str], bool] | None]:
+    """A .gitignore's pathspec spec and ``_any_pattern`` matcher.  Without
+    a negation (``!pattern``) a path is ignored exactly when any pattern
+    matches, which the matcher answers alone: the spec (a regex compiled
+    per pattern) is then not made, and is None."""
+    import pathspec
+
+    factory = _pattern_factory()
+    if factory is not None:
+        try:
+            regexes = [factory.pattern_to_regex(line) for line in lines]
+        except Exception:  # a pattern pathspec's own parse would reject too
+            regexes = None
+        if regexes is not None and all(include is not False for _, include in regexes):
+            anything = _any_pattern([(regex, include) for regex, include in regexes])
+            if anything is not None:
+                return None, anything
+    spec = pathspec.GitIgnoreSpec.from_lines(lines)
+    return spec, _any_pattern([(p.regex.pattern if p.regex is not None else None, p.include) for p in spec.patterns])
+
+
+def _pattern_factory() -> Any:
+    """The pattern class ``GitIgnoreSpec`` compiles lines with (pathspec 1.x, 0.x)."""
+    try:
+        from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
+    except ImportError:
+        try:
+            from pathspec.patterns.gitwildmatch import GitWildMatchPattern
+        except ImportError:
+            return None
+        return GitWildMatchPattern
+    return GitIgnoreSpecPattern
+
+
+def _any_pattern(patterns: list[tuple[Any, bool | None]]) -> Callable[[str], bool] | None:
+    """Whether any of the (regex text, include) patterns matches a path, in
+    a few regex searches: most paths match none, and that is much cheaper
+    than a hundred searches (``check_file`` tries every pattern, for
+    negations).  A pattern that may match below any folder (``^(?:.+/)?``
+    in front, most of them) is tried at each segment's start without that
+    prefix, which a regex engine would otherwise retry at every slash for
+    each pattern.  None when the patterns are not plain regexes."""
     try:
         anywhere: list[str] = []
         anchored: list[str] = []
-        for pattern in spec.patterns:
-            if pattern.include is None:
+        for text, include in patterns:
+            if include is None:
                 continue
-            text = pattern.regex.pattern
             if not isinstance(text, str):
                 return None
             text = _NAMED_GROUP.sub("(?:", text)
@@ -159,7 +191,7 @@ def _any_pattern(spec: Any) -> Callable[[str], bool] | None:
                 anchored.append(text)
         below = re.compile("|".join(f"(?:{t})" for t in anywhere)) if anywhere else None
         rooted = re.compile("|".join(f"(?:{t})" for t in anchored)) if anchored else None
-    except (AttributeError, re.error):
+    except re.error:
         return None
 
     def matches(rel: str) -> bool:

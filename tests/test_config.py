@@ -281,6 +281,31 @@ def test_respect_gitignore(tmp_path):
     assert {f.code for f in check_paths([tmp_path], Overrides(respect_gitignore=True)).findings} == set()
 
 
+@pytest.mark.parametrize("lines", [
+    ["*.pyc", "build/", "/top.py", "docs/**/gen_*.py", "a/b/", "# comment", "", "data?.py", "[Tt]emp*", "**/cache"],
+    ["*.py", "!keep.py"],
+])
+def test_a_gitignore_ignores_what_pathspec_ignores(tmp_path, lines):
+    """Without a negation the one-regex matcher answers alone (pathspec's
+    spec is not compiled); with one, pathspec decides: both as pathspec."""
+    import pathspec
+
+    from loadlint.discover import _GitIgnore
+
+    write(tmp_path / ".gitignore", "\n".join(lines) + "\n")
+    gitignore = _GitIgnore()
+    specs = gitignore.specs_for(tmp_path, None)
+    assert (specs[0][1][0] is None) == (not any(line.startswith("!") for line in lines))
+    spec = pathspec.GitIgnoreSpec.from_lines(lines)
+    paths = ["x.pyc", "src/x.pyc", "build/", "src/build/", "build", "top.py", "src/top.py", "docs/a/gen_x.py",
+             "docs/gen_x.py", "src/docs/a/gen_x.py", "a/b/", "c/a/b/", "a/b", "data1.py", "data12.py", "Temp1.py",
+             "temp/", "x/cache", "cache/", "keep.py", "src/keep.py", "train.py", "src/"]
+    for rel in paths:
+        is_dir = rel.endswith("/")
+        got = gitignore.ignored(str(tmp_path / rel.rstrip("/")), is_dir, specs)
+        assert got == spec.match_file(rel), rel
+
+
 def test_gitignore_negations_and_nested_files(tmp_path):
     """Each .gitignore is first searched with one regex of all its patterns
     (most paths match none); a match goes through the full rules, so the
