@@ -15,6 +15,7 @@ from typing import TypeVar, cast
 
 import libcst as cst
 
+from loadlint.codegen import code_for_node
 from loadlint.rules.base import CallChange, FixSpec
 from loadlint.signature import DEFAULTS, POSITIONAL
 from loadlint.source import LINE_BREAK, line_starts
@@ -32,10 +33,10 @@ def render(node: cst.BaseExpression, module: cst.Module, indent: str) -> str:
     """``node``'s code as it reads inside a block indented by ``indent``:
     the lines a parenthesized expression continues on carry that indent."""
     if not indent:
-        return module.code_for_node(node)
+        return code_for_node(node, module)
     line = cst.SimpleStatementLine([cst.Expr(node)])
     block = cst.If(test=cst.Name("_"), body=cst.IndentedBlock([line], indent=indent))
-    code = module.code_for_node(block)
+    code = code_for_node(block, module)
     newline = module.default_newline
     return code[len("if _:" + newline + indent) : len(code) - len(newline)]
 
@@ -310,7 +311,7 @@ def existing_imports(module: cst.Module) -> set[str]:
         if isinstance(stmt, cst.SimpleStatementLine):
             for small in stmt.body:
                 if isinstance(small, (cst.Import, cst.ImportFrom)):
-                    out.add(cst.Module([]).code_for_node(small).strip())
+                    out.add(code_for_node(small).strip())
     return out
 
 

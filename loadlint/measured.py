@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from loadlint.codegen import code_for_node
 from loadlint.fixes import FixError, Positions, arg_index
 from loadlint.rules.base import CallChange, FixSpec
 from loadlint.signature import TUNABLE_DEFAULTS
@@ -110,7 +111,7 @@ def _holds(call: cst.Call, name: str, value: object) -> bool:
     if arg is None:
         return name in TUNABLE_DEFAULTS and TUNABLE_DEFAULTS[name] == value and type(value) is type(TUNABLE_DEFAULTS[name])
     try:
-        current = ast.literal_eval(cst.Module([]).code_for_node(arg.value))
+        current = ast.literal_eval(code_for_node(arg.value))
     except (ValueError, SyntaxError, TypeError):
         return False
     return current == value and type(current) is type(value)

@@ -17,27 +17,11 @@ from typing import Mapping, Sequence, cast
 import libcst as cst
 from libcst.metadata import CodeRange
 
+from loadlint.codegen import code_for_node, code_ranges
 from loadlint.slicing import Slice, parse_module
 from loadlint.source import LINE_BREAK, line_starts
 from loadlint.types import Edit, Location
 from loadlint.walk import Unit, statement_rows, statement_units
-
-
-def code_ranges(node: cst.CSTNode, module: cst.Module, indents: tuple[str, ...] = ()) -> Mapping[cst.CSTNode, CodeRange]:
-    """libcst's positions (``PositionProvider``) of ``node`` and what it
-    holds, rendered from line 1 inside blocks indented by ``indents``.
-
-    The provider is run directly: ``MetadataWrapper.resolve`` also walks the
-    whole tree for batchable providers, which doubled the cost."""
-    from libcst.metadata.position_provider import PositionProvider, PositionProvidingCodegenState
-
-    provider = PositionProvider()
-    state = PositionProvidingCodegenState(
-        default_indent=module.default_indent, default_newline=module.default_newline, provider=provider,
-        indent_tokens=list(indents),
-    )
-    node._codegen(state)
-    return cast(Mapping[cst.CSTNode, CodeRange], provider._computed)
 
 
 @dataclass
@@ -165,7 +149,9 @@ def statement_bounds(
     if rows is None or not module.body:
         return rendered_bounds(module, text)
     firsts, lasts = rows
-    render = module.code_for_node
+    def render(node: cst.CSTNode) -> str:
+        return code_for_node(node, module)
+
     starts = line_starts(text)
     header = "".join(render(line) for line in module.header)
     bounds: list[int] = []
@@ -200,12 +186,12 @@ def rendered_bounds(module: cst.Module, text: str) -> list[int] | None:
     parsers disagree)."""
     if not module.has_trailing_newline:
         return None
-    offset = sum(len(module.code_for_node(line)) for line in module.header)
+    offset = sum(len(code_for_node(line, module)) for line in module.header)
     bounds = [offset]
     for stmt in module.body:
-        offset += len(module.code_for_node(stmt))
+        offset += len(code_for_node(stmt, module))
         bounds.append(offset)
-    footer = sum(len(module.code_for_node(line)) for line in module.footer)
+    footer = sum(len(code_for_node(line, module)) for line in module.footer)
     return bounds if offset + footer == len(text) else None
 
 

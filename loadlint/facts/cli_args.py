@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 import libcst as cst
 
+from loadlint.codegen import code_for_node
 from loadlint.facts.cursor import Cursor, Provider
 from loadlint.facts.names import ClassFacts, FunctionFacts, NameFacts
 from loadlint.resolve import MISSING, UNKNOWN, Namespace, Option, Origin, Scope, evaluate, is_known, origin
@@ -481,7 +482,7 @@ def _passes(call: cst.Call, index: int | None, name: str) -> bool:
 
 
 def _code(node: cst.BaseExpression) -> str:
-    return cst.Module([]).code_for_node(node)
+    return code_for_node(node)
 
 
 def _plain(ns: Namespace) -> dict[str, tuple[object, str]]:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from loadlint.codegen import code_for_node
 from loadlint.facts.cursor import Cursor, Provider
 from loadlint.facts.loaders import LoaderCall
 from loadlint.facts.names import Key, NameFacts
@@ -131,4 +132,4 @@ def in_test(cursor: Cursor) -> bool:
 
 
 def _code(node: cst.BaseExpression) -> str:
-    return cst.Module([]).code_for_node(node)
+    return code_for_node(node)

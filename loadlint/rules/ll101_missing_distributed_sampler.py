@@ -4,6 +4,7 @@ from typing import Iterator
 
 import libcst as cst
 
+from loadlint.codegen import code_for_node
 from loadlint.facts.loaders import LoaderCall
 from loadlint.resolve import MISSING, canonical, dotted_name
 from loadlint.walk import find_all
@@ -32,7 +33,7 @@ def conditional_start(ctx: Context, call: LoaderCall) -> str | None:
             guards.setdefault(id(inner), branch)
     if not shown or not all(id(node) in guards for node in shown):
         return None
-    return cst.Module([]).code_for_node(guards[id(shown[0])].test)
+    return code_for_node(guards[id(shown[0])].test)
 
 
 class MissingDistributedSampler(Rule):
@@ -122,7 +123,7 @@ class MissingDistributedSampler(Rule):
         if dataset is None or dotted_name(dataset) is None or "dataset" not in call.args:
             return None
         shuffle = call.expr("shuffle")
-        shuffle_code = "False" if shuffle is None else cst.Module([]).code_for_node(shuffle)
+        shuffle_code = "False" if shuffle is None else code_for_node(shuffle)
         sampler = f"DistributedSampler({dotted_name(dataset)}, shuffle={shuffle_code})"
         spec = FixSpec(
             "unsafe",

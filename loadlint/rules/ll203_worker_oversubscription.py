@@ -4,6 +4,7 @@ from typing import Iterator
 
 import libcst as cst
 
+from loadlint.codegen import code_for_node
 from loadlint.resolve import follow_name
 from loadlint.rules.base import Context, FixSpec, Invalid, Report, Rule, Valid
 from loadlint.rules.shared import (
@@ -104,7 +105,7 @@ class WorkerOversubscription(Rule):
             if expr is not None and ctx.distributed:
                 target, _ = follow_name(expr, call.scope)
                 if type(target) is cst.Call and id(target) in ctx.loaders.cpu_count_calls:
-                    name = cst.Module([]).code_for_node(target.func)
+                    name = code_for_node(target.func)
                     message = (
                         f"`num_workers={name}()` under distributed training: every rank on the node starts "
                         "a worker per CPU of the whole machine; divide the usable CPUs among the ranks"

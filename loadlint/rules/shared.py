@@ -7,6 +7,7 @@ from typing import AbstractSet
 
 import libcst as cst
 
+from loadlint.codegen import code_for_node
 from loadlint.facts.cli_args import TrainingArgumentsCall
 from loadlint.facts.datasets import WORKER_METHODS
 from loadlint.facts.loaders import LoaderCall
@@ -197,7 +198,7 @@ def written_in_call(call: LoaderCall, name: str) -> bool:
 
 def code_of(node: cst.CSTNode) -> str:
     """The source of a node."""
-    return cst.Module([]).code_for_node(node)
+    return code_for_node(node)
 
 
 def workers_text(call: LoaderCall) -> str:
