@@ -62,6 +62,10 @@ class DatasetFacts:
     attr_values: dict[tuple[str, str], list[tuple[FunctionFacts, cst.BaseExpression | None]]] = field(
         default_factory=dict
     )
+    #: ``in_memory_dataset``'s answers by loader call (kept with it: an id
+    #: is not reused while the call lives): the rules ask it again on every
+    #: pass over the same facts.
+    in_memory: dict[int, tuple[LoaderCall, bool]] = field(default_factory=dict, compare=False, repr=False)
 
 
 class DatasetProvider(Provider[DatasetFacts]):
@@ -380,6 +384,15 @@ def in_memory_dataset(names: NameFacts, facts: DatasetFacts, call: LoaderCall) -
     in-memory values, a tensor from a torch factory, or a local class that
     ``in_memory_class`` accepts.  Apart from ``TensorDataset``, a custom
     ``collate_fn`` may do the heavy work, so it keeps the loader out."""
+    known = facts.in_memory.get(id(call))
+    if known is not None and known[0] is call:
+        return known[1]
+    answer = _in_memory_dataset(names, facts, call)
+    facts.in_memory[id(call)] = (call, answer)
+    return answer
+
+
+def _in_memory_dataset(names: NameFacts, facts: DatasetFacts, call: LoaderCall) -> bool:
     if is_tensor_dataset(names, call):
         return True
     collate = call.value("collate_fn")
