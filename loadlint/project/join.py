@@ -60,7 +60,8 @@ def join_project(
     profiles: ProfileCache,
     cache: Callable[[], Cache] | None,
 ) -> None:
-    """Add project findings to ``results`` (parallel to ``candidates``)."""
+    """Add project findings to ``results`` (parallel to ``candidates``;
+    None where the run's pre-filter skipped the file)."""
     groups: dict[Path, list[int]] = {}
     roots: dict[Path, Path] = {}
     above: dict[Path, Path | None] = {}
@@ -196,6 +197,9 @@ def _analyse(
     for path in files:
         if path in summaries:
             continue
+        given = original.get(path)
+        if given is not None and results[given] is None and not path.endswith(NOTEBOOK):
+            continue  # the run read it already: it cannot build a loader (the pre-filter)
         try:
             data = read_source(Path(path))
         except OSError:
