@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from loadlint.codegen import code_for_node, code_ranges
-from loadlint.source import DecodeError, decode
+from tests.texts import FIXTURES, REPO, decoded
 
-REPO = Path(__file__).resolve().parents[1]
 SAMPLES = [
     "x = (  # comment\n    f(a,\n      b=[1, 2],  # more\n    )\n)\n",
     "if a:\r\n    y = {k: v for k, v in d.items()}\r\nelse:\r\n\tz = '''multi\nline'''\n",
@@ -23,14 +20,8 @@ SAMPLES = [
 
 
 def _texts() -> list[tuple[str, str]]:
-    paths = sorted((REPO / "tests" / "fixtures").rglob("*.py")) + sorted((REPO / "loadlint" / "rules").glob("ll2*.py"))
-    texts = []
-    for path in paths:
-        try:
-            texts.append((str(path.relative_to(REPO)), decode(path.read_bytes()).text))
-        except DecodeError:
-            continue
-    return [(f"sample {i}", text) for i, text in enumerate(SAMPLES)] + texts
+    rules = sorted((REPO / "loadlint" / "rules").glob("ll2*.py"))
+    return [(f"sample {i}", text) for i, text in enumerate(SAMPLES)] + decoded(FIXTURES + rules)
 
 
 def _modules() -> list[tuple[str, cst.Module]]:

@@ -6,25 +6,13 @@ from __future__ import annotations
 
 import inspect
 import threading
-from pathlib import Path
 
 import libcst as cst
 import pytest
 
 from loadlint import slicing
 from loadlint.constructors import constructors
-from loadlint.source import DecodeError, decode
-
-REPO = Path(__file__).resolve().parents[1]
-
-
-def decodes(path: Path) -> bool:
-    try:
-        decode(path.read_bytes())
-    except DecodeError:
-        return False
-    return True
-
+from tests.texts import FIXTURES, REPO, decoded
 
 CONSTRUCTORS = constructors(cst)
 
@@ -96,8 +84,7 @@ if True:
 
 
 def _texts() -> list[tuple[str, str]]:
-    paths = sorted((REPO / "tests" / "fixtures").rglob("*.py")) + sorted((REPO / "loadlint" / "facts").glob("*.py"))
-    texts = [(str(p.relative_to(REPO)), decode(p.read_bytes()).text) for p in paths if decodes(p)]
+    texts = decoded(FIXTURES + sorted((REPO / "loadlint" / "facts").glob("*.py")))
     return [("syntax", SYNTAX), ("crlf", SYNTAX.replace("\n", "\r\n")), ("non-ascii", "caf\u00e9 = '\u00e9t\u00e9'\n"), *texts]
 
 

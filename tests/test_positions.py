@@ -199,15 +199,9 @@ def _bounds_cases() -> list[tuple[str, str]]:
     from loadlint.rules.base import dedent
     from loadlint.testing import iter_cases
 
-    from loadlint.source import DecodeError, decode
+    from tests.texts import FIXTURES, decoded
 
-    fixtures = sorted((REPO / "tests" / "fixtures").rglob("*.py"))
-    cases = []
-    for path in fixtures:
-        try:
-            cases.append((str(path.relative_to(REPO)), decode(path.read_bytes()).text))
-        except DecodeError:
-            pass
+    cases = decoded(FIXTURES)
     cases += [(str(case), dedent(case.case.code)) for case in iter_cases()]
     cases += [("tricky", TRICKY), ("tricky-crlf", TRICKY.replace("\n", "\r\n")), ("nested", NESTED), ("reparse", REPARSE)]
     return cases
