@@ -2,10 +2,10 @@
 
 libcst's code generation opens a generator-based context manager around
 most expressions (``record_syntactic_position``) even when no position is
-wanted, and splits every token on line breaks when positions are: a third
-of rendering a call.  These states do the same with a reusable context
-object and a test for a line break first; the code and the positions are
-libcst's (the tests compare both on real files).
+wanted, and splits every token on line breaks when positions are.  These
+states do the same with a reusable context object and a test for a line
+break first (rendering a fix's call takes a tenth less); the code and the
+positions are libcst's (the tests compare both on real files).
 """
 
 from __future__ import annotations
@@ -88,7 +88,10 @@ class _PositionState(PositionProvidingCodegenState):
 
 def code_ranges(node: cst.CSTNode, module: cst.Module, indents: tuple[str, ...] = ()) -> Mapping[cst.CSTNode, CodeRange]:
     """libcst's positions (``PositionProvider``) of ``node`` and what it
-    holds, rendered from line 1 inside blocks indented by ``indents``."""
+    holds, rendered from line 1 inside blocks indented by ``indents``.
+
+    The provider is run directly: ``MetadataWrapper.resolve`` also walks the
+    whole tree for batchable providers, which doubled the cost."""
     provider = PositionProvider()
     state = _PositionState(
         default_indent=module.default_indent, default_newline=module.default_newline, provider=provider,

@@ -12,7 +12,7 @@ import bisect
 import re
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Mapping, Sequence, cast
+from typing import Mapping, Sequence
 
 import libcst as cst
 from libcst.metadata import CodeRange
@@ -149,6 +149,7 @@ def statement_bounds(
     if rows is None or not module.body:
         return rendered_bounds(module, text)
     firsts, lasts = rows
+
     def render(node: cst.CSTNode) -> str:
         return code_for_node(node, module)
 
