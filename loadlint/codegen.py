@@ -41,10 +41,13 @@ class _PlainState(CodegenState):
         return _NOTHING
 
 
-def code_for_node(node: cst.CSTNode, module: cst.Module | None = None) -> str:
-    """``module.code_for_node(node)`` (an empty module's by default)."""
-    state = (_PlainState(default_indent="    ", default_newline="\n") if module is None else
-             _PlainState(default_indent=module.default_indent, default_newline=module.default_newline))
+#: An empty module's indentation and line break: what a node alone is rendered with.
+_ALONE = cst.Module([])
+
+
+def code_for_node(node: cst.CSTNode, module: cst.Module = _ALONE) -> str:
+    """``module.code_for_node(node)``."""
+    state = _PlainState(default_indent=module.default_indent, default_newline=module.default_newline)
     node._codegen(state)
     return "".join(state.tokens)
 
