@@ -443,10 +443,9 @@ def _preload(profiles: ProfileCache, targets: set[Target]) -> None:
     try:
         import libcst  # noqa: F401
 
-        import loadlint.facts.collect  # noqa: F401
         import loadlint.fixes  # noqa: F401
+        from loadlint.facts.collect import prepare
         from loadlint.rules import all_rules
-        from loadlint.slicing import prepare
 
         all_rules()
         prepare()

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import ast
 import bisect
+import collections.abc
 import dataclasses
 import functools
 import re
+import typing
 import warnings
 from typing import Any, Callable, TypeVar
 
@@ -113,16 +115,13 @@ def walk_units(module: cst.Module, visitor: object) -> tuple[dict[int, int], lis
     children, they are missing from the map (``Positions`` then walks the
     module itself)."""
     visitor_type = type(visitor)
-    table = _TABLES.get(visitor_type)
-    if table is None:
-        table = _TABLES[visitor_type] = {}
+    walkers = _UNIT_WALKERS.get(visitor_type)
+    if walkers is None:
+        walkers = _UNIT_WALKERS[visitor_type] = _UnitWalkers(visitor_type)
     owner: dict[int, int] = {}
     units: list[Unit] = []
     state = (units, module.default_indent)
-    hooks = table.get(cst.Module)
-    if hooks is None:
-        hooks = table[cst.Module] = _hooks(visitor_type, cst.Module)
-    visit, leave, fields = hooks
+    visit, leave, fields = _hooks(visitor_type, cst.Module)
     if visit is None or visit(visitor, module) is not False:
         for field, before, after in fields:
             if before is not None:
@@ -130,7 +129,7 @@ def walk_units(module: cst.Module, visitor: object) -> tuple[dict[int, int], lis
             if field == "body":
                 for stmt in module.body:
                     units.append((stmt, ()))
-                    _walk_unit(stmt, visitor, table, len(units) - 1, False, owner, state)
+                    walkers[type(stmt)](stmt, visitor, len(units) - 1, False, owner, state)
             if after is not None:
                 after(visitor, module)
     if leave is not None:
@@ -138,62 +137,134 @@ def walk_units(module: cst.Module, visitor: object) -> tuple[dict[int, int], lis
     return owner, units
 
 
-def _walk_unit(
-    node: cst.CSTNode, visitor: object, table: dict[type, tuple[Hook | None, Hook | None, FieldHooks]], unit: int,
-    flat: bool, owner: dict[int, int], state: tuple[list[Unit], str],
-) -> None:
-    """``_walk`` that records ``node``'s unit in ``owner`` (see
-    ``walk_units``; ``state``: the units and the module's indentation).  Not
-    a closure: a recursive one is a reference cycle holding the tree.  Its
-    loop repeats ``_walk``'s: one shared loop would make every other walk
-    (``find_all``, the rules') pay for the units."""
-    owner[id(node)] = unit
-    node_type = type(node)
-    hooks = table.get(node_type)
-    if hooks is None:
-        hooks = table[node_type] = _hooks(type(visitor), node_type)
-    visit, leave, fields = hooks
-    if visit is not None and visit(visitor, node) is False:
-        if leave is not None:
-            leave(visitor, node)
-        return
-    if node_type is _INDENTED and not flat:
-        # Its statements are units of their own (but in a match statement,
-        # which indents its cases itself).  Its only code field is ``body``.
-        units, default = state
-        indent = node.indent  # type: ignore[attr-defined]
-        indents = units[unit][1] + (default if indent is None else indent,)
-        for field, before, after in fields:
-            if before is not None:
-                before(visitor, node)
-            for child in node.body if field == "body" else ():  # type: ignore[attr-defined]
-                units.append((child, indents))
-                _walk_unit(child, visitor, table, len(units) - 1, False, owner, state)
-            if after is not None:
-                after(visitor, node)
-        if leave is not None:
-            leave(visitor, node)
-        return
-    flat = flat or node_type is _MATCH
-    kinds = _KINDS
-    for field, before, after in fields:
-        value = getattr(node, field)
+class _UnitWalkers(dict[type, Callable[..., None]]):
+    """Node type -> the function that walks a node of it for ``walk_units``
+    (for one visitor type), made when the type is first met.  Each is
+    compiled with the type's fields and the visitor's hooks written out:
+    the generic loop of ``_walk`` (a lookup per field and per value) was a
+    sixth of the facts' traversal.  A value that is not a node gets a
+    function that does nothing."""
+
+    def __init__(self, visitor_type: type) -> None:
+        super().__init__()
+        self.visitor_type = visitor_type
+
+    def __missing__(self, node_type: type) -> Callable[..., None]:
+        if cst.CSTNode in node_type.__mro__:  # ``issubclass`` against an abstract class is slow
+            made = _unit_walker(self, self.visitor_type, node_type)
+        elif node_type in (tuple, list):  # where an annotation said a node: walked all the same
+            made = functools.partial(_each, self)
+        else:
+            made = _not_a_node
+        self[node_type] = made
+        return made
+
+
+def _each(walkers: _UnitWalkers, value: Any, visitor: object, unit: int, flat: bool, owner: dict[int, int], state: object) -> None:
+    for child in value:
+        walkers[type(child)](child, visitor, unit, flat, owner, state)
+
+
+def _not_a_node(value: object, visitor: object, unit: int, flat: bool, owner: dict[int, int], state: object) -> None:
+    pass
+
+
+def _unit_walker(walkers: _UnitWalkers, visitor_type: type, node_type: type) -> Callable[..., None]:
+    """The walker of ``node_type`` (see ``_UnitWalkers``): it records the
+    node's unit, calls the hooks ``_walk`` would, in the same order, and
+    walks each code field's nodes.  An indented block's statements are
+    units of their own (but in a match statement, which indents its cases
+    itself); a match statement's nodes all belong to its unit."""
+    visit, leave, fields = _hooks(visitor_type, node_type)
+    namespace: dict[str, Any] = {"W": walkers, "visit": visit, "leave": leave, "SEQUENCES": (tuple, list)}
+    shapes = _shapes(node_type)
+    flat = "True" if node_type is _MATCH else "flat"
+    walk_fields: list[str] = []
+    for i, (field, before, after) in enumerate(fields):
         if before is not None:
-            before(visitor, node)
-        kind = kinds.get(type(value))
-        if kind is None:
-            kind = _kind(type(value))
-        if kind == _NODE:
-            _walk_unit(value, visitor, table, unit, flat, owner, state)
-        elif kind == _SEQUENCE:
-            for child in value:
-                child_kind = kinds.get(type(child))
-                if child_kind == _NODE or (child_kind is None and _kind(type(child)) == _NODE):
-                    _walk_unit(child, visitor, table, unit, flat, owner, state)
+            namespace[f"before{i}"] = before
+            walk_fields.append(f"before{i}(visitor, node)")
+        walk_fields.append(f"value = node.{field}")
+        one = f"W[type(value)](value, visitor, unit, {flat}, owner, state)"
+        each = [f"for child in value:", f"    W[type(child)](child, visitor, unit, {flat}, owner, state)"]
+        shape = shapes.get(field)
+        if shape == _SEQUENCE:
+            walk_fields.extend(each)
+        elif shape == _NODE:
+            walk_fields.append(one)
+        else:  # a union of both, or a field whose type could not be read
+            walk_fields.extend(["if type(value) in SEQUENCES:", *("    " + line for line in each), "else:", "    " + one])
         if after is not None:
-            after(visitor, node)
+            namespace[f"after{i}"] = after
+            walk_fields.append(f"after{i}(visitor, node)")
+    lines = ["def walker(node, visitor, unit, flat, owner, state):", "    owner[id(node)] = unit"]
+    if visit is not None:
+        lines.extend(["    if visit(visitor, node) is False:", *(["        leave(visitor, node)"] if leave is not None else []),
+                      "        return"])
+    if node_type is _INDENTED:
+        own_units: list[str] = []
+        for i, (field, before, after) in enumerate(fields):
+            if before is not None:
+                own_units.append(f"before{i}(visitor, node)")
+            if field == "body":
+                own_units.extend([
+                    "units, default = state",
+                    "indent = node.indent",
+                    "indents = units[unit][1] + (default if indent is None else indent,)",
+                    "for child in node.body:",
+                    "    units.append((child, indents))",
+                    "    W[type(child)](child, visitor, len(units) - 1, False, owner, state)",
+                ])
+            if after is not None:
+                own_units.append(f"after{i}(visitor, node)")
+        lines.extend(["    if not flat:", *("        " + line for line in own_units or ["pass"]), "    else:",
+                      *("        " + line for line in walk_fields or ["pass"])])
+    else:
+        lines.extend("    " + line for line in walk_fields)
     if leave is not None:
-        leave(visitor, node)
+        lines.append("    leave(visitor, node)")
+    exec(compile("\n".join(lines), f"<loadlint walker of {node_type.__name__}>", "exec"), namespace)
+    walker: Callable[..., None] = namespace["walker"]
+    return walker
+
+
+def _shapes(node_type: type) -> dict[str, int]:
+    """Code field -> ``_SEQUENCE`` where its annotation is a sequence of
+    nodes, ``_NODE`` where it holds no sequence; a field missing here may hold
+    either (checked as the walk goes)."""
+    types = {field.name: field.type for field in dataclasses.fields(node_type)}
+    shapes: dict[str, int] = {}
+    for field in _fields(node_type):
+        hint = types.get(field)
+        if hint is None or isinstance(hint, str):  # an annotation left as text: not read
+            continue
+        if typing.get_origin(hint) in _SEQUENCE_TYPES:
+            shapes[field] = _SEQUENCE
+        elif not _holds_sequence(hint):
+            shapes[field] = _NODE
+    return shapes
+
+
+def _holds_sequence(hint: Any) -> bool:
+    return typing.get_origin(hint) in _SEQUENCE_TYPES or any(_holds_sequence(arg) for arg in typing.get_args(hint))
+
+
+_SEQUENCE_TYPES = (collections.abc.Sequence, tuple, list)
+#: visitor type -> its walkers (``walk_units``).
+_UNIT_WALKERS: dict[type, _UnitWalkers] = {}
+
+
+def prepare_walkers(visitor_type: type) -> None:
+    """Make the walkers of every libcst node type for ``visitor_type`` now
+    (about 40 ms of compiling), where forked workers then share them
+    rather than each making the ones it meets."""
+    walkers = _UNIT_WALKERS.get(visitor_type)
+    if walkers is None:
+        walkers = _UNIT_WALKERS[visitor_type] = _UnitWalkers(visitor_type)
+    for name in getattr(cst, "__all__", dir(cst)):
+        node_type = getattr(cst, name, None)
+        if isinstance(node_type, type) and cst.CSTNode in node_type.__mro__ and dataclasses.is_dataclass(node_type):
+            walkers[node_type]
 
 
 _INDENTED, _MATCH = cst.IndentedBlock, cst.Match

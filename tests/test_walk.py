@@ -96,6 +96,48 @@ class _Visitor:
         self.seen.append("def-end")
 
 
+class _Skipping(_Visitor):
+    """Hooks that skip a node's children, and an indented block's and a match statement's."""
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        self.seen.append("lambda")
+        return False
+
+    def leave_Lambda(self, node: cst.Lambda) -> None:
+        self.seen.append("lambda-end")
+
+    def visit_IndentedBlock_body(self, node: cst.IndentedBlock) -> None:
+        self.seen.append("block")
+
+    def leave_IndentedBlock_body(self, node: cst.IndentedBlock) -> None:
+        self.seen.append("block-end")
+
+    def leave_Match(self, node: cst.Match) -> None:
+        self.seen.append("match-end")
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+
+def test_walk_units_calls_the_hooks_walk_calls_where_one_skips_children() -> None:
+    from loadlint.walk import walk, walk_units
+
+    met: set[str] = set()
+    skipped = 0
+    for text in UNITS_CASES.values():
+        module = cst.parse_module(text)
+        alone, both = _Skipping(), _Skipping()
+        walk(module, alone)
+        owner, _ = walk_units(module, both)
+        assert both.seen == alone.seen, text
+        met.update(both.seen)
+        # A skipped node is in its unit; its children are not.
+        for node in [*find_all(module, cst.Lambda), *find_all(module, cst.ClassDef)]:
+            assert id(node) in owner and id(node.body) not in owner
+            skipped += 1
+    assert {"lambda", "lambda-end", "block", "block-end", "match-end"} <= met and skipped >= 3
+
+
 def _reference_units(module: cst.Module) -> tuple[dict[int, int], list[tuple[cst.BaseStatement, tuple[str, ...]]]]:
     """The units found another way: from a stack over every code field,
     each statement of an indented block (but inside a match statement) a

@@ -24,7 +24,8 @@ from loadlint.facts.iteration import IterationFacts, IterationProvider
 from loadlint.facts.loaders import LoaderCall, LoaderFacts, LoaderProvider
 from loadlint.facts.loops import LoopFacts, LoopProvider
 from loadlint.facts.names import NameFacts
-from loadlint.walk import Unit, walk_units
+from loadlint.slicing import prepare as prepare_parser
+from loadlint.walk import Unit, prepare_walkers, walk_units
 
 
 @dataclass
@@ -61,21 +62,24 @@ Hook = Callable[[Any, cst.CSTNode], Any]
 
 
 def _chain(own: Hook | None, parts: tuple[tuple[int, Hook], ...], leave: bool) -> Hook:
+    """One method calling the cursor's hook and the providers' (written
+    out, compiled: a loop over them was a tenth of the traversal)."""
+    namespace: dict[str, Any] = {"own": own}
+    calls: list[str] = []
+    for k, (index, hook) in enumerate(parts):
+        namespace[f"hook{k}"] = hook
+        calls.append(f"hook{k}(providers[{index}], node)")
     if leave:
-        def leave_hook(self: _Collector, node: cst.CSTNode) -> None:
-            for index, hook in parts:
-                hook(self.providers[index], node)
-            if own is not None:
-                own(self, node)
-        return leave_hook
-
-    def visit_hook(self: _Collector, node: cst.CSTNode) -> Any:
-        result = own(self, node) if own is not None else None
-        for index, hook in parts:
-            if hook(self.providers[index], node) is False:
-                result = False
-        return result
-    return visit_hook
+        lines = ["providers = self.providers", *calls, *(["own(self, node)"] if own is not None else [])]
+    else:
+        lines = ["result = own(self, node)" if own is not None else "result = None", "providers = self.providers"]
+        for call in calls:
+            lines.extend([f"if {call} is False:", "    result = False"])
+        lines.append("return result")
+    source = "def hook(self, node):\n" + "".join(f"    {line}\n" for line in lines)
+    exec(compile(source, "<loadlint chained hook>", "exec"), namespace)
+    chained: Hook = namespace["hook"]
+    return chained
 
 
 class _Collector(Cursor):
@@ -96,6 +100,13 @@ def _compose() -> type[_Collector]:
 
 
 _COLLECTOR = _compose()
+
+
+def prepare() -> None:
+    """Make the parser's node constructors and the traversal's walkers now,
+    once: before forking workers, which share them, or as an editor starts."""
+    prepare_parser()
+    prepare_walkers(_COLLECTOR)
 
 
 def collect(module: cst.Module, text: str | None = None) -> ModuleFacts:

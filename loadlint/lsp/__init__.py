@@ -47,7 +47,7 @@ from loadlint.lsp.notebooks import (
     publish_notebook,
     sync_options,
 )
-from loadlint.slicing import prepare
+from loadlint.facts.collect import prepare
 
 
 def create_server(debounce: float = DEBOUNCE) -> Any:
@@ -68,7 +68,7 @@ def create_server(debounce: float = DEBOUNCE) -> Any:
         text = params.capabilities.text_document
         # A client that pulls would otherwise show every finding twice.
         state.push = not (text is not None and text.diagnostic is not None)
-        # The parser's constructors are made now, not in the first request that needs them.
+        # The parser's constructors and the walkers are made now, not in the first request that needs them.
         prepare()
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
