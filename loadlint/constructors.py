@@ -3,17 +3,20 @@
 The native parser builds every node by calling its class; each class's
 dataclass ``__init__`` stores the fields with ``object.__setattr__`` (a
 frozen class refuses plain assignment) and calls ``__post_init__``, which
-validates the node.  ``slicing.parse_module`` skips the validation already
-(the parser's output is valid by construction); these constructors also
-store each field straight through its slot, which a frozen dataclass cannot
-do: a tenth of the parse.
+validates the node.  The parser's output is valid by construction: these
+constructors store each field straight through its slot, which a frozen
+dataclass cannot do, and validate the node only when ``Checks`` says so
+(a tenth, then a sixth of the parse).  Outside a parse they validate every
+node, as libcst's do.
 
-They are installed only while a parse runs, as the validation hook is, and
-made from the classes themselves (fields, defaults, default factories), so
-a libcst release that changes a node changes its constructor too.  A class
-this cannot reproduce exactly (fields outside ``__init__``, keyword-only or
-slot-less fields, its own ``__post_init__``, an ``__init__`` not made by
-dataclasses) keeps libcst's.
+They are made from the classes themselves (fields, defaults, default
+factories), so a libcst release that changes a node changes its constructor
+too.  A class this cannot reproduce exactly (fields outside ``__init__``,
+keyword-only or slot-less fields, its own ``__post_init__``, an ``__init__``
+not made by dataclasses) keeps libcst's.  ``slicing.prepare`` installs them
+once per process: swapping classes' constructors at every parse made the
+interpreter drop what it had learnt about those classes each time (a tenth
+of a run).
 """
 
 from __future__ import annotations
@@ -26,8 +29,31 @@ from typing import Any, Callable
 Constructors = list[tuple[type, Callable[..., None], Callable[..., None]]]
 
 
-def constructors(cst: Any) -> Constructors:
-    """The fast constructors of the node classes ``cst`` (libcst) exports."""
+class Checks:
+    """Which nodes a set of constructors validates: every node (as
+    libcst's do), or while the parser builds them none, or only names."""
+
+    def __init__(self, namespace: dict[str, Any]) -> None:
+        self._namespace = namespace
+        self.set(nodes=True, names=True)
+
+    def set(self, *, nodes: bool, names: bool) -> None:
+        # Globals of the constructors: read at each call, rebound here.
+        self._namespace["_CHECK"] = nodes
+        self._namespace["_CHECK_NAME"] = nodes or names
+
+    @property
+    def nodes(self) -> bool:
+        return bool(self._namespace["_CHECK"])
+
+    @property
+    def names(self) -> bool:
+        return bool(self._namespace["_CHECK_NAME"])
+
+
+def constructors(cst: Any) -> tuple[Constructors, Checks]:
+    """The fast constructors of the node classes ``cst`` (libcst) exports,
+    and what they check (every node, until told otherwise)."""
     base = cst.CSTNode
     namespace: dict[str, Any] = {"_MISSING": dataclasses.MISSING}
     sources: list[str] = []
@@ -36,8 +62,8 @@ def constructors(cst: Any) -> Constructors:
         cls = getattr(cst, name, None)
         if not isinstance(cls, type) or base not in cls.__mro__ or cls in classes:
             continue
-        # A name is still checked when its text is not ASCII (``slicing.parser_nodes``).
-        source = _source(cls, base, f"_{len(classes)}", namespace, check=cls is cst.Name)
+        # A name may be checked while others are not: when its text is not ASCII (``slicing.parser_nodes``).
+        source = _source(cls, base, f"_{len(classes)}", namespace, flag="_CHECK_NAME" if cls is cst.Name else "_CHECK")
         if source is not None:
             sources.append(source)
             classes.append(cls)
@@ -48,13 +74,13 @@ def constructors(cst: Any) -> Constructors:
         fast = namespace[f"_{i}"]
         fast.__qualname__ = f"{cls.__qualname__}.__init__"
         made.append((cls, vars(cls)["__init__"], fast))
-    return made
+    return made, Checks(namespace)
 
 
-def _source(cls: type, base: type, name: str, namespace: dict[str, Any], check: bool) -> str | None:
+def _source(cls: type, base: type, name: str, namespace: dict[str, Any], flag: str) -> str | None:
     """The definition of ``cls``'s fast constructor, as ``name``; the values
-    it reads are added to ``namespace``; ``check``: it calls ``__post_init__``
-    as libcst's does.  None: libcst's is kept."""
+    it reads are added to ``namespace``; it calls ``__post_init__`` as
+    libcst's does when the global ``flag`` is true.  None: libcst's is kept."""
     original = vars(cls).get("__init__")
     if not dataclasses.is_dataclass(cls) or not isinstance(original, types.FunctionType):
         return None
@@ -82,7 +108,6 @@ def _source(cls: type, base: type, name: str, namespace: dict[str, Any], check: 
         else:
             params.append(field.name)
         body.append(f"    {name}_set{i}(self, {field.name})")
-    if check:
-        body.append("    self.__post_init__()")
+    body.append(f"    if {flag}:\n        self.__post_init__()")
     namespace.update(values)
     return f"def {name}(self, {', '.join(params)}):\n" + "\n".join(body or ["    pass"]) + "\n"

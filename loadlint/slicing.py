@@ -35,7 +35,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator
 
-from loadlint.constructors import Constructors, constructors
+from loadlint.constructors import Checks, Constructors, constructors
 from loadlint.source import LINE_BREAK
 
 if TYPE_CHECKING:
@@ -187,10 +187,15 @@ def parse(text: str, piece: Slice | None) -> tuple[libcst.Module, Slice | None]:
 
 _validation = threading.Lock()
 _parsing = 0
-_checked: Any = None  # libcst's own ``CSTNode.__post_init__`` while a parse runs
+#: Whether a running parse checks names (its text is not all ASCII).
+_names = False
+#: Before the fast constructors are made, a parse swaps libcst's check
+#: (``CSTNode.__post_init__``, kept in ``_checked``) for a hook.
+_hooked = False
+_checked: Any = None
 _Name: Any = None
 _fast: Constructors | None = None
-_installed: Constructors = []
+_checks: Checks | None = None
 #: Characters a process parses before the fast constructors pay for the
 #: compile that makes them (about 30 ms: a tenth of a 100 KB parse).
 PREPARE_AFTER = 100_000
@@ -198,13 +203,20 @@ _parsed = 0
 
 
 def prepare() -> None:
-    """Make the fast constructors now (forked workers then share them)."""
-    global _fast
+    """Make the fast constructors and install them, once per process
+    (forked workers then share them).  From then on every node is built by
+    them, checked as libcst's constructors check it but during a parse."""
+    global _fast, _checks
     import libcst as cst
 
     with _validation:  # one set, made once, whichever thread parses first
         if _fast is None:
-            _fast = constructors(cst)
+            made, checks = constructors(cst)
+            # A parse running meanwhile checks what it checked before.
+            checks.set(nodes=_parsing == 0, names=_parsing == 0 or _names)
+            for cls, _, fast in made:
+                cls.__init__ = fast  # type: ignore[misc]
+            _fast, _checks = made, checks
 
 
 def parse_module(text: str, config: libcst.PartialParserConfig | None = None) -> libcst.Module:
@@ -229,23 +241,23 @@ def parse_module(text: str, config: libcst.PartialParserConfig | None = None) ->
 @contextlib.contextmanager
 def parser_nodes(check_names: bool) -> Iterator[None]:
     """Nodes built meanwhile go unchecked, names excepted when
-    ``check_names``, and by the fast constructors once they are made (a
-    name's calls the check, as libcst's does).  Nodes built in another thread
-    meanwhile are built so too; ours are built only by fixes, which tests
-    render and parse again."""
+    ``check_names``: the fast constructors are told so once they are made,
+    else libcst's check is swapped for a hook.  Nodes built in another
+    thread meanwhile are built so too; ours are built only by fixes, which
+    tests render and parse again."""
     import libcst as cst
 
-    global _parsing, _checked, _Name, _installed
-    hook = _names_only if check_names else _nothing
+    global _parsing, _names, _hooked, _checked, _Name
     with _validation:
-        if _parsing == 0:
+        # A parse in another thread: never check less than it needs.
+        _names = check_names or (_parsing > 0 and _names)
+        if _checks is None and not _hooked:
             _checked, _Name = vars(cst.CSTNode)["__post_init__"], cst.Name
-            cst.CSTNode.__post_init__ = hook  # type: ignore[method-assign,assignment]
-            _installed = _fast or []
-            for cls, _, made in _installed:
-                cls.__init__ = made  # type: ignore[misc]
-        elif check_names:  # a parse in another thread: never check less than it needs
-            cst.CSTNode.__post_init__ = hook  # type: ignore[method-assign,assignment]
+            _hooked = True
+        if _hooked:
+            cst.CSTNode.__post_init__ = _names_only if _names else _nothing  # type: ignore[method-assign,assignment]
+        if _checks is not None:
+            _checks.set(nodes=False, names=_names)
         _parsing += 1
     try:
         yield
@@ -253,10 +265,12 @@ def parser_nodes(check_names: bool) -> Iterator[None]:
         with _validation:
             _parsing -= 1
             if _parsing == 0:
-                cst.CSTNode.__post_init__ = _checked  # type: ignore[method-assign]
-                for cls, original, _ in _installed:
-                    cls.__init__ = original  # type: ignore[misc]
-                _installed = []
+                _names = False
+                if _hooked:
+                    cst.CSTNode.__post_init__ = _checked  # type: ignore[method-assign]
+                    _hooked = False
+                if _checks is not None:
+                    _checks.set(nodes=True, names=True)
 
 
 def _names_only(node: libcst.CSTNode) -> None:

@@ -1,11 +1,15 @@
 """The parser's node constructors (loadlint.constructors): what they build
-must be what libcst's own constructors build, and they may be in place only
-while a parse runs."""
+must be what libcst's own constructors build; installed once per process,
+they check every node as libcst's do, but while a parse runs."""
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import subprocess
+import sys
 import threading
+from typing import Iterator
 
 import libcst as cst
 import pytest
@@ -14,7 +18,7 @@ from loadlint import slicing
 from loadlint.constructors import constructors
 from tests.texts import FIXTURES, REPO, decoded
 
-CONSTRUCTORS = constructors(cst)
+CONSTRUCTORS, _ = constructors(cst)
 
 #: Syntax the fixtures may lack; every statement and expression kind once.
 SYNTAX = '''\
@@ -89,8 +93,25 @@ def _texts() -> list[tuple[str, str]]:
 
 
 @pytest.fixture
-def prepared(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(slicing, "_fast", CONSTRUCTORS)
+def prepared() -> None:
+    slicing.prepare()  # for the rest of this process, as in a run
+
+
+@contextlib.contextmanager
+def libcsts_own() -> Iterator[None]:
+    """libcst's own constructors in place meanwhile: the reference."""
+    installed = slicing._fast or []
+    for cls, original, _ in installed:
+        cls.__init__ = original  # type: ignore[misc]
+    try:
+        yield
+    finally:
+        for cls, _, fast in installed:
+            cls.__init__ = fast  # type: ignore[misc]
+
+
+def _invalid_call() -> cst.Call:
+    return cst.Call(func=cst.Name("f"), lpar=[cst.LeftParen()])  # unbalanced parentheses
 
 
 @pytest.mark.usefixtures("prepared")
@@ -98,7 +119,8 @@ def test_the_trees_are_libcsts() -> None:
     checked = 0
     for name, text in _texts():
         try:
-            expected = cst.parse_module(text)
+            with libcsts_own():
+                expected = cst.parse_module(text)
         except cst.ParserSyntaxError:
             with pytest.raises(cst.ParserSyntaxError):
                 slicing.parse_module(text)
@@ -138,35 +160,62 @@ def test_every_node_the_parser_builds_has_one() -> None:
 
 @pytest.mark.usefixtures("prepared")
 def test_defaults_and_factories_fill_what_a_caller_leaves_out() -> None:
-    fast = {cls: made for cls, _, made in CONSTRUCTORS}
+    fast = {cls: made for cls, _, made in slicing._fast or []}
 
     def build() -> list[cst.CSTNode]:
         return [cst.AssignTarget(target=cst.Name("x")), cst.Attribute(value=cst.Name("a"), attr=cst.Name("b")), cst.Float("1.0")]
 
+    assert vars(cst.AssignTarget)["__init__"] is fast[cst.AssignTarget]
     with slicing.parser_nodes(check_names=False):
-        assert vars(cst.AssignTarget)["__init__"] is fast[cst.AssignTarget]
-        built, again = build(), build()
-    for got, want in zip(built, build()):
-        assert got.deep_equals(want)
+        during = build()
+    after, again = build(), build()
+    with libcsts_own():
+        theirs = build()
+    for ours in (during, after):
+        for got, want in zip(ours, theirs):
+            assert got.deep_equals(want)
     # A default factory makes a node per call, as libcst's constructor does.
-    assert built[0].whitespace_before_equal is not again[0].whitespace_before_equal
+    assert after[0].whitespace_before_equal is not again[0].whitespace_before_equal
 
 
 @pytest.mark.usefixtures("prepared")
-def test_libcsts_constructors_are_back_after_every_parse() -> None:
-    originals = {cls: original for cls, original, _ in CONSTRUCTORS}
+def test_outside_a_parse_every_node_is_checked() -> None:
+    fast = {cls: made for cls, _, made in slicing._fast or []}
+    with pytest.raises(cst.CSTValidationError):
+        _invalid_call()
     slicing.parse_module("x = 1\n")
     with pytest.raises(cst.ParserSyntaxError):
         slicing.parse_module("x = (\n")
-    assert all(vars(cls)["__init__"] is original for cls, original in originals.items())
     with pytest.raises(cst.CSTValidationError):
-        cst.Call(func=cst.Name("f"), lpar=[cst.LeftParen()])  # checked again
+        _invalid_call()
+    with pytest.raises(cst.CSTValidationError, match="not a valid identifier"):
+        cst.Name("1x")
+    # Installed once: no class is touched by a parse.
+    assert all(vars(cls)["__init__"] is made for cls, made in fast.items())
 
 
 @pytest.mark.usefixtures("prepared")
-def test_parses_in_threads_leave_libcsts_constructors_in_place() -> None:
+def test_during_a_parse_nodes_go_unchecked_names_when_asked() -> None:
+    with slicing.parser_nodes(check_names=False):
+        _invalid_call()
+        cst.Name("1x")
+    with slicing.parser_nodes(check_names=True):
+        _invalid_call()
+        with pytest.raises(cst.CSTValidationError):
+            cst.Name("1x")
+        # A parse of ASCII text starting meanwhile keeps the names checked.
+        with slicing.parser_nodes(check_names=False):
+            with pytest.raises(cst.CSTValidationError):
+                cst.Name("1x")
+    with pytest.raises(cst.CSTValidationError):
+        _invalid_call()
+
+
+@pytest.mark.usefixtures("prepared")
+def test_parses_in_threads_leave_every_node_checked() -> None:
     text = SYNTAX * 3
-    expected = cst.parse_module(text)
+    with libcsts_own():
+        expected = cst.parse_module(text)
     failures: list[str] = []
 
     def parse() -> None:
@@ -180,17 +229,47 @@ def test_parses_in_threads_leave_libcsts_constructors_in_place() -> None:
     for thread in threads:
         thread.join()
     assert failures == []
-    assert all(vars(cls)["__init__"] is original for cls, original, _ in CONSTRUCTORS)
+    with pytest.raises(cst.CSTValidationError):
+        _invalid_call()
 
 
-def test_a_process_makes_them_once_it_has_parsed_enough(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(slicing, "_fast", None)
-    monkeypatch.setattr(slicing, "_parsed", 0)
-    monkeypatch.setattr(slicing, "PREPARE_AFTER", 50)
-    slicing.parse_module("x = 1\n" * 5)
-    assert slicing._fast is None
-    slicing.parse_module("x = 1\n" * 5)
-    assert slicing._fast is not None and len(slicing._fast) == len(CONSTRUCTORS)
+#: Run in a fresh process: libcst's constructors until the fast ones are made.
+BEFORE_AND_AFTER = r"""
+import libcst as cst
+from loadlint import slicing
+
+def invalid():
+    try:
+        cst.Call(func=cst.Name("f"), lpar=[cst.LeftParen()])
+    except cst.CSTValidationError:
+        return "checked"
+    return "unchecked"
+
+slicing.PREPARE_AFTER = 50
+original = vars(cst.Call)["__init__"]
+slicing.parse_module("x = 1\n" * 5)
+assert slicing._fast is None and vars(cst.Call)["__init__"] is original, "made too soon"
+try:
+    slicing.parse_module("\U0002ebf0 = 1\n")
+except cst.CSTValidationError:
+    pass
+else:
+    raise AssertionError("a name went unchecked before they were made")
+print(invalid())
+with slicing.parser_nodes(check_names=False):
+    print(invalid())
+    slicing.prepare()  # made while a parse runs: it still checks nothing
+    print(invalid())
+print(invalid())
+slicing.parse_module("x = 1\n" * 5)
+assert vars(cst.Call)["__init__"] is not original, "not installed"
+print(invalid())
+"""
+
+
+def test_a_process_makes_them_once_and_checks_as_before() -> None:
+    out = subprocess.run([sys.executable, "-c", BEFORE_AND_AFTER], capture_output=True, text=True, cwd=REPO, check=True)
+    assert out.stdout.split() == ["checked", "unchecked", "unchecked", "checked", "checked"]
 
 
 @pytest.mark.usefixtures("prepared")
@@ -198,4 +277,3 @@ def test_names_are_still_checked_in_text_that_is_not_ascii() -> None:
     with pytest.raises(cst.CSTValidationError, match="not a valid identifier"):
         slicing.parse_module("\U0002ebf0 = 1\n")
     assert slicing.parse_module("\u00e9t\u00e9 = 1\n").code == "\u00e9t\u00e9 = 1\n"
-    assert vars(cst.Name)["__init__"] is next(original for cls, original, _ in CONSTRUCTORS if cls is cst.Name)
