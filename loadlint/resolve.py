@@ -309,7 +309,7 @@ def evaluate(node: cst.BaseExpression | None, scope: Scope | None, _depth: int =
             return op(left, right)
         except (ArithmeticError, ValueError, OverflowError):
             return UNKNOWN
-    if isinstance(node, (cst.Attribute, cst.Subscript)):
+    if type(node) is cst.Attribute or type(node) is cst.Subscript:
         option = option_of(node, scope)
         return UNKNOWN if option is None else option.value
     if type(node) is cst.IfExp:

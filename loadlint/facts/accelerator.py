@@ -140,6 +140,10 @@ class AcceleratorProvider(Provider[AcceleratorFacts]):
                 facts.cuda_code.add(code)
 
 
+#: What may name a device's string (exact types: ``isinstance`` against libcst's classes is slow).
+_STRINGS = frozenset({cst.SimpleString, cst.ConcatenatedString, cst.Attribute, cst.Subscript})
+
+
 def device_kind(node: cst.BaseExpression | None, scope: Scope | None, imports: ImportTable, depth: int = 0) -> str | None:
     """"cuda", "cpu", "xla", "accelerator" or None (unknown) for a device expression.
 
@@ -149,8 +153,7 @@ def device_kind(node: cst.BaseExpression | None, scope: Scope | None, imports: I
     if node is None or depth > 8:
         return None
     # A string, or a command-line default (``--device cuda``).
-    strings = (cst.SimpleString, cst.ConcatenatedString, cst.Attribute, cst.Subscript)
-    value = evaluate(node, scope) if isinstance(node, strings) else None
+    value = evaluate(node, scope) if type(node) in _STRINGS else None
     if isinstance(value, str):
         return _device_string(value)
     if type(node) is cst.FormattedString:

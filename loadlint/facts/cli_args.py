@@ -187,7 +187,7 @@ class CliProvider(Provider[CliFacts]):
         # ``args.workers = 8`` anywhere: that option's default is not what runs.
         if type(target) is cst.Attribute and type(target.value) is cst.Name:
             self._changed_attrs.add(target.attr.value)
-        elif isinstance(target, (cst.Tuple, cst.List)):
+        elif type(target) is cst.Tuple or type(target) is cst.List:
             for element in target.elements:
                 self._assigned(element.value)
 

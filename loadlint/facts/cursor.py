@@ -115,7 +115,7 @@ class Cursor:
     def _bind_target(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
         if type(target) is cst.Name:
             self.scope.bind(target.value, value, tuple(self.path), self.order)
-        elif isinstance(target, (cst.Tuple, cst.List)):
+        elif type(target) is cst.Tuple or type(target) is cst.List:
             for element in target.elements:
                 inner = element.value
                 if type(inner) is cst.StarredElement:

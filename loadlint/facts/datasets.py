@@ -103,7 +103,7 @@ class DatasetProvider(Provider[DatasetFacts]):
         fn = self.cursor.function
         if fn is None or fn.class_name is None:
             return
-        if isinstance(target, (cst.Tuple, cst.List)):
+        if type(target) is cst.Tuple or type(target) is cst.List:
             for element in target.elements:
                 self._record_attr(element.value, None)
         elif type(target) is cst.Attribute and type(target.value) is cst.Name and target.value.value == "self":

@@ -145,7 +145,8 @@ class _Groups:
 
 #: Expressions a device's kind is looked for in (``torch.device(...)``, a name
 #: bound to one, ``"cuda" if ... else "cpu"``, ``args.device``).
-_DEVICE_EXPRESSIONS = (cst.Name, cst.Call, cst.Attribute, cst.IfExp, cst.FormattedString)
+#: Checked by exact type: ``isinstance`` against libcst's (abstract) classes is slow.
+_DEVICE_EXPRESSIONS = frozenset({cst.Name, cst.Call, cst.Attribute, cst.IfExp, cst.FormattedString})
 
 
 def _jsonable(value: Any) -> bool:
@@ -212,7 +213,7 @@ class _Function:
         target, owner = follow_name(expr, scope)
         if type(target) is cst.Call and id(target) in self.facts.loaders.cpu_count_calls:
             return {"cpu_count": True}
-        if isinstance(expr, _DEVICE_EXPRESSIONS):
+        if type(expr) in _DEVICE_EXPRESSIONS:
             kind = device_kind(expr, scope, self.facts.names.imports)
             if kind is not None:
                 return {"device": kind}
