@@ -189,3 +189,33 @@ def test_a_module_read_for_its_constants_is_parsed_once(tmp_path: Path, monkeypa
     # Several importers and names, one parse of config.py.
     config = (project / "config.py").read_text()
     assert parsed.count(config) == 1
+
+
+def test_each_function_lists_the_imports_its_summary_reads() -> None:
+    from loadlint.project.values import _imported_reads
+
+    listed = 0
+    for path in sorted(PROJECTS.rglob("*.py")):
+        summary = summarise_text(path.read_text(encoding="utf-8", errors="replace"))
+        for name, fn in (summary or {}).get("functions", {}).items():
+            assert fn["reads"] == sorted(set(_imported_reads(fn))), (path, name)
+            listed += len(fn["reads"])
+    assert listed >= 5
+
+
+def test_resolving_enters_only_the_functions_that_read_an_import(tmp_path: Path) -> None:
+    from loadlint.project.modules import Resolver
+    from loadlint.project.values import Constants
+
+    project = copy("constants", tmp_path)
+    summaries = {str(p): summarise_text(p.read_text()) for p in project.glob("*.py")}
+    constants = Constants(project, Resolver(project), summaries.get, lambda p: Path(p).read_text())
+    resolved = 0
+    for path, summary in summaries.items():
+        assert summary is not None
+        out = constants.resolve(path, summary)
+        for name, fn in summary["functions"].items():
+            # A function reading no import is the same object; one that does is a resolved copy.
+            assert (out["functions"][name] is fn) == (fn["reads"] == []), (path, name)
+            resolved += fn["reads"] != []
+    assert resolved >= 2

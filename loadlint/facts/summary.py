@@ -44,7 +44,7 @@ MODULE = "<module>"
 #: The loader arguments project analysis reasons about (absent: torch's default).
 _LOADER_SETTINGS = ("num_workers", "persistent_workers", "pin_memory", "multiprocessing_context", "sampler")
 #: Bumped when the shape changes, so cached summaries are not misread.
-VERSION = 3
+VERSION = 4
 
 
 def summarise(facts: ModuleFacts, ref_of: RefOf) -> Summary:
@@ -175,6 +175,9 @@ class _Function:
         self.site_targets: dict[str, tuple[int, int | None]] = {}
         #: id of a recorded call node -> its index in the summary's calls.
         self.site_index: dict[int, int] = {}
+        #: The names its descriptors import (listed in the summary: the join
+        #: then finds them without walking every function's summary).
+        self.reads: set[str] = set()
 
     def is_param(self, name: str) -> bool:
         if name not in self.params:
@@ -218,7 +221,10 @@ class _Function:
             if kind is not None:
                 return {"device": kind}
         qualified = _imported(target, owner, self.groups.imports) if owner is not None else None
-        return {"import": qualified} if qualified is not None else {}
+        if qualified is None:
+            return {}
+        self.reads.add(qualified)
+        return {"import": qualified}
 
     def summary(self, imports: dict[str, str], module_defs: set[str]) -> dict[str, Any]:
         out: dict[str, Any] = {"params": self.params}
@@ -245,6 +251,7 @@ class _Function:
             parts = last.elements if type(last) is cst.Tuple else None
             exprs = [e.value for e in parts] if parts is not None else [last]
             out["returns"] = {"tuple": parts is not None, "values": [self.describe(e, self.scope) for e in exprs]}
+        out["reads"] = sorted(self.reads)
         return out
 
     def _loader(self, call: Any) -> dict[str, Any]:

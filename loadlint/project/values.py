@@ -106,8 +106,23 @@ class Constants:
         if not self._imported(summary.get("functions")):
             return summary
         out = dict(summary)
-        out["functions"] = self._replace(path, summary["functions"])
+        out["functions"] = self._replace_functions(path, summary["functions"])
         return out
+
+    def _replace_functions(self, path: str, functions: Any) -> Any:
+        """``_replace`` over a summary's functions, entering only those that
+        read an import (a function's summary lists them in ``reads``)."""
+        if type(functions) is not dict:
+            return self._replace(path, functions)
+        changed: dict[str, Any] | None = None
+        for name, fn in functions.items():
+            if type(fn) is dict and fn.get("reads") == []:
+                continue
+            new = self._replace(path, fn)
+            if new is not fn:
+                changed = dict(functions) if changed is None else changed
+                changed[name] = new
+        return functions if changed is None else changed
 
     def _replace(self, path: str, value: Any) -> Any:
         """``value`` with its import descriptors replaced; the same object
@@ -135,7 +150,7 @@ class Constants:
         """The names ``functions`` (a summary's) imports, sorted."""
         memo = self._reads.get(id(functions))
         if memo is None or memo[0] is not functions:
-            memo = self._reads[id(functions)] = (functions, sorted(set(_imported_reads(functions))))
+            memo = self._reads[id(functions)] = (functions, sorted(set(_function_reads(functions))))
         return memo[1]
 
     def bindings(self, path: str, summary: Summary) -> dict[str, dict[str, Any]]:
@@ -166,6 +181,20 @@ class Constants:
 def _module_name(path: str) -> str:
     p = Path(path)
     return p.parent.name if p.stem == "__init__" else p.stem
+
+
+def _function_reads(functions: Any) -> Iterator[str]:
+    """The import descriptors' names in a summary's functions: as each
+    function lists them, or found by walking one that does not."""
+    if type(functions) is not dict:
+        yield from _imported_reads(functions)
+        return
+    for fn in functions.values():
+        reads = fn.get("reads") if type(fn) is dict else None
+        if type(reads) is list and all(type(name) is str for name in reads):
+            yield from reads
+        else:
+            yield from _imported_reads(fn)
 
 
 def _imported_reads(value: Any) -> Iterator[str]:
