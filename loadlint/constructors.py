@@ -55,7 +55,7 @@ def constructors(cst: Any) -> tuple[Constructors, Checks]:
     """The fast constructors of the node classes ``cst`` (libcst) exports,
     and what they check (every node, until told otherwise)."""
     base = cst.CSTNode
-    namespace: dict[str, Any] = {"_MISSING": dataclasses.MISSING}
+    namespace: dict[str, Any] = {}
     sources: list[str] = []
     classes: list[type] = []
     for name in sorted(getattr(cst, "__all__", dir(cst))):
@@ -72,7 +72,10 @@ def constructors(cst: Any) -> tuple[Constructors, Checks]:
     made: Constructors = []
     for i, cls in enumerate(classes):
         fast = namespace[f"_{i}"]
-        fast.__qualname__ = f"{cls.__qualname__}.__init__"
+        original = vars(cls)["__init__"]
+        # What introspection reads (a strategy built from the signature's types, a help text) is libcst's.
+        fast.__name__, fast.__qualname__, fast.__module__ = "__init__", original.__qualname__, original.__module__
+        fast.__doc__, fast.__annotations__ = original.__doc__, dict(original.__annotations__)
         made.append((cls, vars(cls)["__init__"], fast))
     return made, Checks(namespace)
 
@@ -91,6 +94,10 @@ def _source(cls: type, base: type, name: str, namespace: dict[str, Any], flag: s
     names = tuple(f.name for f in fields)
     if any(not f.init for f in fields) or code.co_kwonlyargcount or code.co_varnames[: code.co_argcount] != ("self", *names):
         return None
+    # Each parameter's default as libcst's constructor has it: for a default
+    # factory, the marker its constructor replaces by a call of the factory
+    # (passed explicitly too, as a caller reading the signature may do).
+    defaults = dict(zip(reversed(code.co_varnames[: code.co_argcount]), reversed(original.__defaults__ or ())))
     values: dict[str, Any] = {}
     params, body = [], []
     for i, field in enumerate(fields):
@@ -102,9 +109,12 @@ def _source(cls: type, base: type, name: str, namespace: dict[str, Any], flag: s
             values[f"{name}_default{i}"] = field.default
             params.append(f"{field.name}={name}_default{i}")
         elif field.default_factory is not dataclasses.MISSING:
+            if field.name not in defaults:
+                return None
             values[f"{name}_factory{i}"] = field.default_factory
-            params.append(f"{field.name}=_MISSING")
-            body.append(f"    if {field.name} is _MISSING:\n        {field.name} = {name}_factory{i}()")
+            values[f"{name}_marker{i}"] = defaults[field.name]
+            params.append(f"{field.name}={name}_marker{i}")
+            body.append(f"    if {field.name} is {name}_marker{i}:\n        {field.name} = {name}_factory{i}()")
         else:
             params.append(field.name)
         body.append(f"    {name}_set{i}(self, {field.name})")

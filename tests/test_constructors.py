@@ -137,11 +137,10 @@ def test_each_constructor_takes_what_libcsts_takes() -> None:
         theirs, ours = inspect.signature(original).parameters, inspect.signature(fast).parameters
         assert list(theirs) == list(ours), cls
         for name, param in theirs.items():
-            # A default factory's marker differs (dataclasses' own against ours); a default does not.
-            factory = repr(param.default) == "<factory>"
-            assert (ours[name].default is not inspect.Parameter.empty) == (param.default is not inspect.Parameter.empty)
-            if not factory:
-                assert ours[name].default is param.default, (cls, name)
+            # A default factory's marker included: a caller may pass what the signature shows.
+            assert ours[name].default is param.default, (cls, name)
+        assert inspect.signature(fast) == inspect.signature(original), cls  # annotations too
+        assert (fast.__qualname__, fast.__module__) == (original.__qualname__, original.__module__)
 
 
 def test_every_node_the_parser_builds_has_one() -> None:
@@ -176,6 +175,12 @@ def test_defaults_and_factories_fill_what_a_caller_leaves_out() -> None:
             assert got.deep_equals(want)
     # A default factory makes a node per call, as libcst's constructor does.
     assert after[0].whitespace_before_equal is not again[0].whitespace_before_equal
+    # The signature's marker, passed explicitly, is the factory's value too.
+    marker = inspect.signature(cst.Tuple).parameters["lpar"].default
+    built = cst.Tuple(elements=[], lpar=marker, rpar=marker)
+    with libcsts_own():
+        assert built.deep_equals(cst.Tuple(elements=[], lpar=marker, rpar=marker))
+    assert built.lpar is not marker and all(type(paren) is cst.LeftParen for paren in built.lpar)
 
 
 @pytest.mark.usefixtures("prepared")
