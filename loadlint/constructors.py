@@ -5,9 +5,9 @@ dataclass ``__init__`` stores the fields with ``object.__setattr__`` (a
 frozen class refuses plain assignment) and calls ``__post_init__``, which
 validates the node.  The parser's output is valid by construction: these
 constructors store each field straight through its slot, which a frozen
-dataclass cannot do, and validate the node only when ``Checks`` says so
-(a tenth, then a sixth of the parse).  Outside a parse they validate every
-node, as libcst's do.
+dataclass cannot do (a tenth of the parse), and validate the node only when
+``Checks`` says so (skipping it during a parse saves a sixth).  Outside a
+parse they validate every node, as libcst's do.
 
 They are made from the classes themselves (fields, defaults, default
 factories), so a libcst release that changes a node changes its constructor
@@ -42,14 +42,6 @@ class Checks:
         self._namespace["_CHECK"] = nodes
         self._namespace["_CHECK_NAME"] = nodes or names
 
-    @property
-    def nodes(self) -> bool:
-        return bool(self._namespace["_CHECK"])
-
-    @property
-    def names(self) -> bool:
-        return bool(self._namespace["_CHECK_NAME"])
-
 
 def constructors(cst: Any) -> tuple[Constructors, Checks]:
     """The fast constructors of the node classes ``cst`` (libcst) exports,
@@ -76,7 +68,7 @@ def constructors(cst: Any) -> tuple[Constructors, Checks]:
         # What introspection reads (a strategy built from the signature's types, a help text) is libcst's.
         fast.__name__, fast.__qualname__, fast.__module__ = "__init__", original.__qualname__, original.__module__
         fast.__doc__, fast.__annotations__ = original.__doc__, dict(original.__annotations__)
-        made.append((cls, vars(cls)["__init__"], fast))
+        made.append((cls, original, fast))
     return made, Checks(namespace)
 
 

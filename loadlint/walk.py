@@ -186,7 +186,7 @@ def _unit_walker(walkers: _UnitWalkers, visitor_type: type, node_type: type) -> 
             walk_fields.append(f"before{i}(visitor, node)")
         walk_fields.append(f"value = node.{field}")
         one = f"W[type(value)](value, visitor, unit, {flat}, owner, state)"
-        each = [f"for child in value:", f"    W[type(child)](child, visitor, unit, {flat}, owner, state)"]
+        each = ["for child in value:", f"    W[type(child)](child, visitor, unit, {flat}, owner, state)"]
         shape = shapes.get(field)
         if shape == _SEQUENCE:
             walk_fields.extend(each)
