@@ -5,7 +5,8 @@ and keeps what another module may need to know: the imports, and for each
 function (``"<module>"`` for the module body) its parameters and their
 defaults, the loaders it builds from them, what it does with the loaders it
 is given (iterates them, ``next(iter(...))`` in a loop, moves their batches),
-what it returns, and the calls it makes with their argument values.
+what it returns, the calls it makes with their argument values, and the
+names its import descriptors read (``reads``).
 
 Keys are stable (module-level names, ``Class.method``), values are JSON.
 A value is a descriptor: ``{"value": 4}``, ``{"cpu_count": true}``,
