@@ -121,7 +121,7 @@ def walk_units(module: cst.Module, visitor: object) -> tuple[dict[int, int], lis
     owner: dict[int, int] = {}
     units: list[Unit] = []
     state = (units, module.default_indent)
-    visit, leave, fields = _hooks(visitor_type, cst.Module)
+    visit, leave, fields = walkers.module_hooks
     if visit is None or visit(visitor, module) is not False:
         for field, before, after in fields:
             if before is not None:
@@ -148,6 +148,8 @@ class _UnitWalkers(dict[type, Callable[..., None]]):
     def __init__(self, visitor_type: type) -> None:
         super().__init__()
         self.visitor_type = visitor_type
+        #: The module's own hooks: ``walk_units`` walks its body itself.
+        self.module_hooks = _hooks(visitor_type, cst.Module)
 
     def __missing__(self, node_type: type) -> Callable[..., None]:
         if cst.CSTNode in node_type.__mro__:  # ``issubclass`` against an abstract class is slow

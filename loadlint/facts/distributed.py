@@ -83,9 +83,9 @@ class DistributedProvider(Provider[DistributedFacts]):
             facts.frameworks.add(_FRAMEWORK_CALLS[qualified])
             if qualified in LIGHTNING_TRAINERS and not in_test(self.cursor):
                 self._lightning_trainer(node)
-        elif qualified == "torch.cuda.set_device" and node.args and "rank" in _code(node.args[0].value):
+        elif qualified == "torch.cuda.set_device" and node.args and "rank" in code_for_node(node.args[0].value):
             # One GPU per process, chosen by its rank.
-            facts.evidence.append(f"torch.cuda.set_device({_code(node.args[0].value)})")
+            facts.evidence.append(f"torch.cuda.set_device({code_for_node(node.args[0].value)})")
         elif qualified in ("os.environ.get", "os.getenv"):
             if node.args and type(node.args[0].value) is cst.SimpleString:
                 if node.args[0].value.evaluated_value in _DIST_ENV:
@@ -129,7 +129,3 @@ def in_test(cursor: Cursor) -> bool:
     """The traversal is inside a test function: a ``Trainer`` built there
     says nothing about the module's other loaders."""
     return any(fn.name.startswith("test") for fn in cursor.functions)
-
-
-def _code(node: cst.BaseExpression) -> str:
-    return code_for_node(node)
