@@ -31,6 +31,7 @@ class LazyGroup(click.Group):
     lazy = {
         "verify": "loadlint.verify.command:verify",
         "lsp": "loadlint.lsp:command",
+        "trace": "loadlint.trace.command:trace",
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:

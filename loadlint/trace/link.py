@@ -1,0 +1,68 @@
+"""Attach the mapped call's static findings to the trace's findings, and
+apply their fixes through the fix engine (``--source DIR --fix``)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from loadlint.api import check_paths
+from loadlint.config import Overrides
+from loadlint.report import diff
+from loadlint.trace.analyse import Diagnosis
+from loadlint.trace.source import Match, match
+from loadlint.types import Finding, FixRequest
+
+
+def _relative(path: Path) -> str:
+    try:
+        return os.path.relpath(path)
+    except ValueError:
+        return str(path)
+
+
+def call_findings(found: Match) -> list[Finding]:
+    """The static findings reported on the mapped call."""
+    call = found.call
+    run = check_paths([call.path], Overrides())
+    return [f for f in run.findings if call.row <= f.location.row <= call.end_row]
+
+
+def link(diagnoses: list[Diagnosis], root: Path | None) -> list[Match]:
+    """Map each rank's loader to its call and attach what is known there."""
+    matches: list[Match] = []
+    for d in diagnoses:
+        base = root if root is not None else (Path.cwd() if d.rank.callers else None)
+        found = match(base, d.rank.iterators, d.rank.callers) if base is not None else None
+        if found is None:
+            continue
+        matches.append(found)
+        static = call_findings(found)
+        location = {"path": _relative(found.call.path), "row": found.call.row, "column": found.call.column}
+        for finding in d.findings:
+            finding.location = location
+            finding.mapping = f"{found.confidence} confidence ({found.why})"
+            finding.evidence["location_confidence"] = found.confidence
+            finding.static = [
+                f"{_relative(Path(f.path))}:{f.location.row}:{f.location.column}: {f.code} {f.message}"
+                + (" [*]" if f.fix is not None else "")
+                for f in static
+            ]
+    return matches
+
+
+def apply_fixes(matches: list[Match]) -> tuple[str, int]:
+    """Fix the mapped calls' files with the codes found on those calls;
+    (the unified diff, how many fixes)."""
+    codes: dict[Path, set[str]] = {}
+    for found in matches:
+        codes.setdefault(found.call.path, set()).update(f.code for f in call_findings(found) if f.fix is not None)
+    text, count = "", 0
+    for path, selected in sorted(codes.items()):
+        if not selected:
+            continue
+        run = check_paths([path], Overrides(select=tuple(sorted(selected))), fix=FixRequest(unsafe=False))
+        chunk, fixed = diff(run)
+        text += chunk
+        count += fixed
+    return text, count
