@@ -98,15 +98,17 @@ def _int(value: Any) -> int:
     return value if isinstance(value, int) else hash(value)
 
 
-def load(path: Path) -> Events:
-    """Read and reduce one trace; TraceError for what cannot be diagnosed."""
+def load(path: Path, *, require_loader: bool = True) -> Events:
+    """Read and reduce one trace; TraceError for what cannot be diagnosed
+    (``require_loader=False`` measures steps of a trace without DataLoader
+    spans, for checks against other tools)."""
     events = Events(path)
     events.header = read_events(path, events.add)
-    check_usable(events)
+    check_usable(events, require_loader)
     return events
 
 
-def check_usable(events: Events) -> None:
+def check_usable(events: Events, require_loader: bool = True) -> None:
     path, header = events.path, events.header
     if "traceEvents" not in header:
         raise TraceError(f"{path}: not a profiler trace (no traceEvents)")
@@ -119,7 +121,7 @@ def check_usable(events: Events) -> None:
         raise TraceError(f"{path}: a ROCm (HIP) trace: loadlint trace reads CUDA and CPU traces only")
     if events.other_accelerator:
         raise TraceError(f"{path}: an {events.other_accelerator} trace: loadlint trace reads CUDA and CPU traces only")
-    if not events.loader:
+    if require_loader and not events.loader:
         raise TraceError(
             f"{path}: no DataLoader spans (enumerate(DataLoader)#...__next__): the profiled steps did not iterate a DataLoader"
         )

@@ -112,12 +112,14 @@ def _covered(merged: tuple[list[float], list[float], list[float]], lo: float, hi
     return max(0.0, inside)
 
 
-def _windows(events: Events) -> tuple[list[tuple[float, float]], str]:
+def _windows(events: Events) -> tuple[list[tuple[float, float, float]], str]:
+    """(start, end, duration) of each step: the duration as recorded, since
+    end - start loses nanoseconds at the magnitude of trace timestamps."""
     if events.steps:
         steps = sorted({(ts, dur) for ts, dur, _ in events.steps})
-        return [(ts, ts + dur) for ts, dur in steps], "ProfilerStep"
+        return [(ts, ts + dur, dur) for ts, dur in steps], "ProfilerStep"
     starts = sorted(ts for ts, _, _ in events.loader)
-    return list(zip(starts, starts[1:])), "DataLoader __next__ (inferred)"
+    return [(a, b, b - a) for a, b in zip(starts, starts[1:])], "DataLoader __next__ (inferred)"
 
 
 def measure(events: Events) -> Rank:
@@ -126,9 +128,9 @@ def measure(events: Events) -> Rank:
     waits = _union([(ts, ts + dur) for ts, dur, _ in events.loader])
     device = _union(events.device) if events.device else None
     steps = [
-        Step(i, lo, (hi - lo) / 1e3, _covered(waits, lo, hi) / 1e3,
+        Step(i, lo, dur / 1e3, _covered(waits, lo, hi) / 1e3,
              _covered(device, lo, hi) / 1e3 if device is not None else None)
-        for i, (lo, hi) in enumerate(windows)
+        for i, (lo, hi, dur) in enumerate(windows)
     ]
     rank = Rank(str(events.path), rank_of(events), device_name(events), steps, source,
                 sorted({cls for _, _, cls in events.loader}))
