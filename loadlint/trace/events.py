@@ -89,6 +89,9 @@ class Events:
             elif name in _RUNTIME_NAMES:
                 args = event.get("args") or {}
                 self.runtime.append((ts, dur, name, args.get("correlation"), _int(event.get("tid"))))
+            else:
+                # Kept, unnamed, so that "right after a copy" means no other call between.
+                self.runtime.append((ts, dur, "", None, _int(event.get("tid"))))
         elif isinstance(cat, str) and self.other_accelerator is None:
             lowered = cat.lower()
             self.other_accelerator = next((label for key, label in _OTHER_ACCELERATORS if lowered.startswith(key)), None)

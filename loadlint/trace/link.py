@@ -3,7 +3,6 @@ apply their fixes through the fix engine (``--source DIR --fix``)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from loadlint.api import check_paths
@@ -15,8 +14,9 @@ from loadlint.types import Finding, FixRequest
 
 
 def _relative(path: Path) -> str:
+    """Under the working folder, relative to it (as ``check`` prints paths)."""
     try:
-        return os.path.relpath(path)
+        return str(path.resolve().relative_to(Path.cwd())) if path.is_absolute() else str(path)
     except ValueError:
         return str(path)
 
