@@ -84,8 +84,9 @@ def test_json_contract_single_trace(tmp_path, capsys):
     assert ll201["evidence"]["median_step_without_wait_ms"] == 4.0
     assert ll201["evidence"]["speedup"] == 2.5
     ll205 = data["findings"][2]["evidence"]
-    assert ll205["blocking_copies"] == 6 and ll205["calls"] == ["cudaStreamSynchronize"]
-    assert ll205["blocked_ms_per_step"] == 0.38
+    # The host waits through the copy call and the synchronisation after it.
+    assert ll205["blocking_copies"] == 6 and ll205["calls"] == ["cudaMemcpyAsync + cudaStreamSynchronize"]
+    assert ll205["blocked_ms_per_step"] == 0.41
 
 
 def test_pinned_non_blocking_with_workers_is_clean(tmp_path, capsys):
@@ -138,23 +139,28 @@ def test_steps_inferred_without_profiler_steps(tmp_path, capsys):
     assert "steps inferred from DataLoader __next__ spans (no ProfilerStep)" in out.splitlines()[0]
 
 
-def test_worker_restarts_at_pass_starts(tmp_path, capsys):
-    trace = gpu_trace(steps=12, step_us=60_000, wait_us=100, iterator=MULTI, pinned=True, sync=None, kernel_us=9_000)
+def restarts_trace(long_steps: tuple[int, ...]) -> dict[str, Any]:
+    trace = gpu_trace(steps=18, step_us=60_000, wait_us=100, iterator=MULTI, pinned=True, sync=None, kernel_us=9_000)
     for e in trace["traceEvents"]:
-        if e["name"] == MULTI and e["ts"] in (1_000_010.0, 1_360_010.0):
-            e["dur"] = 50_000  # steps 0 and 6: a pass starts, its workers boot
-    code, out, _ = run(capsys, str(write(tmp_path / "t.json", trace)), "--output-format", "json")
+        if e["name"] == MULTI and (e["ts"] - 1_000_010.0) / 60_000 in long_steps:
+            e["dur"] = 50_000  # a pass starts, its workers boot
+    return trace
+
+
+def test_worker_restarts_at_pass_starts(tmp_path, capsys):
+    code, out, _ = run(capsys, str(write(tmp_path / "t.json", restarts_trace((0, 6, 12)))), "--output-format", "json")
     (ll204,) = [f for f in json.loads(out)["findings"] if f["code"] == "LL204"]
-    assert ll204["evidence"] == {"epoch_start_steps": [0, 6], "epoch_start_wait_ms": [50.0, 50.0], "median_wait_ms": 0.1, "lost_ms": 99.8}
+    assert ll204["evidence"] == {"epoch_start_steps": [0, 6, 12], "epoch_start_wait_ms": [50.0, 50.0, 50.0],
+                                 "median_wait_ms": 0.1, "lost_ms": 149.7}
     assert code == 1
 
 
-def test_one_long_first_step_is_not_a_restart(tmp_path, capsys):
-    # The profiler may start with a pass: one long wait proves no restart.
-    trace = gpu_trace(steps=12, step_us=60_000, wait_us=100, iterator=MULTI, pinned=True, sync=None, kernel_us=9_000)
-    trace["traceEvents"][1]["dur"] = 50_000
-    code, out, _ = run(capsys, str(write(tmp_path / "t.json", trace)))
-    assert "long first steps of a pass over the loader: 0" in out and code == 0
+@pytest.mark.parametrize("long_steps", [(0,), (0, 6), (0, 6, 9), (3, 4, 5)])
+def test_long_waits_without_a_period_are_not_restarts(tmp_path, capsys, long_steps):
+    # Without Python frames only a steady period shows passes: one long
+    # first step (the profiler may start with a pass) or hiccups prove nothing.
+    code, out, _ = run(capsys, str(write(tmp_path / "t.json", restarts_trace(long_steps))))
+    assert "LL204" not in out and "long first steps" not in out
 
 
 def test_ranks_folder_and_lagging_rank(tmp_path, capsys):
@@ -170,7 +176,7 @@ def test_ranks_folder_and_lagging_rank(tmp_path, capsys):
     assert data["summary"]["steps"] == 18
     assert [[f["code"] for f in r["findings"]] for r in data["ranks"]] == [[], [], ["LL301", "LL302", "LL303"]]
     ll303 = data["ranks"][2]["findings"][2]
-    assert ll303["evidence"] == {"median_wait_ms": 8.0, "median_wait_all_ranks_ms": 0.1, "lost_ms_per_step": 7.9}
+    assert ll303["evidence"] == {"median_wait_ms": 8.0, "median_wait_other_ranks_ms": 0.1, "lost_ms_per_step": 7.9}
 
 
 def test_compare(tmp_path, capsys):

@@ -19,7 +19,7 @@ DATA_WAIT_SHARE = 0.10
 IDLE_SHARE = 0.30
 #: The share of steps with such a tooth that makes a sawtooth.
 SAWTOOTH_STEPS = 0.30
-#: One rank's median data wait against the median over all ranks.
+#: One rank's median data wait against the median of the other ranks'.
 RANK_WAIT_RATIO = 2.0
 #: ... and at least this many milliseconds more.
 RANK_WAIT_MS = 5.0
@@ -115,7 +115,7 @@ No automatic fix of its own; the static findings of the mapped call
 ## What it does
 Reported by `loadlint trace` on a folder of per-rank traces: a rank's
 median data wait per step is at least {RANK_WAIT_RATIO:g} times the median
-over all ranks and at least {RANK_WAIT_MS:g} ms longer.  The finding is
+of the other ranks' and at least {RANK_WAIT_MS:g} ms longer.  The finding is
 listed under that rank.
 
 ## Why is this bad?

@@ -78,6 +78,8 @@ class Events:
         elif cat == "python_function":
             if not name.startswith(("torch/", "<built-in")) or name.endswith((": __next__", ": __iter__")):
                 self.frames.append((ts, ts + dur, _int(event.get("tid")), name))
+        elif cat == "gpu_user_annotation":
+            return  # the device's copy of ProfilerStep#N and record_function ranges
         elif name.startswith("ProfilerStep#"):
             number = name[len("ProfilerStep#"):]
             self.steps.append((ts, dur, int(number) if number.isdigit() else len(self.steps)))

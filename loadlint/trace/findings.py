@@ -151,13 +151,15 @@ def across_ranks(ranks: list[Rank]) -> dict[int, TraceFinding]:
     if len(ranks) < 2:
         return {}
     medians = [statistics.median(s.data_wait_ms for s in r.steps) if r.steps else 0.0 for r in ranks]
-    typical = statistics.median(medians)
     found = {}
     for i, (rank, wait) in enumerate(zip(ranks, medians)):
+        # Against the others: with two ranks, a median over all would be
+        # the lagging rank's own half.
+        typical = statistics.median(medians[:i] + medians[i + 1:])
         if wait >= RANK_WAIT_RATIO * typical and wait - typical >= RANK_WAIT_MS:
             label = f"rank {rank.rank}" if rank.rank is not None else rank.path
-            evidence = {"median_wait_ms": _ms(wait), "median_wait_all_ranks_ms": _ms(typical), "lost_ms_per_step": _ms(wait - typical)}
-            found[i] = TraceFinding("LL303", f"{label} waits {wait:.1f} ms per step for data, the ranks' median is {typical:.1f} ms: "
+            evidence = {"median_wait_ms": _ms(wait), "median_wait_other_ranks_ms": _ms(typical), "lost_ms_per_step": _ms(wait - typical)}
+            found[i] = TraceFinding("LL303", f"{label} waits {wait:.1f} ms per step for data, the other ranks' median is {typical:.1f} ms: "
                                     f"every rank loses up to {wait - typical:.1f} ms per step at the next collective", evidence)
     return found
 

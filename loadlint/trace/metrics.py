@@ -153,24 +153,28 @@ def _blocking(events: Events) -> list[tuple[str, float]]:
     the same thread."""
     h2d = {c.correlation for c in events.copies if c.correlation is not None}
     found: list[tuple[str, float]] = []
-    previous: dict[int, tuple[str, int | None]] = {}
+    previous: dict[int, tuple[str, int | None, float]] = {}
     for ts, dur, name, corr, tid in sorted(events.runtime):
         if name == "cudaMemcpy" and corr in h2d:
             found.append((name, dur))
         elif name in _SYNC_CALLS:
             before = previous.get(tid)
             if before and before[0] == "cudaMemcpyAsync" and before[1] in h2d:
-                found.append((name, dur))
-        previous[tid] = (name, corr)
+                # The host waits through both calls: a copy from pageable
+                # memory returns only once it is staged.
+                found.append((f"cudaMemcpyAsync + {name}", before[2] + dur))
+        previous[tid] = (name, corr, dur)
     return found
 
 
 def _epoch_starts(events: Events, steps: list[Step]) -> list[int]:
-    """Steps whose data wait starts a new pass over the loader and is long.
+    """Steps that start a pass over the loader with a long wait.
 
-    With Python frames, a pass starts where ``DataLoader.__iter__`` runs;
-    without, a step whose wait is an outlier (four times the median wait and
-    a quarter of the median step) after a step that waited little."""
+    With Python frames (``with_stack=True``), a pass starts where
+    ``DataLoader.__iter__`` runs.  Without them, only a pattern that cannot
+    be a hiccup counts: at least three long waits (half the longest, four
+    times the median wait, a quarter of the median step) at a constant
+    period of steps, give or take one (``drop_last``).  Otherwise none."""
     if len(steps) < 3:
         return []
     median_wait = statistics.median(s.data_wait_ms for s in steps)
@@ -184,7 +188,12 @@ def _epoch_starts(events: Events, steps: list[Step]) -> list[int]:
         shift = 1 if events.steps else 0
         marked = {min(len(steps) - 1, max(0, bisect_right(starts, ts) - shift)) for ts in iters}
         return sorted(i for i in marked if steps[i].data_wait_ms >= long_wait)
-    return [i for i, s in enumerate(steps) if s.data_wait_ms >= long_wait]
+    longest = max(s.data_wait_ms for s in steps)
+    found = [s.index for s in steps if s.data_wait_ms >= max(long_wait, 0.5 * longest)]
+    gaps = [b - a for a, b in zip(found, found[1:])]
+    if len(found) >= 3 and min(gaps) >= 2 and max(gaps) - min(gaps) <= 1:
+        return found
+    return []
 
 
 def _callers(events: Events) -> list[str]:
