@@ -43,11 +43,14 @@ RUNTIME_CODES: dict[str, RuntimeCode] = {
     "LL301": RuntimeCode("LL301", "loading-bound-with-workers", "The run waits for data although the loader has workers", f"""
 ## What it does
 Reported by `loadlint trace` (never by `check`): the profiled run uses
-worker processes (`_MultiProcessingDataLoaderIter`) and the training loop
-still waits for the next batch for at least {DATA_WAIT_SHARE:.0%} of the
-step time, counting the `enumerate(DataLoader)#...__next__` spans inside
-each step.  Steps that start a pass over the loader are left out (LL204
-covers them).
+worker processes (`_MultiProcessingDataLoaderIter`) and the typical step
+still waits for the next batch: the median step time with each step's
+data wait (the `enumerate(DataLoader)#...__next__` spans inside it)
+removed is at least {DATA_WAIT_SHARE:.0%} below the median step time.  The
+typical step decides, not the total, so that a few long waits (a hiccup)
+do not make a finding of a short trace; steps that start a pass over the
+loader are left out (LL204 covers them).  `loadlint trace` reports LL201
+instead, by the same measure, when the loader has no workers.
 
 ## Why is this bad?
 The workers do not produce batches as fast as the model consumes them:
@@ -88,7 +91,7 @@ idle, busy.
 ## Why is this bad?
 Compute and loading alternate instead of overlapping: the GPU works only
 while the next batch is not needed yet.  The finding gives the GPU busy
-share and the median step with the data wait removed.
+share and the mean step time without the waits of those steps.
 
 ## Example
 ```python
