@@ -84,7 +84,8 @@ the dataset.  `loadlint trace --source DIR` attaches the static findings
 Reported by `loadlint trace` on traces with GPU events: in at least
 {SAWTOOTH_STEPS:.0%} of the steps (and at least three), the GPU is idle
 (no kernel, copy or memset) for at least {IDLE_SHARE:.0%} of the step, and
-waiting for the DataLoader covers at least half of that idle time.  This
+waiting for the DataLoader covers at least half of that idle time (steps
+that start a pass over the loader do not count: LL204 covers them).  This
 is the sawtooth of GPU utilisation that `nvidia-smi` shows as busy,
 idle, busy.
 

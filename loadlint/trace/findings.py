@@ -15,8 +15,10 @@ from loadlint.rules.runtime import (
 from loadlint.trace.metrics import Rank, Step
 
 SINGLE, MULTI = "_SingleProcessDataLoaderIter", "_MultiProcessingDataLoaderIter"
-#: Pageable copies below this many bytes in the whole trace are noise.
+#: Pageable copies below this many bytes in the whole trace, or taking less
+#: than this share of the step time, are noise.
 PAGEABLE_MIN_BYTES = 1 << 20
+PAGEABLE_SHARE = 0.01
 #: Blocking copies that hold the loop for this share of the step time.
 BLOCKING_SHARE = 0.02
 #: A pass's first wait this many times the median wait (and at least a
@@ -86,14 +88,14 @@ def diagnose(rank: Rank) -> list[TraceFinding]:
     elif typical >= DATA_WAIT_SHARE and MULTI in rank.iterators:
         found.append(TraceFinding("LL301", "Loading still dominates with workers on: " + _wait_text(evidence),
                                   {"iterator": MULTI, **evidence}))
-    found += _pageable(rank) + _blocking(rank) + _restarts(rank, steady) + _sawtooth(rank)
+    found += _pageable(rank) + _blocking(rank) + _restarts(rank, steady) + _sawtooth(rank, steady)
     return sorted(found, key=lambda f: f.code)
 
 
 def _pageable(rank: Rank) -> list[TraceFinding]:
-    if rank.pageable_bytes < PAGEABLE_MIN_BYTES:
-        return []
     per_step = rank.pageable_us / 1e3 / max(1, len(rank.steps))
+    if rank.pageable_bytes < PAGEABLE_MIN_BYTES or per_step < PAGEABLE_SHARE * rank.median_step_ms:
+        return []
     evidence = {"pageable_bytes": rank.pageable_bytes, "pageable_gbps": _round(rank.pageable_gbps),
                 "pinned_bytes": rank.pinned_bytes, "pinned_gbps": _round(rank.pinned_gbps),
                 "pageable_copy_ms_per_step": _ms(per_step)}
@@ -137,10 +139,10 @@ def _restarts(rank: Rank, steady: list[Step]) -> list[TraceFinding]:
                          f"(median wait {wait:.1f} ms); persistent_workers=True saves up to {lost:.1f} ms here", evidence)]
 
 
-def _sawtooth(rank: Rank) -> list[TraceFinding]:
+def _sawtooth(rank: Rank, steady: list[Step]) -> list[TraceFinding]:
     if not rank.has_gpu or len(rank.steps) < 3:
         return []
-    teeth = [s for s in rank.steps
+    teeth = [s for s in steady
              if s.dur_ms > 0 and (idle := s.dur_ms - (s.gpu_busy_ms or 0.0)) >= IDLE_SHARE * s.dur_ms
              and s.data_wait_ms >= 0.5 * idle]
     if len(teeth) < max(3, SAWTOOTH_STEPS * len(rank.steps)):
