@@ -191,6 +191,15 @@ def test_ranks_folder_and_lagging_rank(tmp_path, capsys):
     assert ll303["evidence"] == {"median_wait_ms": 8.0, "median_wait_other_ranks_ms": 0.1, "lost_ms_per_step": 7.9}
 
 
+def test_files_without_distinct_ranks_are_not_compared(tmp_path, capsys):
+    folder = tmp_path / "cycles"
+    folder.mkdir()
+    write(folder / "a.json", gpu_trace(wait_us=100, iterator=MULTI, pinned=True, sync=None))
+    write(folder / "b.json", gpu_trace(wait_us=8_000, iterator=MULTI, pinned=True, sync=None))
+    code, out, _ = run(capsys, str(folder), "--output-format", "json", "-j", "1")
+    assert "LL303" not in out and len(json.loads(out)["ranks"]) == 2
+
+
 def test_compare(tmp_path, capsys):
     before = write(tmp_path / "before.json", gpu_trace())
     after = write(tmp_path / "after.json", gpu_trace(step_us=5_000, wait_us=50, iterator=MULTI, pinned=True, sync=None))

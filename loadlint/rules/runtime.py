@@ -120,7 +120,9 @@ No automatic fix of its own; the static findings of the mapped call
 Reported by `loadlint trace` on a folder of per-rank traces: a rank's
 median data wait per step is at least {RANK_WAIT_RATIO:g} times the median
 of the other ranks' and at least {RANK_WAIT_MS:g} ms longer.  The finding is
-listed under that rank.
+listed under that rank.  Ranks are told apart by the `distributedInfo` the
+profiler writes under `torch.distributed`; files without it (the cycles of
+one process's schedule) are not compared.
 
 ## Why is this bad?
 In data-parallel training every rank waits for the slowest at each

@@ -158,8 +158,11 @@ def _sawtooth(rank: Rank, steady: list[Step]) -> list[TraceFinding]:
 
 
 def across_ranks(ranks: list[Rank]) -> dict[int, TraceFinding]:
-    """LL303 findings, keyed by the position of the rank that lags."""
-    if len(ranks) < 2:
+    """LL303 findings, keyed by the position of the rank that lags.  Only
+    traces that name distinct ranks (``distributedInfo``) are compared: the
+    files of one process (the cycles of a schedule) are not ranks."""
+    numbers = [r.rank for r in ranks]
+    if len(ranks) < 2 or None in numbers or len(set(numbers)) != len(numbers):
         return {}
     medians = [statistics.median(s.data_wait_ms for s in r.steps) if r.steps else 0.0 for r in ranks]
     found = {}
@@ -168,7 +171,7 @@ def across_ranks(ranks: list[Rank]) -> dict[int, TraceFinding]:
         # the lagging rank's own half.
         typical = statistics.median(medians[:i] + medians[i + 1:])
         if wait >= RANK_WAIT_RATIO * typical and wait - typical >= RANK_WAIT_MS:
-            label = f"rank {rank.rank}" if rank.rank is not None else rank.path
+            label = f"rank {rank.rank}"
             evidence = {"median_wait_ms": _ms(wait), "median_wait_other_ranks_ms": _ms(typical), "lost_ms_per_step": _ms(wait - typical)}
             found[i] = TraceFinding("LL303", f"{label} waits {wait:.1f} ms per step for data, the other ranks' median is {typical:.1f} ms: "
                                     f"every rank loses up to {wait - typical:.1f} ms per step at the next collective", evidence)
