@@ -273,6 +273,15 @@ def test_source_fix_applies_the_static_fixes(tmp_path, capsys):
     assert "in the mapped DataLoader call's file." in err
 
 
+def test_fix_leaves_a_guess_alone(tmp_path, capsys):
+    root = project(tmp_path)
+    (root / "other.py").write_text(PROJECT["train.py"].replace("main", "other"))
+    code, out, err = run(capsys, str(write(tmp_path / "t.json", gpu_trace())), "--source", str(root), "--fix")
+    assert (root / "train.py").read_text() == PROJECT["train.py"]
+    assert "low confidence (first of 2 DataLoader calls without workers that could be it)" in out
+    assert f"loadlint: warning: not fixing {root / 'other.py'}:5: the match is a guess" in err
+
+
 def test_fix_needs_source(tmp_path, capsys):
     code, _, err = run(capsys, str(write(tmp_path / "t.json", gpu_trace())), "--fix")
     assert code == 2 and err == "loadlint: error: --fix needs --source DIR (the training project to fix)\n"
@@ -333,3 +342,9 @@ def test_stream_reads_a_bare_event_array(tmp_path):
     seen: list[dict[str, Any]] = []
     stream.read_events(write(tmp_path / "t.json", [x(SINGLE, 0, 5), x(SINGLE, 10, 5)]), seen.append)
     assert [e["ts"] for e in seen] == [0, 10]
+
+
+def test_rule_command_explains_runtime_codes(capsys):
+    assert main(["rule", "LL302"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("# gpu-idle-sawtooth (LL302)\n") and "## Fix safety" in out

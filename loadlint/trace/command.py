@@ -76,7 +76,10 @@ def _diagnose(paths: tuple[str, ...], source: str | None, fix: bool, output_form
     else:
         click.echo(as_text(diagnoses), nl=False)
     if fix:
-        text, count = apply_fixes(matches)
+        text, count, unsure = apply_fixes(matches)
+        for found in unsure:
+            click.echo(f"loadlint: warning: not fixing {found.call.path}:{found.call.row}: the match is a guess ({found.why}); "
+                       "point --source at the training script", err=True)
         click.echo(text, nl=False)
         click.echo(f"Fixed {count} error{'s' if count != 1 else ''} in the mapped DataLoader call's file.", err=True)
     return EXIT_FINDINGS if any(d.findings for d in diagnoses) else EXIT_CLEAN

@@ -51,11 +51,15 @@ def link(diagnoses: list[Diagnosis], root: Path | None) -> list[Match]:
     return matches
 
 
-def apply_fixes(matches: list[Match]) -> tuple[str, int]:
+def apply_fixes(matches: list[Match]) -> tuple[str, int, list[Match]]:
     """Fix the mapped calls' files with the codes found on those calls;
-    (the unified diff, how many fixes)."""
+    (the unified diff, how many fixes, the matches too unsure to fix).  A
+    low-confidence match is a guess: its file is left alone."""
     codes: dict[Path, set[str]] = {}
+    unsure = [found for found in matches if found.confidence == "low"]
     for found in matches:
+        if found.confidence == "low":
+            continue
         codes.setdefault(found.call.path, set()).update(f.code for f in call_findings(found) if f.fix is not None)
     text, count = "", 0
     for path, selected in sorted(codes.items()):
@@ -65,4 +69,4 @@ def apply_fixes(matches: list[Match]) -> tuple[str, int]:
         chunk, fixed = diff(run)
         text += chunk
         count += fixed
-    return text, count
+    return text, count, unsure
