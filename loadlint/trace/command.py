@@ -7,6 +7,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -29,12 +30,14 @@ def _fail(message: str) -> None:
 @click.option("--source", "source", type=click.Path(exists=True, path_type=str), metavar="DIR",
               help="The training project: map the loader to its DataLoader(...) call and attach its static findings.")
 @click.option("--fix", is_flag=True, help="With --source: apply the mapped call's safe fixes and print the diff.")
+@click.option("--target", "targets", multiple=True, metavar="SPEC",
+              help="The hardware the run trained on, for the static findings' suggestions (cpus=64,gpus=8,...).")
 @click.option("--output-format", type=click.Choice(["text", "json"]), default="text")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=str), metavar="FILE.png",
               help="Draw GPU busy and data wait per step (needs the 'plot' extra).")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @click.option("-j", "--jobs", type=int, default=None, help="Processes for the ranks (default: the usable CPUs).")
-def trace(paths: tuple[str, ...], compare: tuple[str, str] | None, source: str | None, fix: bool,
+def trace(paths: tuple[str, ...], compare: tuple[str, str] | None, source: str | None, fix: bool, targets: tuple[str, ...],
           output_format: str, plot_path: str | None, exit_zero: bool, jobs: int | None) -> None:
     """Diagnose the input pipeline from PyTorch profiler traces (.json or
     .json.gz, a file or a folder of per-rank traces).  Runs nothing."""
@@ -44,9 +47,14 @@ def trace(paths: tuple[str, ...], compare: tuple[str, str] | None, source: str |
         _fail("give either traces or --compare BEFORE AFTER, not both")
     if not compare and not paths:
         _fail("give a trace file or folder (loadlint trace PATH...)")
+    from loadlint.hardware import TargetError, parse_target
+
     try:
-        code = _compare(compare, output_format, jobs) if compare else _diagnose(paths, source, fix, output_format, plot_path, jobs)
-    except TraceError as exc:
+        target: dict[str, Any] = {}
+        for spec in targets:
+            target.update(parse_target(spec))
+        code = _compare(compare, output_format, jobs) if compare else _diagnose(paths, source, fix, target, output_format, plot_path, jobs)
+    except (TraceError, TargetError) as exc:
         _fail(str(exc))
     except KeyboardInterrupt:
         click.echo("loadlint: interrupted", err=True)
@@ -58,12 +66,12 @@ def trace(paths: tuple[str, ...], compare: tuple[str, str] | None, source: str |
     sys.exit(EXIT_CLEAN if exit_zero else code)
 
 
-def _diagnose(paths: tuple[str, ...], source: str | None, fix: bool, output_format: str,
+def _diagnose(paths: tuple[str, ...], source: str | None, fix: bool, target: dict[str, Any], output_format: str,
               plot_path: str | None, jobs: int | None) -> int:
     diagnoses = diagnose_paths([Path(p) for p in paths], jobs)
     from loadlint.trace.link import apply_fixes, link
 
-    matches = link(diagnoses, Path(source) if source else None)
+    matches = link(diagnoses, Path(source) if source else None, target)
     if source and not matches:
         click.echo(f"loadlint: warning: no DataLoader call under {source} matches the traced loader", err=True)
     for d in diagnoses:
@@ -76,7 +84,7 @@ def _diagnose(paths: tuple[str, ...], source: str | None, fix: bool, output_form
     else:
         click.echo(as_text(diagnoses), nl=False)
     if fix:
-        text, count, unsure = apply_fixes(matches)
+        text, count, unsure = apply_fixes(matches, target)
         for found in unsure:
             click.echo(f"loadlint: warning: not fixing {found.call.path}:{found.call.row}: the match is a guess ({found.why}); "
                        "point --source at the training script", err=True)

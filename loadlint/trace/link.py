@@ -4,6 +4,7 @@ apply their fixes through the fix engine (``--source DIR --fix``)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from loadlint.api import check_paths
 from loadlint.config import Overrides
@@ -21,14 +22,15 @@ def _relative(path: Path) -> str:
         return str(path)
 
 
-def call_findings(found: Match) -> list[Finding]:
-    """The static findings reported on the mapped call."""
+def call_findings(found: Match, target: dict[str, Any] | None = None) -> list[Finding]:
+    """The static findings reported on the mapped call (for the hardware
+    ``target`` the run trained on, when given)."""
     call = found.call
-    run = check_paths([call.path], Overrides())
+    run = check_paths([call.path], Overrides(target=target or {}))
     return [f for f in run.findings if call.row <= f.location.row <= call.end_row]
 
 
-def link(diagnoses: list[Diagnosis], root: Path | None) -> list[Match]:
+def link(diagnoses: list[Diagnosis], root: Path | None, target: dict[str, Any] | None = None) -> list[Match]:
     """Map each rank's loader to its call and attach what is known there."""
     matches: list[Match] = []
     for d in diagnoses:
@@ -37,7 +39,7 @@ def link(diagnoses: list[Diagnosis], root: Path | None) -> list[Match]:
         if found is None:
             continue
         matches.append(found)
-        static = call_findings(found)
+        static = call_findings(found, target)
         location = {"path": _relative(found.call.path), "row": found.call.row, "column": found.call.column}
         for finding in d.findings:
             finding.location = location
@@ -51,7 +53,7 @@ def link(diagnoses: list[Diagnosis], root: Path | None) -> list[Match]:
     return matches
 
 
-def apply_fixes(matches: list[Match]) -> tuple[str, int, list[Match]]:
+def apply_fixes(matches: list[Match], target: dict[str, Any] | None = None) -> tuple[str, int, list[Match]]:
     """Fix the mapped calls' files with the codes found on those calls;
     (the unified diff, how many fixes, the matches too unsure to fix).  A
     low-confidence match is a guess: its file is left alone."""
@@ -60,12 +62,12 @@ def apply_fixes(matches: list[Match]) -> tuple[str, int, list[Match]]:
     for found in matches:
         if found.confidence == "low":
             continue
-        codes.setdefault(found.call.path, set()).update(f.code for f in call_findings(found) if f.fix is not None)
+        codes.setdefault(found.call.path, set()).update(f.code for f in call_findings(found, target) if f.fix is not None)
     text, count = "", 0
     for path, selected in sorted(codes.items()):
         if not selected:
             continue
-        run = check_paths([path], Overrides(select=tuple(sorted(selected))), fix=FixRequest(unsafe=False))
+        run = check_paths([path], Overrides(select=tuple(sorted(selected)), target=target or {}), fix=FixRequest(unsafe=False))
         chunk, fixed = diff(run)
         text += chunk
         count += fixed

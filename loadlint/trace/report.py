@@ -109,13 +109,15 @@ def rank_table(rank: Rank) -> list[str]:
     return lines
 
 
-def finding_lines(rank: Rank, finding: TraceFinding) -> list[str]:
+def finding_lines(rank: Rank, finding: TraceFinding, *, first_at_call: bool = True) -> list[str]:
+    """A finding, ruff-style; the mapped call's static findings under the
+    first finding at that call only."""
     loc = finding.location
     where = f"{loc['path']}:{loc['row']}:{loc['column']}" if loc else rank.path
     lines = [f"{where}: {finding.code} {finding.message}"]
-    if finding.mapping:
+    if finding.mapping and first_at_call:
         lines.append(f"  = DataLoader call: {finding.mapping}")
-    lines += [f"  = static: {line}" for line in finding.static]
+        lines += [f"  = static: {line}" for line in finding.static]
     return lines
 
 
@@ -124,8 +126,11 @@ def as_text(diagnoses: list[Diagnosis]) -> str:
     for d in diagnoses:
         lines += rank_table(d.rank) + [""]
     found = [(d.rank, f) for d in diagnoses for f in d.findings]
+    seen: set[str] = set()
     for rank, finding in found:
-        lines += finding_lines(rank, finding)
+        key = repr(finding.location)
+        lines += finding_lines(rank, finding, first_at_call=key not in seen)
+        seen.add(key)
     if found:
         lines.append(f"Found {len(found)} finding{'s' if len(found) != 1 else ''} in the trace{'s' if len(diagnoses) > 1 else ''}.")
     else:
