@@ -276,7 +276,7 @@ def test_source_fix_applies_the_static_fixes(tmp_path, capsys):
 def test_fix_for_the_target_the_run_trained_on(tmp_path, capsys):
     root = project(tmp_path)
     code, out, _ = run(capsys, str(write(tmp_path / "t.json", gpu_trace())), "--source", str(root), "--fix", "--target", "cpus=16,gpus=1")
-    assert "+    loader = DataLoader(make_dataset(), batch_size=32, shuffle=True, num_workers=15)" in out.splitlines()
+    assert "+    loader = DataLoader(make_dataset(), batch_size=32, shuffle=True, num_workers=15, pin_memory=True)" in out.splitlines()
     # The static findings are listed once, under the first finding at the call.
     assert sum(line.startswith("  = DataLoader call:") for line in out.splitlines()) == 1
 
