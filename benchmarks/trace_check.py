@@ -5,7 +5,8 @@
 For each trace it computes, with plain ``json.load`` and none of
 loadlint's code, the step count, median step time, data wait share, GPU
 busy share (the union of kernel, memcpy and memset intervals inside each
-``ProfilerStep#N``) and the host-to-device bytes, then the same figures
+``ProfilerStep#N``, or between consecutive DataLoader ``__next__`` spans
+when there is none) and the host-to-device bytes, then the same figures
 through ``loadlint.trace`` (streamed), and prints both side by side with
 the largest relative difference.  Traces without DataLoader spans are
 measured too (their data wait is 0): loadlint's command refuses them, its
@@ -26,9 +27,15 @@ def independent(path: Path) -> dict[str, float]:
     with opener(path, "rt", encoding="utf-8") as f:
         events = json.load(f)["traceEvents"]
     complete = [e for e in events if e.get("ph") == "X"]
-    steps = sorted({(float(e["ts"]), float(e["dur"])) for e in complete if str(e.get("name", "")).startswith("ProfilerStep#")})
+    # Recent PyTorch also writes each ProfilerStep on the GPU's timeline
+    # (cat gpu_user_annotation): the CPU's are the steps.
+    steps = sorted({(float(e["ts"]), float(e["dur"])) for e in complete
+                    if str(e.get("name", "")).startswith("ProfilerStep#") and e.get("cat") != "gpu_user_annotation"})
     waits = [(float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0))) for e in complete
              if str(e.get("name", "")).startswith("enumerate(DataLoader)#") and str(e["name"]).endswith("__next__")]
+    if not steps:  # no ProfilerStep: from one __next__ to the next
+        starts = sorted(a for a, _ in waits)
+        steps = [(a, b - a) for a, b in zip(starts, starts[1:])]
     gpu = [(float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0))) for e in complete
            if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
     h2d = sum(int((e.get("args") or {}).get("bytes", 0)) for e in complete

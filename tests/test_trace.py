@@ -43,6 +43,8 @@ def gpu_trace(*, steps: int = 6, step_us: float = 10_000, wait_us: float = 6_000
             events.append(x(sync, copy_at + 40, 380, cat="cuda_runtime", correlation=i * 10 + 2))
         events.append(x("cudaLaunchKernel", copy_at + 450, 5, cat="cuda_runtime", correlation=i * 10 + 3))
         events.append(x("volta_sgemm_128x64_nn", copy_at + 460, kernel_us, cat="kernel", pid=0, tid=7, correlation=i * 10 + 3))
+        # Recent PyTorch repeats each step on the device's timeline: not a step of its own.
+        events.append(x(f"ProfilerStep#{i + 10}", copy_at + 460, kernel_us, cat="gpu_user_annotation", pid=0, tid=7))
     trace: dict[str, Any] = {"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H200"}], "traceEvents": events}
     if rank is not None:
         trace["distributedInfo"] = {"backend": "nccl", "rank": rank, "world_size": 2}
