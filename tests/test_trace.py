@@ -306,6 +306,8 @@ def _bad(tmp_path: Path, name: str, content: bytes) -> Path:
 GOOD = json.dumps(gpu_trace()).encode()
 BAD_INPUTS = {
     "truncated": ("t.json", GOOD[: len(GOOD) // 2], "truncated JSON (the file ends inside the trace)"),
+    "truncated in a string": ("t.json", GOOD[: GOOD.index(b"Memcpy HtoD") + 6], "truncated JSON (the file ends inside the trace)"),
+    "truncated between events": ("t.json", GOOD[: GOOD.index(b"}, {") + 3], "truncated JSON (the file ends inside the trace)"),
     "truncated gzip": ("t.json.gz", gzip.compress(GOOD)[:-200], "cannot read the trace (the gzip stream is truncated)"),
     "malformed": ("t.json", GOOD.replace(b'"ph": "X"', b'"ph" "X"', 1), "malformed JSON at character"),
     "empty file": ("t.json", b"", "the file is empty"),

@@ -75,7 +75,10 @@ class _Buffer:
                 found, end = self.decoder.raw_decode(self.text, self.pos)
             except json.JSONDecodeError as exc:
                 if self.eof:
-                    where = "truncated JSON (the file ends inside the trace)" if exc.pos >= len(self.text) - 1 else f"malformed JSON at character {self.consumed + exc.pos}: {exc.msg}"
+                    # A whole trace ends with its closing bracket; a file
+                    # cut short (a crashed run, a partial copy) does not.
+                    cut = exc.pos >= len(self.text) - 1 or not self.text.rstrip().endswith(("}", "]"))
+                    where = "truncated JSON (the file ends inside the trace)" if cut else f"malformed JSON at character {self.consumed + exc.pos}: {exc.msg}"
                     raise TraceError(f"{self.name}: {where}") from None
                 need *= 4
                 self.fill(need)
