@@ -261,7 +261,7 @@ def test_source_maps_the_loader_and_attaches_static_findings(tmp_path, capsys):
     assert findings[0]["evidence"]["location_confidence"] == "medium"
     code, out, _ = run(capsys, str(path), "--source", str(root))
     assert f"{root / 'train.py'}:5:14: LL201 DataLoader loads in the training process" in out
-    assert "  = DataLoader call: medium confidence (the only DataLoader without workers that the entry script iterates it)" in out
+    assert "  = DataLoader call: medium confidence (the only DataLoader (without workers, not pinned) that the entry script iterates)" in out
     assert any(line.startswith(f"  = static: {root / 'train.py'}:5:") and " LL201 " in line for line in out.splitlines())
 
 
@@ -273,6 +273,39 @@ def test_source_fix_applies_the_static_fixes(tmp_path, capsys):
     assert f"+++ {root / 'train.py'}" in out or "+++ " in out
     assert (root / "evaluate.py").read_text() == PROJECT["evaluate.py"]
     assert "in the mapped DataLoader call's file." in err
+
+
+FIT = """\
+from torch.utils.data import DataLoader
+
+def fit(model, loader):
+    for x, y in loader:
+        model(x)
+
+def main():
+    train = DataLoader(make(), batch_size=8)
+    val = DataLoader(make(), batch_size=8, num_workers=0)
+    fit(model, loader=train)
+    evaluate(val)
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_stack_frames_follow_the_loader_into_the_function_that_iterates_it(tmp_path, capsys):
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "fit.py").write_text(FIT)
+    trace = gpu_trace()
+    # with_stack: the frames around each __next__ (the caller started before profiling: line 4, its loop)
+    for e in [e for e in trace["traceEvents"] if e["name"] == SINGLE]:
+        trace["traceEvents"].append(x("fit.py(4): fit", e["ts"] - 5, e["dur"] + 10, cat="python_function"))
+        trace["traceEvents"].append(x("torch/utils/data/dataloader.py(736): __next__", e["ts"], e["dur"], cat="python_function"))
+    code, out, _ = run(capsys, str(write(tmp_path / "t.json", trace)), "--source", str(root), "--output-format", "json")
+    (ll201,) = [f for f in json.loads(out)["findings"] if f["code"] == "LL201"]
+    assert ll201["location"] == {"path": str(root / "fit.py"), "row": 8, "column": 13}
+    assert ll201["evidence"]["location_confidence"] == "high"
 
 
 def test_fix_for_the_target_the_run_trained_on(tmp_path, capsys):
@@ -288,8 +321,16 @@ def test_fix_leaves_a_guess_alone(tmp_path, capsys):
     (root / "other.py").write_text(PROJECT["train.py"].replace("main", "other"))
     code, out, err = run(capsys, str(write(tmp_path / "t.json", gpu_trace())), "--source", str(root), "--fix")
     assert (root / "train.py").read_text() == PROJECT["train.py"]
-    assert "low confidence (first of 2 DataLoader calls without workers that could be it)" in out
+    assert "low confidence (first of 2 DataLoader calls (without workers, not pinned) that could be it)" in out
     assert f"loadlint: warning: not fixing {root / 'other.py'}:5: the match is a guess" in err
+
+
+def test_pinned_or_pageable_copies_tell_two_loaders_apart(tmp_path, capsys):
+    root = project(tmp_path)
+    (root / "other.py").write_text(PROJECT["train.py"].replace("shuffle=True)", "shuffle=True, pin_memory=True)"))
+    code, out, _ = run(capsys, str(write(tmp_path / "t.json", gpu_trace(pinned=True))), "--source", str(root))
+    assert f"{root / 'other.py'}:5:14: LL201 " in out
+    assert "medium confidence (the only DataLoader (without workers, pinned) that the entry script iterates)" in out
 
 
 def test_fix_needs_source(tmp_path, capsys):

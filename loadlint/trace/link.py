@@ -35,7 +35,9 @@ def link(diagnoses: list[Diagnosis], root: Path | None, target: dict[str, Any] |
     matches: list[Match] = []
     for d in diagnoses:
         base = root if root is not None else (Path.cwd() if d.rank.callers else None)
-        found = match(base, d.rank.iterators, d.rank.callers) if base is not None else None
+        copies = d.rank.pinned_bytes + d.rank.pageable_bytes
+        pinned = d.rank.pinned_bytes >= d.rank.pageable_bytes if copies else None
+        found = match(base, d.rank.iterators, d.rank.callers, pinned) if base is not None else None
         if found is None:
             continue
         matches.append(found)
