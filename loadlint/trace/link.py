@@ -22,6 +22,18 @@ def _relative(path: Path) -> str:
         return str(path)
 
 
+def _stack_file(callers: list[str]) -> Path | None:
+    """Without ``--source``: the file of the frame that iterates the loader,
+    when it is under the working folder (the frames' paths are relative
+    to where the script ran); only that file is read."""
+    for caller in callers:
+        name = caller.rpartition("(")[0]
+        path = Path(name)
+        if name and not path.is_absolute() and ".." not in path.parts and path.is_file():
+            return path
+    return None
+
+
 def call_findings(found: Match, target: dict[str, Any] | None = None) -> list[Finding]:
     """The static findings reported on the mapped call (for the hardware
     ``target`` the run trained on, when given)."""
@@ -34,7 +46,7 @@ def link(diagnoses: list[Diagnosis], root: Path | None, target: dict[str, Any] |
     """Map each rank's loader to its call and attach what is known there."""
     matches: list[Match] = []
     for d in diagnoses:
-        base = root if root is not None else (Path.cwd() if d.rank.callers else None)
+        base = root if root is not None else _stack_file(d.rank.callers)
         copies = d.rank.pinned_bytes + d.rank.pageable_bytes
         pinned = d.rank.pinned_bytes >= d.rank.pageable_bytes if copies else None
         found = match(base, d.rank.iterators, d.rank.callers, pinned) if base is not None else None

@@ -14,6 +14,7 @@ import io
 import json
 import re
 import zlib
+from json.scanner import make_scanner
 from pathlib import Path
 from typing import IO, Any, Callable
 
@@ -145,13 +146,34 @@ def read_events(path: Path, on_event: Callable[[dict[str, Any]], None]) -> dict[
     return header
 
 
+_SEPARATOR = re.compile(r"[ \t\n\r]*([,\]])[ \t\n\r]*")
+
+
 def _elements(buf: _Buffer, on_event: Callable[[dict[str, Any]], None]) -> None:
     if buf.skip() == "]":
         buf.pos += 1
         return
+    # The hot loop, once per event: the C scanner and one regular
+    # expression; the buffer's careful methods only where a chunk ends or
+    # the text is wrong.
+    scan: Callable[[str, int], tuple[Any, int]] = make_scanner(buf.decoder)
+    separator = _SEPARATOR.match
     while True:
-        event = buf.value()
+        if len(buf.text) - buf.pos < _AHEAD and not buf.eof:
+            buf.fill()
+        text, pos = buf.text, buf.pos
+        try:
+            event, end = scan(text, pos)
+        except (StopIteration, json.JSONDecodeError):
+            event = buf.value()
+            text, end = buf.text, buf.pos
         if isinstance(event, dict):
             on_event(event)
-        if buf.expect(",]") == "]":
+        found = separator(text, end)
+        if found is None or (found.end() == len(text) and not buf.eof):
+            buf.pos = end
+            char = buf.expect(",]")
+        else:
+            char, buf.pos = found.group(1), found.end()
+        if char == "]":
             return
