@@ -16,7 +16,7 @@ import re
 import zlib
 from json.scanner import make_scanner
 from pathlib import Path
-from typing import IO, Any, Callable
+from typing import IO, Any, Callable, cast
 
 _WS = re.compile(r"[ \t\n\r]*")
 _CHUNK = 1 << 20
@@ -156,7 +156,8 @@ def _elements(buf: _Buffer, on_event: Callable[[dict[str, Any]], None]) -> None:
     # The hot loop, once per event: the C scanner and one regular
     # expression; the buffer's careful methods only where a chunk ends or
     # the text is wrong.
-    scan: Callable[[str, int], tuple[Any, int]] = make_scanner(buf.decoder)
+    # typeshed types make_scanner's context narrower than the decoder it takes
+    scan: Callable[[str, int], tuple[Any, int]] = make_scanner(cast(Any, buf.decoder))
     separator = _SEPARATOR.match
     while True:
         if len(buf.text) - buf.pos < _AHEAD and not buf.eof:
