@@ -80,15 +80,17 @@ def build(seed: Path | None, megabytes: float, out: Path, compress: bool) -> Pat
     return path
 
 
-def measure(argv: list[str]) -> tuple[float, float, int]:
-    """(wall seconds, peak RSS in MB, exit code) of a fresh process."""
+def measure(argv: list[str]) -> tuple[float, float, int, float]:
+    """(wall seconds, peak RSS in MB, exit code, CPU seconds) of a fresh
+    process; CPU time tells a busy machine's waiting from the work."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     code = ("import resource, subprocess, sys, time\n"
             "t = time.perf_counter(); rc = subprocess.call(sys.argv[1:], stdout=subprocess.DEVNULL)\n"
             "wall = time.perf_counter() - t\n"
-            "print(wall, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, rc)")
+            "use = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+            "print(wall, use.ru_maxrss, rc, use.ru_utime + use.ru_stime)")
     out = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, env=env, check=True).stdout.split()
-    return float(out[0]), int(out[1]) / 1024, int(out[2])
+    return float(out[0]), int(out[1]) / 1024, int(out[2]), float(out[3])
 
 
 def main() -> None:
@@ -105,10 +107,11 @@ def main() -> None:
     ours = measure([sys.executable, "-m", "loadlint", "trace", "--output-format", "json", "--exit-zero", str(path)])
     opener = "gzip.open" if args.gzip else "open"
     plain = measure([sys.executable, "-c", f"import gzip, json; json.load({opener}({str(path)!r}, 'rt'))"])
-    print(f"{'':<28}{'wall s':>10}{'peak RSS MB':>14}")
-    print(f"{'loadlint trace (streamed)':<28}{ours[0]:>10.2f}{ours[1]:>14.0f}   exit {ours[2]}")
-    print(f"{'json.load of the file':<28}{plain[0]:>10.2f}{plain[1]:>14.0f}")
-    print(f"ratio loadlint/json.load: wall {ours[0] / plain[0]:.2f}x, peak RSS {ours[1] / plain[1]:.2f}x")
+    print(f"{'':<28}{'wall s':>10}{'CPU s':>10}{'peak RSS MB':>14}")
+    print(f"{'loadlint trace (streamed)':<28}{ours[0]:>10.2f}{ours[3]:>10.2f}{ours[1]:>14.0f}   exit {ours[2]}")
+    print(f"{'json.load of the file':<28}{plain[0]:>10.2f}{plain[3]:>10.2f}{plain[1]:>14.0f}")
+    print(f"ratio loadlint/json.load: wall {ours[0] / plain[0]:.2f}x, CPU {ours[3] / plain[3]:.2f}x, peak RSS {ours[1] / plain[1]:.2f}x")
+    print(f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
 
 
 if __name__ == "__main__":
