@@ -333,6 +333,19 @@ def test_pinned_or_pageable_copies_tell_two_loaders_apart(tmp_path, capsys):
     assert "medium confidence (the only DataLoader (without workers, pinned) that the entry script iterates)" in out
 
 
+def test_fix_with_json_keeps_stdout_json(tmp_path, capsys):
+    root = project(tmp_path)
+    code, out, err = run(capsys, str(write(tmp_path / "t.json", gpu_trace())), "--source", str(root), "--fix", "--output-format", "json")
+    assert [f["code"] for f in json.loads(out)["findings"]][0] == "LL201"
+    assert "+    loader = DataLoader(make_dataset(), batch_size=32, shuffle=True, num_workers=" in err
+
+
+def test_a_folder_without_traces(tmp_path, capsys):
+    (tmp_path / "notes.txt").write_text("x")
+    code, _, err = run(capsys, str(tmp_path))
+    assert (code, err) == (2, f"loadlint: error: {tmp_path}: no trace files (*.json, *.json.gz) in the folder\n")
+
+
 def test_fix_needs_source(tmp_path, capsys):
     code, _, err = run(capsys, str(write(tmp_path / "t.json", gpu_trace())), "--fix")
     assert code == 2 and err == "loadlint: error: --fix needs --source DIR (the training project to fix)\n"

@@ -88,7 +88,8 @@ def _diagnose(paths: tuple[str, ...], source: str | None, fix: bool, target: dic
         for found in unsure:
             click.echo(f"loadlint: warning: not fixing {found.call.path}:{found.call.row}: the match is a guess ({found.why}); "
                        "point --source at the training script", err=True)
-        click.echo(text, nl=False)
+        # The JSON report stays the only thing on stdout.
+        click.echo(text, nl=False, err=output_format == "json")
         click.echo(f"Fixed {count} error{'s' if count != 1 else ''} in the mapped DataLoader call's file.", err=True)
     return EXIT_FINDINGS if any(d.findings for d in diagnoses) else EXIT_CLEAN
 
