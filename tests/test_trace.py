@@ -373,6 +373,7 @@ BAD_INPUTS = {
     "unknown schema": ("t.json", json.dumps({**gpu_trace(), "schemaVersion": 7}).encode(), "unknown trace schema version 7"),
     "rocm": ("t.json", json.dumps({"traceEvents": [x(SINGLE, 0, 5), x("hipLaunchKernel", 1, 1, cat="cuda_runtime")]}).encode(),
              "a ROCm (HIP) trace"),
+    "one span": ("t.json", json.dumps({"traceEvents": [x(SINGLE, 0, 5)]}).encode(), "no complete step"),
     "mtia": ("t.json", json.dumps({"traceEvents": [x(SINGLE, 0, 5), x("op", 1, 1, cat="mtia_ccp_events")]}).encode(), "an MTIA trace"),
 }
 

@@ -40,6 +40,8 @@ def trace_files(paths: list[Path]) -> list[Path]:
 
 def diagnose_file(path: Path) -> Diagnosis:
     rank = measure(load(path))
+    if not rank.steps:
+        raise TraceError(f"{path}: no complete step (no ProfilerStep#N and a single DataLoader __next__ span)")
     return Diagnosis(rank, diagnose(rank))
 
 
