@@ -388,6 +388,18 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, case):
     assert message in err
 
 
+def test_odd_events_are_skipped_not_fatal(tmp_path, capsys):
+    trace = gpu_trace()
+    trace["traceEvents"] += [
+        {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pinned -> Device)", "ts": 1, "dur": 1, "args": ["x"]},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaMemcpy", "ts": 2, "dur": 1, "args": {"correlation": "7"}},
+        {"ph": "X", "name": 5, "ts": 3}, {"ph": "X", "name": "a", "ts": "soon"}, {"ph": "X", "name": "b", "ts": 4, "dur": None},
+        "not an object", 17, None,
+    ]
+    code, out, err = run(capsys, str(write(tmp_path / "t.json", trace)), "--output-format", "json")
+    assert code == 1 and json.loads(out)["summary"]["steps"] == 6, err
+
+
 def test_missing_path(tmp_path, capsys):
     code, _, err = run(capsys, str(tmp_path / "nope.json"))
     assert (code, err) == (2, f"loadlint: error: {tmp_path / 'nope.json'}: no such file or folder\n")

@@ -72,9 +72,10 @@ class Events:
             if isinstance(pid, int):
                 self.device_ids.add(pid)
             if "HtoD" in name:
-                args = event.get("args") or {}
+                args = _args(event)
                 nbytes = args.get("bytes")
-                self.copies.append(Copy(ts, dur, nbytes if isinstance(nbytes, int) else 0, "Pinned" in name, args.get("correlation")))
+                corr = args.get("correlation")
+                self.copies.append(Copy(ts, dur, nbytes if isinstance(nbytes, int) else 0, "Pinned" in name, corr if isinstance(corr, int) else None))
         elif cat == "python_function":
             if not name.startswith(("torch/", "<built-in")) or name.endswith((": __next__", ": __iter__")):
                 self.frames.append((ts, ts + dur, _int(event.get("tid")), name))
@@ -89,14 +90,20 @@ class Events:
             if name.startswith("hip"):
                 self.hip = True
             elif name in _RUNTIME_NAMES:
-                args = event.get("args") or {}
-                self.runtime.append((ts, dur, name, args.get("correlation"), _int(event.get("tid"))))
+                args = _args(event)
+                corr = args.get("correlation")
+                self.runtime.append((ts, dur, name, corr if isinstance(corr, int) else None, _int(event.get("tid"))))
             else:
                 # Kept, unnamed, so that "right after a copy" means no other call between.
                 self.runtime.append((ts, dur, "", None, _int(event.get("tid"))))
         elif isinstance(cat, str) and self.other_accelerator is None:
             lowered = cat.lower()
             self.other_accelerator = next((label for key, label in _OTHER_ACCELERATORS if lowered.startswith(key)), None)
+
+
+def _args(event: dict[str, Any]) -> dict[str, Any]:
+    args = event.get("args")
+    return args if isinstance(args, dict) else {}
 
 
 def _int(value: Any) -> int:
