@@ -31,6 +31,7 @@ class LazyGroup(click.Group):
     lazy = {
         "verify": "loadlint.verify.command:verify",
         "lsp": "loadlint.lsp:command",
+        "trace": "loadlint.trace.command:trace",
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -355,6 +356,11 @@ def rule_command(code: str | None, all_rules: bool, output_format: str) -> None:
     if all_rules == bool(code):
         fail("give a rule code (loadlint rule LL201) or --all")
     codes = sorted(CODES) if all_rules or code is None else [code.upper()]
+    from loadlint.rules.runtime import RUNTIME_CODES
+
+    if code and code.upper() in RUNTIME_CODES and output_format == "text":  # reported by `loadlint trace` only
+        click.echo(RUNTIME_CODES[code.upper()].documentation(), nl=False)
+        return
     for c in codes:
         if c not in CODES:
             fail(f"unknown rule code '{code}'")

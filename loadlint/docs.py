@@ -11,12 +11,15 @@ import sys
 from pathlib import Path
 
 from loadlint.rules import all_rules
+from loadlint.rules.runtime import RUNTIME_CODES
 
 SECTIONS = ("## What it does", "## Why is this bad?", "## Example", "Use instead:", "## Fix safety", "## References")
 
 
 def pages() -> dict[str, str]:
-    return {f"{rule.code}.md": rule.documentation() for rule in all_rules()}
+    """Every code's page: the static rules' and the run-time codes' (``loadlint trace``)."""
+    static = {f"{rule.code}.md": rule.documentation() for rule in all_rules()}
+    return static | {f"{code}.md": entry.documentation() for code, entry in RUNTIME_CODES.items()}
 
 
 def write(directory: Path) -> list[str]:

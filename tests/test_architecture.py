@@ -29,8 +29,9 @@ PACKAGE = REPO / "loadlint"
 #: name covers its submodules; ``__init__`` is ``loadlint/__init__.py``. A
 #: name that does not exist (yet, or any more) is harmless.
 LAYERS: list[tuple[str, ...]] = [
-    # Entry points. ``verify`` runs the user's code and may import torch.
-    ("cli", "lsp", "flake8", "__main__", "verify"),
+    # Entry points. ``verify`` runs the user's code and may import torch;
+    # ``trace`` reads profiler traces and runs nothing.
+    ("cli", "lsp", "flake8", "__main__", "verify", "trace"),
     # The library API; ``testing`` helps rule authors run their examples.
     ("api", "testing"),
     # Loops over files (pool, cache) and renders results; never the API or CLI.
@@ -53,7 +54,7 @@ LAYERS: list[tuple[str, ...]] = [
 
 #: Modules outside the static core: they may import click, torch, NVML and
 #: ``loadlint.verify``; nothing else may.
-OUTSIDE_CORE = ("cli", "lsp", "flake8", "__main__", "verify")
+OUTSIDE_CORE = ("cli", "lsp", "flake8", "__main__", "verify", "trace.command")
 FORBIDDEN_IN_CORE = ("click", "torch", "pynvml", "loadlint.verify")
 MAX_LINES = 600
 
@@ -266,6 +267,18 @@ def test_static_core_imports_no_cli_torch_nvml_or_verify() -> None:
         and any(imp.target == banned or imp.target.startswith(banned + ".") for banned in FORBIDDEN_IN_CORE)
     ]
     assert not problems, "the static core imports what only the entry points may:\n" + "\n".join(problems)
+
+
+def test_trace_imports_no_torch_nvml_or_verify() -> None:
+    # trace sits with the entry points but runs nothing: only its command
+    # (the click frontend) is outside the core's import ban.
+    problems = [
+        f"{imp.where}: {imp.importer} imports {imp.target}"
+        for imp in IMPORTS
+        if imp.importer.startswith("loadlint.trace")
+        and any(imp.target == banned or imp.target.startswith(banned + ".") for banned in ("torch", "pynvml", "loadlint.verify"))
+    ]
+    assert not problems, "\n".join(problems)
 
 
 def test_layers_point_one_way() -> None:

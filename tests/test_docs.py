@@ -3,6 +3,7 @@ from pathlib import Path
 
 from loadlint.docs import SECTIONS, pages, rule_table
 from loadlint.rules import CODES, all_rules
+from loadlint.rules.runtime import RUNTIME_CODES
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES_DIR = ROOT / "rules"
@@ -10,7 +11,17 @@ RULES_DIR = ROOT / "rules"
 
 def test_every_code_has_a_page_and_every_page_a_code():
     on_disk = {p.name for p in RULES_DIR.glob("LL*.md")}
-    assert on_disk == {f"{code}.md" for code in CODES}
+    assert on_disk == {f"{code}.md" for code in (*CODES, *RUNTIME_CODES)}
+
+
+def test_runtime_codes_are_not_static_rules():
+    # loadlint trace reports them; the static engine must never select them.
+    assert not set(RUNTIME_CODES) & set(CODES)
+    for code, entry in RUNTIME_CODES.items():
+        doc = entry.documentation()
+        assert doc.startswith(f"# {entry.name} ({code})\n")
+        positions = [doc.find(section) for section in SECTIONS]
+        assert all(p > 0 for p in positions) and positions == sorted(positions), code
 
 
 def test_pages_are_generated_from_docstrings():

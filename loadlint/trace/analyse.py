@@ -1,0 +1,62 @@
+"""Paths to diagnosed ranks: files or folders of per-rank traces, each
+rank read in its own process."""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from loadlint.trace.events import load
+from loadlint.trace.findings import TraceFinding, across_ranks, diagnose
+from loadlint.trace.metrics import Rank, measure
+from loadlint.trace.stream import TraceError
+
+_SUFFIXES = (".json", ".json.gz")
+
+
+@dataclass
+class Diagnosis:
+    rank: Rank
+    findings: list[TraceFinding] = field(default_factory=list)
+
+
+def trace_files(paths: list[Path]) -> list[Path]:
+    """The trace files named, a folder's in name order."""
+    found: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            inside = sorted(p for p in path.iterdir() if p.is_file() and p.name.endswith(_SUFFIXES))
+            if not inside:
+                raise TraceError(f"{path}: no trace files (*.json, *.json.gz) in the folder")
+            found += inside
+        elif path.is_file():
+            found.append(path)
+        else:
+            raise TraceError(f"{path}: no such file or folder")
+    return found
+
+
+def diagnose_file(path: Path) -> Diagnosis:
+    rank = measure(load(path))
+    if not rank.steps:
+        raise TraceError(f"{path}: no complete step (no ProfilerStep#N and a single DataLoader __next__ span)")
+    return Diagnosis(rank, diagnose(rank))
+
+
+def diagnose_paths(paths: list[Path], jobs: int | None = None) -> list[Diagnosis]:
+    """Each trace's diagnosis, ordered by rank; TraceError for the first
+    unusable one."""
+    files = trace_files(paths)
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    workers = min(len(files), jobs or cpus)
+    if workers > 1:
+        with ProcessPoolExecutor(workers) as pool:
+            results = list(pool.map(diagnose_file, files))
+    else:
+        results = [diagnose_file(f) for f in files]
+    results.sort(key=lambda d: (d.rank.rank is None, d.rank.rank or 0, d.rank.path))
+    for index, finding in across_ranks([d.rank for d in results]).items():
+        results[index].findings.append(finding)
+    return results

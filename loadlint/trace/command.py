@@ -1,0 +1,113 @@
+"""``loadlint trace``: the command line over :mod:`loadlint.trace` (the only
+module of the package that imports click)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from loadlint.trace.analyse import Diagnosis, diagnose_paths
+from loadlint.trace.report import as_json, as_text, compare_json, compare_text
+from loadlint.trace.stream import TraceError
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+def _fail(message: str) -> None:
+    click.echo(f"loadlint: error: {message}", err=True)
+    sys.exit(EXIT_ERROR)
+
+
+@click.command("trace")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=str))
+@click.option("--compare", nargs=2, type=click.Path(path_type=str), metavar="BEFORE AFTER",
+              help="Two traces (or folders of ranks) side by side, with the ratio of median step times.")
+@click.option("--source", "source", type=click.Path(exists=True, path_type=str), metavar="DIR",
+              help="The training project: map the loader to its DataLoader(...) call and attach its static findings.")
+@click.option("--fix", is_flag=True, help="With --source: apply the mapped call's safe fixes and print the diff.")
+@click.option("--target", "targets", multiple=True, metavar="SPEC",
+              help="The hardware the run trained on, for the static findings' suggestions (cpus=64,gpus=8,...).")
+@click.option("--output-format", type=click.Choice(["text", "json"]), default="text")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=str), metavar="FILE.png",
+              help="Draw GPU busy and data wait per step (needs the 'plot' extra).")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
+@click.option("-j", "--jobs", type=int, default=None, help="Processes for the ranks (default: the usable CPUs).")
+def trace(paths: tuple[str, ...], compare: tuple[str, str] | None, source: str | None, fix: bool, targets: tuple[str, ...],
+          output_format: str, plot_path: str | None, exit_zero: bool, jobs: int | None) -> None:
+    """Diagnose the input pipeline from PyTorch profiler traces (.json or
+    .json.gz, a file or a folder of per-rank traces).  Runs nothing."""
+    if fix and not source:
+        _fail("--fix needs --source DIR (the training project to fix)")
+    if compare and paths:
+        _fail("give either traces or --compare BEFORE AFTER, not both")
+    if not compare and not paths:
+        _fail("give a trace file or folder (loadlint trace PATH...)")
+    from loadlint.hardware import TargetError, parse_target
+
+    try:
+        target: dict[str, Any] = {}
+        for spec in targets:
+            target.update(parse_target(spec))
+        code = _compare(compare, output_format, jobs) if compare else _diagnose(paths, source, fix, target, output_format, plot_path, jobs)
+    except (TraceError, TargetError) as exc:
+        _fail(str(exc))
+    except KeyboardInterrupt:
+        click.echo("loadlint: interrupted", err=True)
+        sys.exit(130)
+    except Exception as exc:  # one line, not a traceback
+        if os.environ.get("LOADLINT_DEBUG"):
+            raise
+        _fail(f"internal error: {type(exc).__name__}: {exc}")
+    sys.exit(EXIT_CLEAN if exit_zero else code)
+
+
+def _diagnose(paths: tuple[str, ...], source: str | None, fix: bool, target: dict[str, Any], output_format: str,
+              plot_path: str | None, jobs: int | None) -> int:
+    diagnoses = diagnose_paths([Path(p) for p in paths], jobs)
+    from loadlint.trace.link import apply_fixes, link
+
+    matches = link(diagnoses, Path(source) if source else None, target)
+    if source and not matches:
+        click.echo(f"loadlint: warning: no DataLoader call under {source} matches the traced loader", err=True)
+    for d in diagnoses:
+        if not d.rank.has_gpu:
+            click.echo(f"loadlint: note: {d.rank.path}: no GPU events: GPU busy is not measured", err=True)
+    if plot_path:
+        _plot(diagnoses, plot_path)
+    if output_format == "json":
+        click.echo(json.dumps(as_json(diagnoses), indent=2))
+    else:
+        click.echo(as_text(diagnoses), nl=False)
+    if fix:
+        text, count, unsure = apply_fixes(matches, target)
+        for found in unsure:
+            click.echo(f"loadlint: warning: not fixing {found.call.path}:{found.call.row}: the match is a guess ({found.why}); "
+                       "point --source at the training script", err=True)
+        # The JSON report stays the only thing on stdout.
+        click.echo(text, nl=False, err=output_format == "json")
+        click.echo(f"Fixed {count} error{'s' if count != 1 else ''} in the mapped DataLoader call's file.", err=True)
+    return EXIT_FINDINGS if any(d.findings for d in diagnoses) else EXIT_CLEAN
+
+
+def _compare(compare: tuple[str, str], output_format: str, jobs: int | None) -> int:
+    before = diagnose_paths([Path(compare[0])], jobs)
+    after = diagnose_paths([Path(compare[1])], jobs)
+    if output_format == "json":
+        click.echo(json.dumps(compare_json(before, after), indent=2))
+    else:
+        click.echo(compare_text(before, after), nl=False)
+    return EXIT_FINDINGS if any(d.findings for d in after) else EXIT_CLEAN
+
+
+def _plot(diagnoses: list[Diagnosis], path: str) -> None:
+    try:
+        from loadlint.trace.plot import draw
+    except ImportError as exc:
+        _fail(f"--plot needs the 'plot' extra: pip install 'loadlint[plot]' ({exc})")
+    draw(diagnoses, Path(path))
+    click.echo(f"loadlint: wrote {path}", err=True)

@@ -1,0 +1,180 @@
+"""Read a Chrome-trace (Kineto) JSON file one event at a time.
+
+A 100 MB trace parsed whole becomes gigabytes of dicts; here only the
+top-level keys are decoded whole (they are small) and ``traceEvents`` is
+decoded element by element from a sliding text buffer, with the C scanner
+of the standard library.  gzip is recognised by its magic bytes, not the
+file name.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import re
+import zlib
+from json.scanner import make_scanner
+from pathlib import Path
+from typing import IO, Any, Callable, cast
+
+_WS = re.compile(r"[ \t\n\r]*")
+_CHUNK = 1 << 20
+#: Decode an element only when this much text is buffered after it (or the
+#: file ends): an event longer than that is retried with more text.
+_AHEAD = 1 << 16
+
+
+class TraceError(Exception):
+    """The trace cannot be read: the message is one line for the user."""
+
+
+class _Buffer:
+    def __init__(self, stream: IO[str], name: str) -> None:
+        self.stream, self.name = stream, name
+        self.text, self.pos, self.eof = "", 0, False
+        self.consumed = 0  # characters dropped from the front, for messages
+        self.decoder = json.JSONDecoder()
+
+    def fill(self, need: int = _AHEAD) -> None:
+        while not self.eof and len(self.text) - self.pos < need:
+            try:
+                chunk = self.stream.read(max(_CHUNK, need))
+            except (EOFError, OSError, zlib.error, UnicodeDecodeError) as exc:
+                raise TraceError(f"{self.name}: cannot read the trace ({_reason(exc)})") from None
+            if not chunk:
+                self.eof = True
+                break
+            if self.pos > _CHUNK:
+                self.consumed += self.pos
+                self.text, self.pos = self.text[self.pos:], 0
+            self.text += chunk
+
+    def skip(self) -> str:
+        """The next character after whitespace ('' at the end)."""
+        self.fill()
+        self.pos = _WS.match(self.text, self.pos).end()  # type: ignore[union-attr]
+        while self.pos == len(self.text) and not self.eof:
+            self.fill()
+            self.pos = _WS.match(self.text, self.pos).end()  # type: ignore[union-attr]
+        return self.text[self.pos] if self.pos < len(self.text) else ""
+
+    def expect(self, chars: str) -> str:
+        char = self.skip()
+        if not char:
+            raise TraceError(f"{self.name}: truncated JSON (the file ends inside the trace)")
+        if char not in chars:
+            raise TraceError(f"{self.name}: malformed JSON at character {self.consumed + self.pos}: expected {' or '.join(repr(c) for c in chars)}")
+        self.pos += 1
+        return char
+
+    def value(self) -> Any:
+        self.skip()
+        need = _AHEAD
+        while True:
+            try:
+                found, end = self.decoder.raw_decode(self.text, self.pos)
+            except json.JSONDecodeError as exc:
+                if self.eof:
+                    # A whole trace ends with its closing bracket; a file
+                    # cut short (a crashed run, a partial copy) does not.
+                    cut = exc.pos >= len(self.text) - 1 or not self.text.rstrip().endswith(("}", "]"))
+                    where = "truncated JSON (the file ends inside the trace)" if cut else f"malformed JSON at character {self.consumed + exc.pos}: {exc.msg}"
+                    raise TraceError(f"{self.name}: {where}") from None
+                need *= 4
+                self.fill(need)
+                continue
+            if end == len(self.text) and not self.eof and not isinstance(found, (dict, list, str)):
+                self.fill(need * 4)  # a number may continue in the next chunk
+                if len(self.text) > end:
+                    continue
+            self.pos = end
+            return found
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, UnicodeDecodeError):
+        return "not UTF-8 text"
+    if isinstance(exc, EOFError):
+        return "the gzip stream is truncated"
+    return str(exc) or type(exc).__name__
+
+
+def open_text(path: Path) -> IO[str]:
+    """The file as text, gunzipped when it starts with gzip's magic bytes."""
+    try:
+        raw = path.open("rb")
+    except OSError as exc:
+        raise TraceError(f"{path}: cannot open ({exc.strerror or exc})") from None
+    magic = raw.read(2)
+    raw.seek(0)
+    if magic == b"\x1f\x8b":
+        return io.TextIOWrapper(gzip.GzipFile(fileobj=raw), encoding="utf-8")
+    return io.TextIOWrapper(raw, encoding="utf-8")
+
+
+def read_events(path: Path, on_event: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    """Call ``on_event`` for each element of ``traceEvents``; the other
+    top-level keys, decoded.  A bare JSON array is read as the events."""
+    header: dict[str, Any] = {}
+    with open_text(path) as stream:
+        buf = _Buffer(stream, str(path))
+        first = buf.skip()
+        if not first:
+            raise TraceError(f"{path}: the file is empty")
+        if first == "[":
+            buf.pos += 1
+            _elements(buf, on_event)
+            header["traceEvents"] = True
+            return header
+        buf.expect("{")
+        if buf.skip() == "}":
+            raise TraceError(f"{path}: the trace is an empty JSON object (no traceEvents)")
+        while True:
+            key = buf.value()
+            if not isinstance(key, str):
+                raise TraceError(f"{path}: malformed JSON: a key is not a string")
+            buf.expect(":")
+            if key == "traceEvents":
+                buf.expect("[")
+                _elements(buf, on_event)
+                header[key] = True
+            else:
+                header[key] = buf.value()
+            if buf.expect(",}") == "}":
+                break
+    return header
+
+
+_SEPARATOR = re.compile(r"[ \t\n\r]*([,\]])[ \t\n\r]*")
+
+
+def _elements(buf: _Buffer, on_event: Callable[[dict[str, Any]], None]) -> None:
+    if buf.skip() == "]":
+        buf.pos += 1
+        return
+    # The hot loop, once per event: the C scanner and one regular
+    # expression; the buffer's careful methods only where a chunk ends or
+    # the text is wrong.
+    # typeshed types make_scanner's context narrower than the decoder it takes
+    scan: Callable[[str, int], tuple[Any, int]] = make_scanner(cast(Any, buf.decoder))
+    separator = _SEPARATOR.match
+    while True:
+        if len(buf.text) - buf.pos < _AHEAD and not buf.eof:
+            buf.fill()
+        text, pos = buf.text, buf.pos
+        try:
+            event, end = scan(text, pos)
+        except (StopIteration, json.JSONDecodeError):
+            event = buf.value()
+            text, end = buf.text, buf.pos
+        if isinstance(event, dict):
+            on_event(event)
+        found = separator(text, end)
+        if found is None or (found.end() == len(text) and not buf.eof):
+            buf.pos = end
+            char = buf.expect(",]")
+        else:
+            char, buf.pos = found.group(1), found.end()
+        if char == "]":
+            return
