@@ -95,7 +95,7 @@ def suggest_for_call(path: str, line: int, profile: HardwareProfile) -> dict[str
     """
     from loadlint.resolve import UNKNOWN, evaluate
 
-    data = Path(path).read_bytes()
+    data = read_source(path)
     text = decode(data).text
     settings = Resolver(Overrides()).for_path(Path(path))
     options = options_with_profile(settings, path, profile)

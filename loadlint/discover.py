@@ -16,7 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from loadlint.boundary import is_inside, project_root
 from loadlint.config import CONFIG_FILES, Settings
+from loadlint.files import read_source
+
+#: The most bytes of one .gitignore read.
+MAX_IGNORE_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -24,6 +29,9 @@ class Candidate:
     path: Path
     settings: Settings
     explicit: bool
+    #: The folder a found file's links must stay in (its project root);
+    #: None for a file the user named, which is read wherever it leads.
+    within: str | None = None
 
 
 class _Matcher:
@@ -105,7 +113,9 @@ class _GitIgnore:
         ignore_file = directory / ".gitignore"
         if ignore_file.is_file():
             try:
-                lines = ignore_file.read_text(encoding="utf-8", errors="replace").splitlines()
+                # Guarded like a source: a link to a device or a huge file is refused.
+                data = read_source(ignore_file, limit=MAX_IGNORE_BYTES)
+                lines = data.decode("utf-8", errors="replace").splitlines()
                 specs.append((directory, (*_compiled(lines), os.path.join(str(directory), ""))))
             except OSError:
                 pass
@@ -259,6 +269,8 @@ def _walk(
     root: Path, settings_for: Callable[[Path], Settings], gitignore: _GitIgnore, seen: set[str]
 ) -> Iterator[Candidate]:
     absolute_root = os.path.abspath(root)
+    # A link found in the walk is followed only to a file inside the project.
+    within = os.path.realpath(project_root(Path(absolute_root)))
     settings = settings_for(root)
     specs = _parent_gitignores(Path(absolute_root), gitignore) if settings.respect_gitignore else []
     stack: list[tuple[Path, str, list[tuple[Path, Any]], Settings | None]] = [(root, absolute_root, specs, None)]
@@ -295,6 +307,8 @@ def _walk(
             try:
                 is_dir = entry.is_dir(follow_symlinks=False)
                 is_file = not is_dir and entry.is_file()  # follows links to files; a dangling link is neither
+                if is_file and entry.is_symlink() and not is_inside(entry.path, within):
+                    continue  # what a link leads to outside the project is not the project's
             except OSError:
                 continue
             if not is_dir:
@@ -322,4 +336,4 @@ def _walk(
                 if child_abs in seen:
                     continue
                 seen.add(child_abs)
-                yield Candidate(path, settings, explicit=False)
+                yield Candidate(path, settings, explicit=False, within=within)

@@ -212,7 +212,7 @@ def lint_candidates(
     for index, candidate in enumerate(candidates):
         path = str(candidate.path)
         try:
-            data = read_source(candidate.path)
+            data = read_source(candidate.path, within=candidate.within)
         except OSError as exc:
             results[index] = pipeline.unreadable(path, exc, options_for(candidate.settings, path, profiles))
             continue
