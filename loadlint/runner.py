@@ -27,7 +27,7 @@ import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator, TextIO
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, TextIO
 
 from loadlint import cpus, pipeline
 from loadlint.config import Resolver
@@ -380,10 +380,8 @@ def _run_pool(
     from concurrent.futures.process import BrokenProcessPool
 
     _preload(profiles, {item.candidate.settings.target for item in work})
-    # fork shares the parent's imports and resolved profile for free; where
-    # fork is unsafe (macOS) or missing, workers start from scratch.
-    method = "fork" if sys.platform.startswith("linux") else "spawn"
-    context = multiprocessing.get_context(method)
+    context = multiprocessing.get_context(START_METHOD)
+    restore = _isolate_spawn() if START_METHOD != "fork" else None
     pending = sorted(work, key=lambda item: -item.size)
     done: dict[int, Done] = {}
     executor = ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_worker, initargs=(profiles, request))
@@ -422,10 +420,54 @@ def _run_pool(
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
         gc.unfreeze()
+        if restore is not None:
+            restore()
     rest = [item for item in work if item.index not in done]
     out = [(item, done[item.index]) for item in work if item.index in done]
     out.extend(_run_here(rest, profiles, request, progress))
     return out
+
+
+#: How worker processes start.  fork shares the parent's imports and
+#: resolved profile for free; where fork is unsafe (macOS) or missing,
+#: workers start from scratch (a test sets "spawn" to exercise that path).
+START_METHOD = "fork" if sys.platform.startswith("linux") else "spawn"
+
+
+def _isolate_spawn() -> Callable[[], None]:
+    """Start spawned workers isolated from the current folder; returns the undo.
+
+    multiprocessing starts a worker as ``python -c ...``, which puts the
+    current folder first on the import path: a ``multiprocessing/`` package
+    at the root of the checked repository would run in every worker before
+    a line of ours.  ``-I`` keeps it off; the parent's path, which the worker
+    takes over next, goes without its implicit ``""`` too."""
+    import multiprocessing.spawn as spawn
+    import multiprocessing.util as util
+
+    # The flags every interpreter multiprocessing starts is given: the
+    # workers' and the resource tracker's (also ``python -c``).
+    flags: Callable[[], list[str]] = getattr(util, "_args_from_interpreter_flags")
+    preparation = spawn.get_preparation_data
+
+    def isolated_flags() -> list[str]:
+        given = list(flags())
+        return given if "-I" in given else [*given, "-I"]
+
+    def preparation_data(name: str) -> dict[str, Any]:
+        data = dict(preparation(name))
+        # "" is the current folder as ``-c`` or a prompt put it there, not as anyone chose.
+        data["sys_path"] = [p for p in data.get("sys_path", []) if p != ""]
+        return data
+
+    setattr(util, "_args_from_interpreter_flags", isolated_flags)
+    spawn.get_preparation_data = preparation_data
+
+    def restore() -> None:
+        setattr(util, "_args_from_interpreter_flags", flags)
+        spawn.get_preparation_data = preparation
+
+    return restore
 
 
 def _run_here(
