@@ -285,7 +285,7 @@ def _print_diff(run: Run, *, tally: bool = True) -> int:
     text, fixed = diff(run)
     click.echo(writable(text, sys.stdout), nl=False)
     for result in run.errors:
-        click.echo(f"{visible(result.path)}: error: {visible(result.error or "")}", err=True)
+        click.echo(f"{visible(result.path)}: error: {visible(result.error or '')}", err=True)
     if fixed and tally:
         click.echo(f"Would fix {fixed} error{'s' if fixed != 1 else ''}.", err=True)
     return EXIT_FINDINGS if text or run.errors else EXIT_CLEAN

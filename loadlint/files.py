@@ -14,7 +14,7 @@ import re
 import stat
 from pathlib import Path
 
-from loadlint.boundary import is_inside
+from loadlint.boundary import is_inside, project_root
 from loadlint.source import lines_with_breaks
 
 
@@ -121,9 +121,14 @@ def write_atomic(path: Path, original: bytes, new: bytes) -> None:
     mode).  Refuses when the file no longer holds ``original``, so a change
     made by someone else since we read it is never overwritten.
 
-    A symbolic link is followed: its target is rewritten and the link stays.
+    A symbolic link is followed: its target is rewritten and the link stays,
+    when the target is inside the link's project; a link leading out of the
+    project is refused (a repository's link is no licence to write elsewhere).
     """
+    link = Path(os.path.abspath(path))
     path = Path(os.path.realpath(path))
+    if path != link and not is_inside(str(path), str(project_root(link.parent))):
+        raise PermissionError(errno.EACCES, "link leads outside the project; not written")
     directory = path.parent
     mode = stat.S_IMODE(os.stat(path).st_mode)
     # The mode bits count too: a file nobody may write is meant to stay as it
