@@ -19,7 +19,10 @@ from typing import Any, Callable, Iterator
 from loadlint.boundary import is_inside, project_root
 from loadlint.config import CONFIG_FILES, Settings
 from loadlint.files import read_source
+from loadlint.wildmatch import LinearSpec, check_file, star_runs
 
+#: Lines with this many runs of ``*`` or more are not made into regexes.
+MAX_STAR_RUNS = 3
 #: The most bytes of one .gitignore read.
 MAX_IGNORE_BYTES = 1024 * 1024
 
@@ -138,7 +141,7 @@ class _GitIgnore:
             if spec is None:  # no negation: the match ignores it
                 result = True
                 continue
-            check = spec.check_file(rel)
+            check = spec.check_file(rel) if not isinstance(spec, LinearSpec) else check_file(spec, rel)
             if check.include is not None:
                 result = bool(check.include)
         return result
@@ -149,6 +152,10 @@ def _compiled(lines: list[str]) -> tuple[Any, Callable[[str], bool] | None]:
     a negation (``!pattern``) a path is ignored exactly when any pattern
     matches, which the matcher answers alone: the spec (a regex compiled
     per pattern) is then not made, and is None."""
+    if any(star_runs(line) >= MAX_STAR_RUNS for line in lines):
+        # A regex made from such a line may backtrack for minutes on a
+        # name the repository chose: the whole file is matched in linear time.
+        return LinearSpec(lines), None
     import pathspec
 
     factory = _pattern_factory()
