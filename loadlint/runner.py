@@ -35,7 +35,8 @@ from loadlint.discover import Candidate, discover
 from loadlint.engine import passes_prefilter
 from loadlint.files import read_source
 from loadlint.pipeline import ProfileCache, Target, options_for
-from loadlint.types import HUMAN_FORMATS, CheckOptions, FileResult, Finding, FixRequest, HardwareProfile, Run
+from loadlint.rules import name_of
+from loadlint.types import HUMAN_FORMATS, CheckOptions, FileResult, Finding, FixRequest, HardwareProfile, Location, Options, Run
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -167,10 +168,58 @@ class _Recorder:
 Done = tuple[FileResult, bool]
 
 
+#: Seconds one file's analysis (or fix) may take before it is abandoned and
+#: reported (LL900) rather than hanging the run: a bound on any input.
+FILE_TIME_LIMIT = 60.0
+
+
+class _OutOfTime(Exception):
+    pass
+
+
+@contextmanager
+def _time_limit(seconds: float) -> Iterator[None]:
+    """Raise ``_OutOfTime`` in this thread after ``seconds`` (where a timer
+    signal can be had: the main thread of a Unix process)."""
+    import signal
+    import threading
+
+    if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum: int, frame: Any) -> None:
+        raise _OutOfTime
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def lint_one(candidate: Candidate, data: bytes | None, profiles: ProfileCache, request: FixRequest | None) -> Done:
     """(result, whether the profile was consulted) for one file; ``data``
-    None means the pipeline reads the file itself (a notebook)."""
+    None means the pipeline reads the file itself (a notebook).  A file
+    that takes longer than ``FILE_TIME_LIMIT`` is reported, not waited for."""
     base = options_for(candidate.settings, str(candidate.path), profiles)
+    try:
+        with _time_limit(FILE_TIME_LIMIT):
+            return _lint_one(candidate, data, profiles, request, base)
+    except _OutOfTime:
+        path = str(candidate.path)
+        result = FileResult(path)
+        if "LL900" in base.select:
+            message = f"analysis did not finish within {FILE_TIME_LIMIT:g} s; split the module or exclude it"
+            result.findings.append(Finding("LL900", name_of("LL900"), message, path, Location(1, 1), Location(1, 2)))
+        return result, False
+
+
+def _lint_one(
+    candidate: Candidate, data: bytes | None, profiles: ProfileCache, request: FixRequest | None, base: Options
+) -> Done:
     if data is None:
         return pipeline.check_path(candidate.path, base, request), True
     recorder = _Recorder(base.profile_factory)
