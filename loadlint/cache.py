@@ -217,7 +217,7 @@ class Cache:
         if self.outer is not None and not self.outer._check():
             self.usable = self.writable = False
             return False
-        for folder in (self.root, self.folder) if self.outer is None else (self.folder,):
+        for folder in (self.root, self.folder):
             problem = _refusal(folder)
             if problem is not None:
                 self.usable = self.writable = False
@@ -231,7 +231,7 @@ class Cache:
             return
         if not self._check():
             raise OSError(errno.EACCES, "cache folder refused")
-        for folder in (self.root, self.folder) if self.outer is None else (self.folder,):
+        for folder in (self.root, self.folder):
             try:
                 os.mkdir(folder, 0o755)
             except FileExistsError:

@@ -135,7 +135,9 @@ def decide(
         if outcome is not None and bad is None:
             decision.kept, decision.outcome = rest, outcome
             groups = {key: group for key, group in groups.items() if key in blamed}
-    budget = MAX_GROUP_TRIALS
+    # Each trial costs about one analysis of the file, which grows with its
+    # calls: fewer trials in a larger file keep the round about linear.
+    budget = max(2, min(MAX_GROUP_TRIALS, TRIAL_WORK // max(1, len(candidates))))
     for group in groups.values():
         if budget <= 0:
             # Each trial analyses the whole file again: a file with hundreds
@@ -161,6 +163,8 @@ def decide(
 
 #: Calls whose fixes are tried one by one in a round, at most.
 MAX_GROUP_TRIALS = 16
+#: Trials times the round's fixes, at most (a trial re-analyses every call).
+TRIAL_WORK = 2000
 
 
 def reason_untried(spec: FixSpec, codes: str, calls: int) -> str:
