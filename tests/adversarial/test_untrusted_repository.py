@@ -293,6 +293,28 @@ def test_module_linked_to_a_device_is_not_read(world, device):
     assert ran.peak_kb < 300 * 1024
 
 
+def test_language_server_project_view_does_not_read_its_own_channel(world, tmp_path):
+    """The language server checks a saved document with its project; its
+    stdin is the protocol channel, which a link to /dev/stdin would read."""
+    repo, _ = world
+    (repo / "m.py").write_text(LOADER)
+    (repo / "use.py").write_text("from m import make\n\nfor b in make(None):\n    pass\n")
+    (repo / "zz.py").symlink_to("/dev/stdin")
+    os.mkfifo(repo / "helper.py")
+    driver = tmp_path / "server_view.py"
+    driver.write_text(
+        "from pathlib import Path\n"
+        "from loadlint.config import Overrides, Resolver\n"
+        "from loadlint.pipeline import ProfileCache\n"
+        "from loadlint.project.join import check_in_project\n"
+        "path = Path('use.py').resolve()\n"
+        "result = check_in_project(path, Resolver(Overrides()).for_path(path), ProfileCache(), None)\n"
+        "print(sorted({f.code for f in result.findings}))\n"
+    )
+    ran = run(repo, script=driver, timeout=10)
+    assert ran.code == 0 and ran.out.startswith("["), ran.text[-2000:]
+
+
 def test_backtracking_gitignore_line_ends(world):
     repo, _ = world
     (repo / ".gitignore").write_text("*a" * 12 + "*b\n")
