@@ -151,7 +151,8 @@ def find_config(start: Path) -> Path | None:
 
 def _has_tool_section(path: Path) -> bool:
     try:
-        data = read_source(path, limit=MAX_CONFIG_BYTES)
+        # A pyproject.toml linked out of its repository is not the repository's.
+        data = read_source(path, within=str(repository_root(path.parent)), limit=MAX_CONFIG_BYTES)
     except OSError:
         return False
     if b"tool.loadlint" not in data and b"[tool]" not in data:
@@ -195,11 +196,13 @@ def load_settings(path: Path, _seen: tuple[Path, ...] = (), *, trusted: bool = F
     its ``extend`` chain stays inside that project, so a repository cannot
     make loadlint read (or tell whether there is) a file elsewhere.  One the
     user names (``--config``, ``trusted``) may extend any file."""
+    if not trusted and _within is None:
+        _within = str(repository_root(Path(os.path.abspath(path)).parent))
+        if not is_inside(str(path), _within):
+            raise ConfigError(f"{path}: the configuration is a link leading outside the project")
     path = path.resolve()
     if path in _seen:
         raise ConfigError(f"{path}: circular 'extend'")
-    if not trusted and _within is None:
-        _within = str(repository_root(path.parent))
     table = load_table(path)
     base = Settings()
     if "extend" in table:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from loadlint.boundary import is_inside, project_root
+from loadlint.boundary import is_inside, project_root, repository_root
 from loadlint.config import CONFIG_FILES, Settings
 from loadlint.files import read_source
 from loadlint.wildmatch import LinearSpec, check_file, star_runs
@@ -117,7 +117,7 @@ class _GitIgnore:
         if ignore_file.is_file():
             try:
                 # Guarded like a source: a link to a device or a huge file is refused.
-                data = read_source(ignore_file, limit=MAX_IGNORE_BYTES)
+                data = read_source(ignore_file, within=str(repository_root(directory)), limit=MAX_IGNORE_BYTES)
                 lines = data.decode("utf-8", errors="replace").splitlines()
                 specs.append((directory, (*_compiled(lines), os.path.join(str(directory), ""))))
             except OSError:

@@ -272,6 +272,16 @@ def test_extend_outside_the_repository_is_refused_alike_whether_there_or_not(wor
     clean_of(outside, snapshot(outside), present, missing)
 
 
+def test_configuration_linked_outside_is_not_read(world):
+    repo, outside = world
+    (repo / "m.py").write_text(LOADER)
+    (repo / "loadlint.toml").symlink_to(outside / "secret.toml")
+    before = snapshot(outside)
+    ran = run(repo, "check", "--no-cache", ".", "--output-format", "concise")
+    assert ran.code == 2 and "link leading outside the project" in ran.err
+    clean_of(outside, before, ran)
+
+
 # -- bounded: no hang, no runaway memory -------------------------------------------
 
 
