@@ -231,6 +231,9 @@ class Cache:
             return
         if not self._check():
             raise OSError(errno.EACCES, "cache folder refused")
+        if self.outer is None:
+            # Where the user put the cache (--cache-dir): its parents are theirs.
+            os.makedirs(self.root.parent, exist_ok=True)
         for folder in (self.root, self.folder):
             try:
                 os.mkdir(folder, 0o755)

@@ -173,6 +173,11 @@ Done = tuple[FileResult, bool]
 FILE_TIME_LIMIT = 60.0
 
 
+#: How an abandoned file's finding starts (such a result is never cached:
+#: a busy machine's verdict).
+OUT_OF_TIME = "analysis did not finish within"
+
+
 class _OutOfTime(Exception):
     pass
 
@@ -212,7 +217,7 @@ def lint_one(candidate: Candidate, data: bytes | None, profiles: ProfileCache, r
         path = str(candidate.path)
         result = FileResult(path)
         if "LL900" in base.select:
-            message = f"analysis did not finish within {FILE_TIME_LIMIT:g} s; split the module or exclude it"
+            message = f"{OUT_OF_TIME} {FILE_TIME_LIMIT:g} s; split the module or exclude it"
             result.findings.append(Finding("LL900", name_of("LL900"), message, path, Location(1, 1), Location(1, 2)))
         return result, False
 
@@ -298,7 +303,7 @@ def lint_candidates(
             result.source = _decoded(item.data)
         if open_cache is None or item.digest is None or item.fingerprint is None:
             continue
-        if result.error is None and result.fixed is None:
+        if result.error is None and result.fixed is None and not any(f.message.startswith(OUT_OF_TIME) for f in result.findings):
             profile = profile_key_for(item.candidate.settings.target) if consulted else None
             open_cache.store(
                 str(item.candidate.path), item.fingerprint, item.digest, profile, result.findings, result.summary,
