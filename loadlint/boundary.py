@@ -52,10 +52,17 @@ def project_root(start: Path, memo: dict[Path, Path | None] | None = None) -> Pa
     return folder if found is None else found
 
 
-def is_inside(path: str, folder: str) -> bool:
-    """Whether ``path`` is ``folder`` or below it, links resolved on both."""
-    real = os.path.realpath(path)
-    base = os.path.realpath(folder)
+#: Folders' real paths: a project root is asked about once per file.
+_real_folders: dict[str, str] = {}
+
+
+def is_inside(path: str, folder: str, *, resolved: bool = False) -> bool:
+    """Whether ``path`` is ``folder`` or below it, links resolved on both
+    (``resolved``: ``path`` is a real path already)."""
+    real = path if resolved else os.path.realpath(path)
+    base = _real_folders.get(folder)
+    if base is None:
+        base = _real_folders[folder] = os.path.realpath(folder)
     return real == base or real.startswith(base.rstrip(os.sep) + os.sep)
 
 

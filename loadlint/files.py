@@ -37,7 +37,7 @@ def read_source(path: Path | str, within: str | None = None, limit: int = MAX_RE
     target = os.fspath(path)
     if within is not None:
         target = os.path.realpath(target)
-        if not is_inside(target, within):
+        if not is_inside(target, within, resolved=True):
             raise OSError(errno.EACCES, "link leads outside the project", os.fspath(path))
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
     if within is not None:

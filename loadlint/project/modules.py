@@ -23,6 +23,7 @@ class Resolver:
 
     def __init__(self, root: Path) -> None:
         self.root = Path(os.path.abspath(root))
+        self._real_root = os.path.realpath(self.root)
         self._memo: dict[tuple[str, str], str | None] = {}
         self._listings: dict[str, frozenset[str]] = {}
         self._folders: dict[str, list[str]] = {}
@@ -59,7 +60,7 @@ class Resolver:
         found = self._find(key[0], dotted)
         # A relative import climbing above the root, or a module linked to a
         # file elsewhere, names what is not the project's: its values stay unknown.
-        if found is not None and not is_inside(found[0], str(self.root)):
+        if found is not None and not is_inside(found[0], self._real_root):
             found = None
         self._memo[key] = None if found is None else "\0".join(found)
         return found
