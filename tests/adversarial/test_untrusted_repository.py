@@ -17,7 +17,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,17 +63,23 @@ def env() -> dict[str, str]:
 def run(cwd: Path, *args: str, timeout: float = TIME_BOUND, script: Path | None = None) -> Ran:
     """``python -m loadlint ARGS`` (or ``script``) in ``cwd``, its stdin a
     pipe held open (so a read of /dev/stdin would block), killed at
-    ``timeout``; its own peak memory from ``wait4``."""
+    ``timeout``; its peak memory is its own ``VmHWM``, polled (``wait4``'s
+    ``ru_maxrss`` keeps the forking test process's across ``exec``)."""
     command = [sys.executable, str(script)] if script else [sys.executable, "-m", "loadlint", *args]
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
         proc = subprocess.Popen(command, cwd=cwd, stdin=subprocess.PIPE, stdout=out, stderr=err, env=env())
-        timer = threading.Timer(timeout, proc.kill)
-        timer.start()
+        peak = 0
         try:
-            _, status, usage = os.wait4(proc.pid, 0)
+            while True:
+                pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+                if pid:
+                    break
+                peak = max(peak, _high_water_kb(proc.pid))
+                if time.perf_counter() - start > timeout:
+                    proc.kill()
+                time.sleep(0.01)
         finally:
-            timer.cancel()
             assert proc.stdin is not None
             proc.stdin.close()
         seconds = time.perf_counter() - start
@@ -82,11 +87,22 @@ def run(cwd: Path, *args: str, timeout: float = TIME_BOUND, script: Path | None 
         out.seek(0)
         err.seek(0)
         ran = Ran(proc.returncode, out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace"),
-                  seconds, usage.ru_maxrss, usage.ru_utime + usage.ru_stime)
+                  seconds, peak, usage.ru_utime + usage.ru_stime)
     assert ran.code >= 0 and ran.seconds < timeout, f"killed after {ran.seconds:.1f} s (bound {timeout} s)"
     assert "Traceback" not in ran.err, ran.err[-3000:]
     assert ran.peak_kb < MEMORY_BOUND_KB, f"peak memory {ran.peak_kb // 1024} MB"
     return ran
+
+
+def _high_water_kb(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            for line in handle:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
 
 
 def snapshot(folder: Path) -> dict[str, tuple[str, bytes | str]]:
