@@ -277,7 +277,8 @@ def _walk(
 ) -> Iterator[Candidate]:
     absolute_root = os.path.abspath(root)
     # A link found in the walk is followed only to a file inside the project.
-    within = os.path.realpath(project_root(Path(absolute_root)))
+    # (The folder itself may be a link: the user named it.)
+    within = os.path.realpath(project_root(Path(os.path.realpath(absolute_root))))
     settings = settings_for(root)
     specs = _parent_gitignores(Path(absolute_root), gitignore) if settings.respect_gitignore else []
     stack: list[tuple[Path, str, list[tuple[Path, Any]], Settings | None]] = [(root, absolute_root, specs, None)]

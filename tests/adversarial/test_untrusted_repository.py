@@ -268,6 +268,17 @@ def test_module_linked_outside_stays_unknown(world):
     clean_of(outside, before, *some_formats(repo, "."))
 
 
+def test_links_are_followed_where_the_user_names_them(world):
+    repo, outside = world
+    (repo / "elsewhere").symlink_to(outside)
+    (repo / "train.py").symlink_to(outside / "train.py")
+    walked = run(repo, "check", "--no-cache", ".", "--output-format", "concise")
+    assert walked.out == "All checks passed!\n"
+    for named in ("elsewhere", "train.py"):
+        ran = run(repo, "check", "--no-cache", "--select", "LL001", named, "--output-format", "concise")
+        assert "train.py:5:12: LL001" in ran.out, ran.text
+
+
 def test_linked_file_is_not_quoted(world):
     repo, outside = world
     (repo / "bad.py").symlink_to(outside / "broken.py")
