@@ -21,7 +21,8 @@ from loadlint.runner import lint_candidates
 from loadlint.slicing import parse_module
 from loadlint.files import read_source
 from loadlint.fixes import Positions
-from loadlint.source import decode
+from loadlint.boundary import project_root
+from loadlint.source import decode, visible
 from loadlint.types import FileResult, Finding, FixRequest, HardwareProfile, Run
 
 __all__ = [
@@ -95,7 +96,7 @@ def suggest_for_call(path: str, line: int, profile: HardwareProfile) -> dict[str
     """
     from loadlint.resolve import UNKNOWN, evaluate
 
-    data = Path(path).read_bytes()
+    data = read_source(path)
     text = decode(data).text
     settings = Resolver(Overrides()).for_path(Path(path))
     options = options_with_profile(settings, path, profile)
@@ -137,11 +138,15 @@ def fix_from_verify(
     report that cannot be used.
     """
     sites, skipped = load_verify_report(report)
-    roots = [Path(p).resolve() for p in paths]
+    # A report names files, and a report can come from anywhere: only those
+    # in the paths given, or else in the current project, are written.
+    roots = [Path(p).resolve() for p in paths] or [project_root(Path.cwd()).resolve()]
     by_file: dict[str, list[MeasuredSite]] = {}
     for site in sites:
         target = Path(site.path).resolve()
-        if roots and not any(target == r or r in target.parents for r in roots):
+        if not any(target == r or r in target.parents for r in roots):
+            where = "the paths given" if paths else f"the current project ({roots[0]})"
+            skipped.append(f"{visible(site.path)}:{site.line}: not fixed: outside {visible(where)}")
             continue
         shown = os.path.relpath(site.path)
         by_file.setdefault(site.path if shown.startswith("..") else shown, []).append(site)

@@ -19,15 +19,26 @@ Entries are named after the path and configuration, not the content, so an
 edited file replaces its entry instead of adding one.  A folder that cannot
 be created or written (read-only checkout, full disk) turns writing off for
 the run without a word: the cache only ever saves time.
+
+A repository may commit a ``.loadlint_cache`` of its own, so the folder is
+never trusted to be what it seems: a folder that is a link, or that another
+user owns, is refused (one line on stderr, the run goes on without a
+cache); no link inside it is followed, for reading or writing; temporary
+files get random names and are created exclusively, so a planted name makes
+the write fail rather than follow; the marker files are created the same
+way, never after an existence test.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
+import secrets
 import shutil
 import stat
+import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -91,6 +102,9 @@ class Cache:
         self.stamp = stamp if stamp is not None else code_stamp()
         self.writable = True
         self._prepared = False
+        #: False once the folder was refused: nothing is read from it either.
+        self.usable = True
+        self._checked = False
         self.hits = 0
         self.misses = 0
         #: The entries' file suffix.
@@ -110,13 +124,7 @@ class Cache:
     def load(self, path: str, fingerprint: str, digest: str) -> Entry | None:
         """The entry for this path and configuration if it is for these bytes."""
         try:
-            # Non-blocking, regular files only: a FIFO or a link to a device
-            # planted in the folder must not hang the run.
-            fd = os.open(self.folder / self._name(path, fingerprint), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-            with os.fdopen(fd, "rb") as handle:
-                if not stat.S_ISREG(os.fstat(fd).st_mode):
-                    raise OSError("not a regular file")
-                raw = handle.read()
+            raw = self.read(self._name(path, fingerprint))
         except OSError:
             self.misses += 1
             return None
@@ -155,20 +163,43 @@ class Cache:
         sub = Cache(self.folder / name, stamp=self.stamp)
         # Another suffix: tools that read the per-file entries never meet these.
         sub.suffix = ".pjson"
+        sub.usable = self._check()
+        sub.writable = self.writable and sub.usable
+        # Its own folders are checked on its first use, below this one's.
+        sub.outer = self
         return sub
+
+    #: The cache this one is a folder of (``sub``), whose checks come first.
+    outer: Cache | None = None
+
+    def read(self, name: str) -> bytes:
+        """An entry's bytes: never through a link, never a FIFO or device."""
+        if not self._check():
+            raise OSError(errno.EACCES, "cache folder refused")
+        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+        fd = os.open(self.folder / name, flags)
+        with os.fdopen(fd, "rb") as handle:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise OSError(errno.EINVAL, "not a regular file")
+            if st.st_size > MAX_ENTRY_BYTES:
+                raise OSError(errno.EFBIG, "cache entry too large")
+            return handle.read(MAX_ENTRY_BYTES)
 
     def write(self, name: str, data: bytes) -> None:
         """Write an entry of the cache folder atomically (never raises)."""
         if not self.writable:
             return
         target = self.folder / name
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        # A random name, created exclusively: an entry or link planted under
+        # a name we would pick makes the open fail instead of writing through it.
+        tmp = target.with_name(f".{target.name}.{secrets.token_hex(8)}.tmp")
         try:
             self._prepare()
             # Written aside and renamed over, so a reader (or a second run
-            # writing the same entry) never sees half of one.
-            with open(tmp, "wb") as handle:
-                handle.write(data)
+            # writing the same entry) never sees half of one.  The rename
+            # replaces a link at the target; it never writes through one.
+            _create(tmp, data)
             os.replace(tmp, target)
         except OSError:
             self.writable = False
@@ -177,17 +208,83 @@ class Cache:
             except OSError:
                 pass
 
+    def _check(self) -> bool:
+        """Whether the folders that exist are real folders of this user
+        (checked once; a refusal is said once, on stderr)."""
+        if self._checked:
+            return self.usable
+        self._checked = True
+        if self.outer is not None and not self.outer._check():
+            self.usable = self.writable = False
+            return False
+        for folder in (self.root, self.folder):
+            problem = _refusal(folder)
+            if problem is not None:
+                self.usable = self.writable = False
+                if self.outer is None:
+                    print(f"loadlint: warning: {problem}; running without a cache", file=sys.stderr)
+                return False
+        return True
+
     def _prepare(self) -> None:
         if self._prepared:
             return
-        self.folder.mkdir(parents=True, exist_ok=True)
-        tag = self.root / "CACHEDIR.TAG"
-        if not tag.exists():
-            tag.write_text(CACHEDIR_TAG, encoding="utf-8")
-        ignore = self.root / ".gitignore"
-        if not ignore.exists():
-            ignore.write_text("# Automatically created by loadlint.\n*\n", encoding="utf-8")
+        if not self._check():
+            raise OSError(errno.EACCES, "cache folder refused")
+        if self.outer is None:
+            # Where the user put the cache (--cache-dir): its parents are theirs.
+            os.makedirs(self.root.parent, exist_ok=True)
+        for folder in (self.root, self.folder):
+            try:
+                os.mkdir(folder, 0o755)
+            except FileExistsError:
+                pass
+            # Made or already there: it must still be a real folder of ours
+            # (a link could have been swapped in between).
+            problem = _refusal(folder)
+            if problem is not None:
+                raise OSError(errno.EACCES, problem)
+        if self.outer is None:
+            # Created exclusively, by name, with their content: an existing
+            # file, folder or link (dangling or not) under the name is left
+            # alone rather than followed.
+            for name, text in (("CACHEDIR.TAG", CACHEDIR_TAG), (".gitignore", "# Automatically created by loadlint.\n*\n")):
+                try:
+                    _create(self.root / name, text.encode())
+                except FileExistsError:
+                    pass
         self._prepared = True
+
+
+#: The largest cache entry read (an entry is a file's findings and summary).
+MAX_ENTRY_BYTES = 64 * 1024 * 1024
+
+
+def _refusal(folder: Path) -> str | None:
+    """Why ``folder`` cannot be used as a cache folder; None when it can
+    (or does not exist yet)."""
+    try:
+        st = os.lstat(folder)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"cache folder {folder}: {exc.strerror or exc}"
+    if stat.S_ISLNK(st.st_mode):
+        return f"cache folder {folder} is a link"
+    if not stat.S_ISDIR(st.st_mode):
+        return f"cache folder {folder} is not a folder"
+    getuid = getattr(os, "getuid", None)
+    if getuid is not None and st.st_uid != getuid():
+        return f"cache folder {folder} is owned by another user"
+    return None
+
+
+def _create(path: Path, data: bytes) -> None:
+    """Create ``path`` with ``data``; fails when anything is there (a link included)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    fd = os.open(path, flags, 0o644)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
 
 
 def _project_entry(root: str) -> str:
@@ -205,7 +302,7 @@ class ProjectCache:
     def load(self, root: str, key: str) -> dict[str, list[Finding]] | None:
         """Findings by absolute path, if stored for this key."""
         try:
-            raw = (self.cache.folder / _project_entry(root)).read_bytes()
+            raw = self.cache.read(_project_entry(root))
             data = json.loads(raw)
             _expect(data, dict)
             if data.get("key") != key or data.get("stamp") != self.cache.stamp:
@@ -260,7 +357,13 @@ def summary_from_json(text: str | None) -> dict[str, Any] | None:
 def is_cache_dir(folder: Path) -> bool:
     """Whether ``folder`` is a loadlint cache (so ``clean`` may delete it)."""
     try:
-        tag = (folder / "CACHEDIR.TAG").read_text(encoding="utf-8", errors="replace")
+        # Its own tag, not one a link leads to; non-blocking, bounded.
+        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+        fd = os.open(folder / "CACHEDIR.TAG", flags)
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return False
+            tag = handle.read(4096).decode("utf-8", errors="replace")
     except OSError:
         return False
     return tag.startswith(CACHEDIR_TAG.splitlines()[0]) and "loadlint" in tag

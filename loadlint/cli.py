@@ -65,7 +65,10 @@ def _target_error() -> type[Exception]:
 
 def fail(message: str, code: int = EXIT_ERROR) -> NoReturn:
     """Print one error line and exit."""
-    click.echo(f"loadlint: error: {message}", err=True)
+    from loadlint.source import visible
+
+    # One line: a path in the message cannot break it or reach the terminal raw.
+    click.echo(f"loadlint: error: {visible(message)}", err=True)
     sys.exit(code)
 
 
@@ -278,11 +281,12 @@ def _print_diff(run: Run, *, tally: bool = True) -> int:
     with ``tally``, how many fixes) on stderr.  Exit 1 when there is a diff
     or a file could not be fixed."""
     from loadlint.report import diff, writable
+    from loadlint.source import visible
 
     text, fixed = diff(run)
     click.echo(writable(text, sys.stdout), nl=False)
     for result in run.errors:
-        click.echo(f"{result.path}: error: {result.error}", err=True)
+        click.echo(f"{visible(result.path)}: error: {visible(result.error or '')}", err=True)
     if fixed and tally:
         click.echo(f"Would fix {fixed} error{'s' if fixed != 1 else ''}.", err=True)
     return EXIT_FINDINGS if text or run.errors else EXIT_CLEAN

@@ -17,6 +17,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Iterable
 
+from loadlint.boundary import is_inside, repository_root
+from loadlint.files import read_source
 from loadlint.rules import CODES, DEFAULT_OFF
 
 
@@ -149,8 +151,8 @@ def find_config(start: Path) -> Path | None:
 
 def _has_tool_section(path: Path) -> bool:
     try:
-        with path.open("rb") as handle:
-            data = handle.read()
+        # A pyproject.toml linked out of its repository is not the repository's.
+        data = read_source(path, within=str(repository_root(path.parent)), limit=MAX_CONFIG_BYTES)
     except OSError:
         return False
     if b"tool.loadlint" not in data and b"[tool]" not in data:
@@ -164,10 +166,14 @@ def _has_tool_section(path: Path) -> bool:
         raise ConfigError(f"{path}: invalid TOML: nested too deeply") from None
 
 
+#: The most bytes of one configuration file read.
+MAX_CONFIG_BYTES = 4 * 1024 * 1024
+
+
 def load_table(path: Path) -> dict[str, Any]:
     tomllib = _tomllib()
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(read_source(path, limit=MAX_CONFIG_BYTES).decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
     except RecursionError:  # tomllib recurses per level of nested arrays and tables
@@ -183,8 +189,17 @@ def load_table(path: Path) -> dict[str, Any]:
     return table
 
 
-def load_settings(path: Path, _seen: tuple[Path, ...] = ()) -> Settings:
-    """Settings from one configuration file (following ``extend``)."""
+def load_settings(path: Path, _seen: tuple[Path, ...] = (), *, trusted: bool = False, _within: str | None = None) -> Settings:
+    """Settings from one configuration file (following ``extend``).
+
+    A configuration found in the checked tree came with the repository:
+    its ``extend`` chain stays inside that project, so a repository cannot
+    make loadlint read (or tell whether there is) a file elsewhere.  One the
+    user names (``--config``, ``trusted``) may extend any file."""
+    if not trusted and _within is None:
+        _within = str(repository_root(Path(os.path.abspath(path)).parent))
+        if not is_inside(str(path), _within):
+            raise ConfigError(f"{path}: the configuration is a link leading outside the project")
     path = path.resolve()
     if path in _seen:
         raise ConfigError(f"{path}: circular 'extend'")
@@ -195,9 +210,11 @@ def load_settings(path: Path, _seen: tuple[Path, ...] = ()) -> Settings:
         if not isinstance(parent, str):
             raise ConfigError(f"{path}: 'extend' must be a path string")
         parent_path = (path.parent / os.path.expanduser(parent)).resolve()
+        if _within is not None and not is_inside(str(parent_path), _within):
+            raise ConfigError(f"{path}: 'extend' points outside the project; pass that file with --config instead")
         if not parent_path.is_file():
             raise ConfigError(f"{path}: 'extend' points to a missing file: {parent}")
-        base = load_settings(parent_path, (*_seen, path))
+        base = load_settings(parent_path, (*_seen, path), trusted=trusted, _within=_within)
     return apply_table(base, table, path)
 
 
@@ -341,7 +358,7 @@ class Resolver:
         if isolated:
             self.fixed = overrides.apply(Settings(root=os.getcwd()))
         elif config is not None:
-            self.fixed = overrides.apply(load_settings(config))
+            self.fixed = overrides.apply(load_settings(config, trusted=True))
         self._by_dir: dict[Path, Settings] = {}
         self._by_file: dict[Path, Settings] = {}
 

@@ -16,7 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from loadlint.boundary import is_inside, project_root, repository_root
 from loadlint.config import CONFIG_FILES, Settings
+from loadlint.files import read_source
+from loadlint.wildmatch import LinearSpec, check_file, star_runs
+
+#: Lines with this many runs of ``*`` or more are not made into regexes.
+MAX_STAR_RUNS = 3
+#: The most bytes of one .gitignore read.
+MAX_IGNORE_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -24,6 +32,9 @@ class Candidate:
     path: Path
     settings: Settings
     explicit: bool
+    #: The folder a found file's links must stay in (its project root);
+    #: None for a file the user named, which is read wherever it leads.
+    within: str | None = None
 
 
 class _Matcher:
@@ -105,7 +116,9 @@ class _GitIgnore:
         ignore_file = directory / ".gitignore"
         if ignore_file.is_file():
             try:
-                lines = ignore_file.read_text(encoding="utf-8", errors="replace").splitlines()
+                # Guarded like a source: a link to a device or a huge file is refused.
+                data = read_source(ignore_file, within=str(repository_root(directory)), limit=MAX_IGNORE_BYTES)
+                lines = data.decode("utf-8", errors="replace").splitlines()
                 specs.append((directory, (*_compiled(lines), os.path.join(str(directory), ""))))
             except OSError:
                 pass
@@ -128,7 +141,7 @@ class _GitIgnore:
             if spec is None:  # no negation: the match ignores it
                 result = True
                 continue
-            check = spec.check_file(rel)
+            check = spec.check_file(rel) if not isinstance(spec, LinearSpec) else check_file(spec, rel)
             if check.include is not None:
                 result = bool(check.include)
         return result
@@ -139,6 +152,10 @@ def _compiled(lines: list[str]) -> tuple[Any, Callable[[str], bool] | None]:
     a negation (``!pattern``) a path is ignored exactly when any pattern
     matches, which the matcher answers alone: the spec (a regex compiled
     per pattern) is then not made, and is None."""
+    if any(star_runs(line) >= MAX_STAR_RUNS for line in lines):
+        # A regex made from such a line may backtrack for minutes on a
+        # name the repository chose: the whole file is matched in linear time.
+        return LinearSpec(lines), None
     import pathspec
 
     factory = _pattern_factory()
@@ -259,6 +276,9 @@ def _walk(
     root: Path, settings_for: Callable[[Path], Settings], gitignore: _GitIgnore, seen: set[str]
 ) -> Iterator[Candidate]:
     absolute_root = os.path.abspath(root)
+    # A link found in the walk is followed only to a file inside the project.
+    # (The folder itself may be a link: the user named it.)
+    within = os.path.realpath(project_root(Path(os.path.realpath(absolute_root))))
     settings = settings_for(root)
     specs = _parent_gitignores(Path(absolute_root), gitignore) if settings.respect_gitignore else []
     stack: list[tuple[Path, str, list[tuple[Path, Any]], Settings | None]] = [(root, absolute_root, specs, None)]
@@ -295,6 +315,8 @@ def _walk(
             try:
                 is_dir = entry.is_dir(follow_symlinks=False)
                 is_file = not is_dir and entry.is_file()  # follows links to files; a dangling link is neither
+                if is_file and entry.is_symlink() and not is_inside(entry.path, within):
+                    continue  # what a link leads to outside the project is not the project's
             except OSError:
                 continue
             if not is_dir:
@@ -322,4 +344,4 @@ def _walk(
                 if child_abs in seen:
                     continue
                 seen.add(child_abs)
-                yield Candidate(path, settings, explicit=False)
+                yield Candidate(path, settings, explicit=False, within=within)

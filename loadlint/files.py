@@ -14,18 +14,47 @@ import re
 import stat
 from pathlib import Path
 
+from loadlint.boundary import is_inside, project_root
 from loadlint.source import lines_with_breaks
 
 
-def read_source(path: Path) -> bytes:
-    """A file's bytes.  A FIFO, device or socket is refused, not read: it
-    could block forever or never end (opened non-blocking, so a FIFO
-    without a writer cannot hang the open either)."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+#: The most bytes read from any one file.  Sources far smaller are already
+#: too large to analyse (LL900); the bound keeps a link to ``/dev/zero`` or a
+#: huge planted file from growing memory without end.
+MAX_READ_BYTES = 64 * 1024 * 1024
+
+
+def read_source(path: Path | str, within: str | None = None, limit: int = MAX_READ_BYTES) -> bytes:
+    """A file's bytes, read safely from a repository nobody vouched for.
+
+    A FIFO, device or socket is refused, not read: it could block forever or
+    never end (opened non-blocking, so a FIFO without a writer cannot hang
+    the open either).  A file over ``limit`` bytes is refused before it is
+    read.  With ``within`` (a folder), a path whose links lead outside it is
+    refused: what a repository links to is not the repository's.  Files the
+    user names themselves are read without ``within``.
+    """
+    target = os.fspath(path)
+    if within is not None:
+        target = os.path.realpath(target)
+        if not is_inside(target, within, resolved=True):
+            raise OSError(errno.EACCES, "link leads outside the project", os.fspath(path))
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
+    if within is not None:
+        # Resolved above: a link swapped in since then is not followed.
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(target, flags)
     with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", str(path))
-        return handle.read()
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", os.fspath(path))
+        if st.st_size > limit:
+            raise OSError(errno.EFBIG, f"file too large: over {limit:,} bytes", os.fspath(path))
+        # A file that grows while read (or lies about its size) stops at the bound too.
+        data = handle.read(limit + 1)
+        if len(data) > limit:
+            raise OSError(errno.EFBIG, f"file too large: over {limit:,} bytes", os.fspath(path))
+        return data
 
 
 class FileChanged(Exception):
@@ -92,9 +121,14 @@ def write_atomic(path: Path, original: bytes, new: bytes) -> None:
     mode).  Refuses when the file no longer holds ``original``, so a change
     made by someone else since we read it is never overwritten.
 
-    A symbolic link is followed: its target is rewritten and the link stays.
+    A symbolic link is followed: its target is rewritten and the link stays,
+    when the target is inside the link's project; a link leading out of the
+    project is refused (a repository's link is no licence to write elsewhere).
     """
+    link = Path(os.path.abspath(path))
     path = Path(os.path.realpath(path))
+    if path != link and not is_inside(str(path), str(project_root(link.parent))):
+        raise PermissionError(errno.EACCES, "link leads outside the project; not written")
     directory = path.parent
     mode = stat.S_IMODE(os.stat(path).st_mode)
     # The mode bits count too: a file nobody may write is meant to stay as it

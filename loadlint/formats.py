@@ -22,6 +22,7 @@ from loadlint import __version__
 from loadlint.report import Sources, Style, Summary, severity
 from loadlint.rules import CODES, rule_class
 from loadlint.source import lines as split_lines
+from loadlint.source import visible
 from loadlint.types import FileResult, Finding, Location, Run
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -377,25 +378,25 @@ def format_junit(run: Run, summary: Summary, style: Style, sources: Sources) -> 
         n_fail = len(result.findings)
         n_err = 1 if result.error else 0
         suite = ET.SubElement(
-            suites, "testsuite", name=result.path, tests=str(n_fail + n_err), failures=str(n_fail), errors=str(n_err)
+            suites, "testsuite", name=visible(result.path), tests=str(n_fail + n_err), failures=str(n_fail), errors=str(n_err)
         )
         for finding in result.findings:
             case = ET.SubElement(
                 suite,
                 "testcase",
                 name=f"org.loadlint.{finding.code}",
-                classname=result.path,
-                file=result.path,
+                classname=visible(result.path),
+                file=visible(result.path),
                 line=str(_file_row(finding)),
             )
-            failure = ET.SubElement(case, "failure", message=_message(finding), type=finding.code)
+            failure = ET.SubElement(case, "failure", message=visible(_message(finding)), type=finding.code)
             if finding.cell is None:
-                failure.text = f"line {finding.location.row}, col {finding.location.column}, {finding.message}"
+                failure.text = f"line {finding.location.row}, col {finding.location.column}, {visible(finding.message)}"
             else:
-                failure.text = _message(finding)
+                failure.text = visible(_message(finding))
         if result.error:
-            case = ET.SubElement(suite, "testcase", name="org.loadlint.error", classname=result.path, file=result.path)
-            ET.SubElement(case, "error", message=result.error).text = result.error
+            case = ET.SubElement(suite, "testcase", name="org.loadlint.error", classname=visible(result.path), file=visible(result.path))
+            ET.SubElement(case, "error", message=visible(result.error)).text = visible(result.error)
         total += n_fail + n_err
         failures += n_fail
         errors += n_err
@@ -414,9 +415,9 @@ def format_pylint(run: Run, summary: Summary, style: Style, sources: Sources) ->
     out = []
     for result in run.results:
         for finding in result.findings:
-            out.append(f"{finding.path}:{_file_row(finding)}: [{finding.code}] {_message(finding)}")
+            out.append(f"{visible(finding.path)}:{_file_row(finding)}: [{finding.code}] {visible(_message(finding))}")
         if result.error:
-            out.append(f"{result.path}:1: [error] {result.error}")
+            out.append(f"{visible(result.path)}:1: [error] {visible(result.error)}")
     return "".join(line + "\n" for line in out)
 
 

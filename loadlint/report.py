@@ -18,6 +18,7 @@ from typing import Any, Callable, TextIO
 from loadlint.files import unified_diff
 from loadlint.rules import CODES, name_of
 from loadlint.source import lines as split_lines
+from loadlint.source import visible
 from loadlint.types import HUMAN_FORMATS, FileResult, Finding, Run
 
 
@@ -106,9 +107,10 @@ def _fix_mark(finding: Finding, summary: Summary) -> str:
 
 
 def _position(finding: Finding) -> str:
+    path = visible(finding.path)
     if finding.cell is not None:
-        return f"{finding.path}:cell {finding.cell}:{finding.location.row}:{finding.location.column}"
-    return f"{finding.path}:{finding.location.row}:{finding.location.column}"
+        return f"{path}:cell {finding.cell}:{finding.location.row}:{finding.location.column}"
+    return f"{path}:{finding.location.row}:{finding.location.column}"
 
 
 def _plural(n: int, word: str, plural: str | None = None) -> str:
@@ -150,7 +152,7 @@ def full_lines(run: Run, summary: Summary, style: Style, sources: Sources) -> li
         lines = sources.get(result.path)
         for finding in result.findings:
             out.append(
-                f"{style.bold(_position(finding))}: {style.red(finding.code)} {_fix_mark(finding, summary)}{finding.message}"
+                f"{style.bold(_position(finding))}: {style.red(finding.code)} {_fix_mark(finding, summary)}{visible(finding.message)}"
             )
             row = finding.location.row
             if finding.cell is not None:
@@ -163,15 +165,15 @@ def full_lines(run: Run, summary: Summary, style: Style, sources: Sources) -> li
                 end = finding.end_location.column if finding.end_location.row == row else len(text) + 1
                 width = max(1, min(end, len(text) + 1) - finding.location.column)
                 out.append(style.blue(f"{gutter} |"))
-                out.append(style.blue(f"{row} |") + f" {text}")
+                out.append(style.blue(f"{row} |") + f" {visible(text)}")
                 out.append(style.blue(f"{gutter} |") + " " + " " * (finding.location.column - 1) + style.red("^" * width))
                 if finding.fix is not None:
-                    out.append(style.blue(f"{gutter} =") + f" help: {finding.fix.message}")
+                    out.append(style.blue(f"{gutter} =") + f" help: {visible(finding.fix.message)}")
                 elif finding.fix_withheld is not None:
-                    out.append(style.blue(f"{gutter} =") + f" help: {finding.fix_withheld}")
+                    out.append(style.blue(f"{gutter} =") + f" help: {visible(finding.fix_withheld)}")
             out.append("")
         if result.error:
-            out.append(f"{style.bold(result.path)}: {style.red('error')}: {result.error}")
+            out.append(f"{style.bold(visible(result.path))}: {style.red('error')}: {visible(result.error)}")
     return out
 
 
@@ -180,9 +182,9 @@ def concise_lines(run: Run, summary: Summary, style: Style, sources: Sources) ->
     out = []
     for result in run.results:
         for finding in result.findings:
-            out.append(f"{style.bold(_position(finding))}: {style.red(finding.code)} {_fix_mark(finding, summary)}{finding.message}")
+            out.append(f"{style.bold(_position(finding))}: {style.red(finding.code)} {_fix_mark(finding, summary)}{visible(finding.message)}")
         if result.error:
-            out.append(f"{style.bold(result.path)}: {style.red('error')}: {result.error}")
+            out.append(f"{style.bold(visible(result.path))}: {style.red('error')}: {visible(result.error)}")
     return out
 
 
@@ -330,7 +332,7 @@ def fixed_listing(run: Run) -> str:
     width = max(len(str(n)) for _, applied in tables for n in applied.values())
     lines = [f"Fixed {total} error{'s' if total != 1 else ''}:"]
     for path, applied in sorted(tables):
-        lines.append(f"- {path}:")
+        lines.append(f"- {visible(path)}:")
         for code, count in sorted(applied.items()):
             name = name_of(code) if code in CODES else "measured-configuration"
             lines.append(f"    {count:>{width}} × {code} ({name})")
@@ -346,9 +348,9 @@ def diff(run: Run) -> tuple[str, int]:
         if result.fixed is None:
             continue
         if result.cell_changes:
-            chunks.extend(unified_diff(f"{result.path}:cell {cell}", before, after) for cell, before, after in result.cell_changes)
+            chunks.extend(unified_diff(f"{visible(result.path)}:cell {cell}", before, after) for cell, before, after in result.cell_changes)
         elif result.source is not None:
-            chunks.append(unified_diff(result.path, result.source.text, result.fixed))
+            chunks.append(unified_diff(visible(result.path), result.source.text, result.fixed))
         else:
             continue
         fixed += sum(result.applied.values())

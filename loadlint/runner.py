@@ -27,7 +27,7 @@ import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator, TextIO
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, TextIO
 
 from loadlint import cpus, pipeline
 from loadlint.config import Resolver
@@ -35,7 +35,8 @@ from loadlint.discover import Candidate, discover
 from loadlint.engine import passes_prefilter
 from loadlint.files import read_source
 from loadlint.pipeline import ProfileCache, Target, options_for
-from loadlint.types import HUMAN_FORMATS, CheckOptions, FileResult, Finding, FixRequest, HardwareProfile, Run
+from loadlint.rules import name_of
+from loadlint.types import HUMAN_FORMATS, CheckOptions, FileResult, Finding, FixRequest, HardwareProfile, Location, Options, Run
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -167,10 +168,63 @@ class _Recorder:
 Done = tuple[FileResult, bool]
 
 
+#: Seconds one file's analysis (or fix) may take before it is abandoned and
+#: reported (LL900) rather than hanging the run: a bound on any input.
+FILE_TIME_LIMIT = 60.0
+
+
+#: How an abandoned file's finding starts (such a result is never cached:
+#: a busy machine's verdict).
+OUT_OF_TIME = "analysis did not finish within"
+
+
+class _OutOfTime(Exception):
+    pass
+
+
+@contextmanager
+def _time_limit(seconds: float) -> Iterator[None]:
+    """Raise ``_OutOfTime`` in this thread after ``seconds`` (where a timer
+    signal can be had: the main thread of a Unix process)."""
+    import signal
+    import threading
+
+    if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum: int, frame: Any) -> None:
+        raise _OutOfTime
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def lint_one(candidate: Candidate, data: bytes | None, profiles: ProfileCache, request: FixRequest | None) -> Done:
     """(result, whether the profile was consulted) for one file; ``data``
-    None means the pipeline reads the file itself (a notebook)."""
+    None means the pipeline reads the file itself (a notebook).  A file
+    that takes longer than ``FILE_TIME_LIMIT`` is reported, not waited for."""
     base = options_for(candidate.settings, str(candidate.path), profiles)
+    try:
+        with _time_limit(FILE_TIME_LIMIT):
+            return _lint_one(candidate, data, profiles, request, base)
+    except _OutOfTime:
+        path = str(candidate.path)
+        result = FileResult(path)
+        if "LL900" in base.select:
+            message = f"{OUT_OF_TIME} {FILE_TIME_LIMIT:g} s; split the module or exclude it"
+            result.findings.append(Finding("LL900", name_of("LL900"), message, path, Location(1, 1), Location(1, 2)))
+        return result, False
+
+
+def _lint_one(
+    candidate: Candidate, data: bytes | None, profiles: ProfileCache, request: FixRequest | None, base: Options
+) -> Done:
     if data is None:
         return pipeline.check_path(candidate.path, base, request), True
     recorder = _Recorder(base.profile_factory)
@@ -212,7 +266,7 @@ def lint_candidates(
     for index, candidate in enumerate(candidates):
         path = str(candidate.path)
         try:
-            data = read_source(candidate.path)
+            data = read_source(candidate.path, within=candidate.within)
         except OSError as exc:
             results[index] = pipeline.unreadable(path, exc, options_for(candidate.settings, path, profiles))
             continue
@@ -249,7 +303,7 @@ def lint_candidates(
             result.source = _decoded(item.data)
         if open_cache is None or item.digest is None or item.fingerprint is None:
             continue
-        if result.error is None and result.fixed is None:
+        if result.error is None and result.fixed is None and not any(f.message.startswith(OUT_OF_TIME) for f in result.findings):
             profile = profile_key_for(item.candidate.settings.target) if consulted else None
             open_cache.store(
                 str(item.candidate.path), item.fingerprint, item.digest, profile, result.findings, result.summary,
@@ -380,10 +434,8 @@ def _run_pool(
     from concurrent.futures.process import BrokenProcessPool
 
     _preload(profiles, {item.candidate.settings.target for item in work})
-    # fork shares the parent's imports and resolved profile for free; where
-    # fork is unsafe (macOS) or missing, workers start from scratch.
-    method = "fork" if sys.platform.startswith("linux") else "spawn"
-    context = multiprocessing.get_context(method)
+    context = multiprocessing.get_context(START_METHOD)
+    restore = _isolate_spawn() if START_METHOD != "fork" else None
     pending = sorted(work, key=lambda item: -item.size)
     done: dict[int, Done] = {}
     executor = ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_worker, initargs=(profiles, request))
@@ -422,10 +474,54 @@ def _run_pool(
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
         gc.unfreeze()
+        if restore is not None:
+            restore()
     rest = [item for item in work if item.index not in done]
     out = [(item, done[item.index]) for item in work if item.index in done]
     out.extend(_run_here(rest, profiles, request, progress))
     return out
+
+
+#: How worker processes start.  fork shares the parent's imports and
+#: resolved profile for free; where fork is unsafe (macOS) or missing,
+#: workers start from scratch (a test sets "spawn" to exercise that path).
+START_METHOD = "fork" if sys.platform.startswith("linux") else "spawn"
+
+
+def _isolate_spawn() -> Callable[[], None]:
+    """Start spawned workers isolated from the current folder; returns the undo.
+
+    multiprocessing starts a worker as ``python -c ...``, which puts the
+    current folder first on the import path: a ``multiprocessing/`` package
+    at the root of the checked repository would run in every worker before
+    a line of ours.  ``-I`` keeps it off; the parent's path, which the worker
+    takes over next, goes without its implicit ``""`` too."""
+    import multiprocessing.spawn as spawn
+    import multiprocessing.util as util
+
+    # The flags every interpreter multiprocessing starts is given: the
+    # workers' and the resource tracker's (also ``python -c``).
+    flags: Callable[[], list[str]] = getattr(util, "_args_from_interpreter_flags")
+    preparation = spawn.get_preparation_data
+
+    def isolated_flags() -> list[str]:
+        given = list(flags())
+        return given if "-I" in given else [*given, "-I"]
+
+    def preparation_data(name: str) -> dict[str, Any]:
+        data = dict(preparation(name))
+        # "" is the current folder as ``-c`` or a prompt put it there, not as anyone chose.
+        data["sys_path"] = [p for p in data.get("sys_path", []) if p != ""]
+        return data
+
+    setattr(util, "_args_from_interpreter_flags", isolated_flags)
+    spawn.get_preparation_data = preparation_data
+
+    def restore() -> None:
+        setattr(util, "_args_from_interpreter_flags", flags)
+        spawn.get_preparation_data = preparation
+
+    return restore
 
 
 def _run_here(

@@ -107,3 +107,24 @@ def lines_with_breaks(text: str) -> list[str]:
 def lines(text: str) -> list[str]:
     """Lines without their line breaks (libcst's notion of a line)."""
     return LINE_BREAK.split(text)
+
+
+#: What a terminal or a line-based CI log acts on rather than shows: control
+#: characters (a line break, an escape sequence's start, C1's CSI and OSC),
+#: Unicode line separators, and the bidirectional controls that reorder what
+#: is shown.  A tab stays.
+_HIDDEN = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def visible(text: str) -> str:
+    """``text`` for a report line: what a repository put in a file name or a
+    source line is shown (``\\x1b``, ``\\n``), never acted on, so it cannot
+    start a line of its own, move the cursor or write to the clipboard."""
+    if _HIDDEN.search(text) is None:
+        return text
+    return _HIDDEN.sub(lambda m: _escaped(m.group()), text)
+
+
+def _escaped(char: str) -> str:
+    code = ord(char)
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"

@@ -123,6 +123,7 @@ def decide(
     outcome, bad = clean(candidates)
     if outcome is not None and bad is None:
         return Decision(list(candidates), outcome)
+    first = outcome
     decision: Decision[A] = Decision()
     groups: dict[int, list[Candidate]] = {}
     for candidate in candidates:
@@ -134,7 +135,19 @@ def decide(
         if outcome is not None and bad is None:
             decision.kept, decision.outcome = rest, outcome
             groups = {key: group for key, group in groups.items() if key in blamed}
+    # Each trial costs about one analysis of the file, which grows with its
+    # calls: fewer trials in a larger file keep the round about linear.
+    budget = max(2, min(MAX_GROUP_TRIALS, TRIAL_WORK // max(1, len(candidates))))
     for group in groups.values():
+        if budget <= 0:
+            # Each trial analyses the whole file again: a file with hundreds
+            # of calls whose fixes clash would take trials by the hundred.
+            # The rest are withheld, which is always safe.
+            codes = ", ".join(sorted(added_codes(before, first.findings, fixable))) if first is not None else ""
+            for candidate in group:
+                decision.withheld[candidate.index] = reason_untried(candidate.spec, codes, len(groups))
+            continue
+        budget -= 1
         for subset in subsets(group):
             outcome, bad = clean(decision.kept + subset)
             if outcome is not None and bad is None:
@@ -146,6 +159,21 @@ def decide(
                 _, bad = clean(decision.kept + [candidate])
                 decision.withheld[candidate.index] = reason(candidate.spec, bad)
     return decision
+
+
+#: Calls whose fixes are tried one by one in a round, at most.
+MAX_GROUP_TRIALS = 16
+#: Trials times the round's fixes, at most (a trial re-analyses every call).
+TRIAL_WORK = 2000
+
+
+def reason_untried(spec: FixSpec, codes: str, calls: int) -> str:
+    """Why a fix beyond ``MAX_GROUP_TRIALS`` is withheld."""
+    action = spec.message.split(" (unsafe:")[0]
+    action = action[:1].lower() + action[1:]
+    together = f" ({codes})" if codes else ""
+    return (f"no fix: {action} would introduce findings{together} together with the other fixes, "
+            f"and this file has too many such calls ({calls}) to try each alone")
 
 
 def reason(spec: FixSpec, finding: Finding | None) -> str:

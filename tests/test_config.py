@@ -91,6 +91,7 @@ def test_per_file_ignores_are_per_project(tmp_path):
 
 
 def test_extend_inherits_and_overrides(tmp_path):
+    (tmp_path / ".git").mkdir()  # one repository: its configurations extend one another
     write(
         tmp_path / "pyproject.toml",
         '[tool.loadlint]\nselect = ["LL1", "LL2"]\nignore = ["LL203"]\nunsafe-fixes = true\n'
@@ -112,6 +113,7 @@ def test_extend_inherits_and_overrides(tmp_path):
 
 
 def test_extend_select_starts_over(tmp_path):
+    (tmp_path / ".git").mkdir()
     write(tmp_path / "base.toml", 'ignore = ["LL202"]\n')
     child = write(tmp_path / "sub" / "loadlint.toml", 'extend = "../base.toml"\nselect = ["LL202"]\n')
     assert sorted(load_settings(child).codes()) == ["LL202"]

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from loadlint.files import read_source
+
 if TYPE_CHECKING:
     from loadlint.config import Resolver, Settings
     from loadlint.pipeline import ProfileCache
@@ -187,8 +189,8 @@ def _reparsed(previous: Linted | None, text: str) -> Any:
 
 def _saved(path: str, text: str) -> bool:
     try:
-        with open(path, encoding="utf-8", newline="") as handle:
-            return handle.read() == text
+        # Guarded: a FIFO or a link to the server's own stdin must not block it.
+        return read_source(path).decode("utf-8") == text
     except (OSError, UnicodeDecodeError):
         return False
 

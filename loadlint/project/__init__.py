@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from loadlint.files import read_source
 from loadlint.project.flow import Walk
 from loadlint.project.modules import Resolver, project_root
 from loadlint.project.reporter import NOTEBOOK, Reporter
@@ -98,9 +99,8 @@ class Project:
             if count >= MAX_FILES:
                 return True  # not all read: assume it is there
             try:
-                with open(path, "rb") as handle:
-                    if word in handle.read():
-                        return True
+                if word in read_source(path, within=str(self.root)):
+                    return True
             except OSError:
                 continue
         return False
@@ -122,8 +122,7 @@ class Project:
             if path in roots:
                 continue
             try:
-                with open(path, "rb") as handle:
-                    data = handle.read()
+                data = read_source(path, within=str(self.root))
             except OSError:
                 continue
             if any(name in data for name in functions) and imports_one_of(data, stems):

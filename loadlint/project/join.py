@@ -149,12 +149,14 @@ def _analyse(
     """Phase 2 over the whole project: findings for every file of it."""
     first = candidates[next(iter(original.values()))]
     texts: dict[str, str | None] = {}
+    # Every read of phase 2 stays in the project: a link out of it is refused.
+    inside = str(root)
 
     def read_text(path: str) -> str | None:
         """A module's text; a notebook's code cells joined as one module."""
         if path not in texts:
             try:
-                data = read_source(Path(path))
+                data = read_source(path, within=inside)
                 texts[path] = joined_text(data) if path.endswith(NOTEBOOK) else decode(data).text
             except (OSError, DecodeError):
                 texts[path] = None
@@ -171,7 +173,7 @@ def _analyse(
 
     def made_summary(path: str) -> dict[str, Any] | None:
         try:
-            data = read_source(Path(path))
+            data = read_source(path, within=inside)
         except OSError:
             return None
         digest = ""
@@ -201,7 +203,7 @@ def _analyse(
         if given is not None and results[given] is None and not path.endswith(NOTEBOOK):
             continue  # the run read it already: it cannot build a loader (the pre-filter)
         try:
-            data = read_source(Path(path))
+            data = read_source(path, within=inside)
         except OSError:
             continue
         if passes_prefilter(data):

@@ -14,52 +14,16 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-#: Files or folders that mark a project's root (the nearest one wins).
-ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".loadlint.toml", "loadlint.toml", ".git", ".hg")
-#: Ancestors searched for a root before giving up (the file's own folder is then the root).
-MAX_ASCENT = 32
+from loadlint.boundary import MAX_ASCENT, ROOT_MARKERS, is_inside, project_root
 
-
-def _marks_root(folder: Path) -> bool:
-    """``folder`` holds a root marker.  A ``setup.py`` that is its only one,
-    beside an ``__init__.py``, is a module of that package (Lightning's
-    ``trainer/setup.py``), not a project's packaging script."""
-    present = [marker for marker in ROOT_MARKERS if os.path.exists(folder / marker)]
-    if present == ["setup.py"]:
-        return not os.path.exists(folder / "__init__.py")
-    return bool(present)
-
-
-def project_root(start: Path, memo: dict[Path, Path | None] | None = None) -> Path:
-    """The nearest folder at or above ``start`` holding a root marker (a
-    config file or a version-control folder); ``start`` itself when none.
-    ``memo`` keeps, for the folders passed on the way, the root above them
-    (None: none within reach), for the next call."""
-    folder = start if start.is_dir() else start.parent
-    folder = Path(os.path.abspath(folder))
-    memo = {} if memo is None else memo
-    passed: list[Path] = []
-    found: Path | None = None
-    for candidate in (folder, *list(folder.parents)[:MAX_ASCENT]):
-        if candidate in memo:
-            found = memo[candidate]
-            break
-        passed.append(candidate)
-        if _marks_root(candidate):
-            found = candidate
-            break
-    if found is not None or len(passed) > MAX_ASCENT:
-        # Without a root, how far the search reaches depends on the start.
-        for seen in passed:
-            memo[seen] = found
-    return folder if found is None else found
-
+__all__ = ["MAX_ASCENT", "ROOT_MARKERS", "Resolver", "project_root"]
 
 class Resolver:
     """Resolves imports of project files to project files, with a memo."""
 
     def __init__(self, root: Path) -> None:
         self.root = Path(os.path.abspath(root))
+        self._real_root = os.path.realpath(self.root)
         self._memo: dict[tuple[str, str], str | None] = {}
         self._listings: dict[str, frozenset[str]] = {}
         self._folders: dict[str, list[str]] = {}
@@ -94,6 +58,10 @@ class Resolver:
             cached = self._memo[key]
             return None if cached is None else (cached.split("\0")[0], cached.split("\0")[1])
         found = self._find(key[0], dotted)
+        # A relative import climbing above the root, or a module linked to a
+        # file elsewhere, names what is not the project's: its values stay unknown.
+        if found is not None and not is_inside(found[0], self._real_root):
+            found = None
         self._memo[key] = None if found is None else "\0".join(found)
         return found
 

@@ -32,6 +32,14 @@ class SyntaxErrorRule(Rule):
 
     Split the module, or exclude it (`extend-exclude`) when it is generated.
 
+    Whatever a file holds, its analysis on the command line is bounded in
+    time: one that runs past 60 seconds is abandoned and reported instead
+    of hanging the run:
+
+    ```text
+    LL900 analysis did not finish within 60 s; split the module or exclude it
+    ```
+
     ## Why is this bad?
     A file that does not parse cannot be checked: its DataLoader calls could
     hide any of the other findings.  loadlint reports it instead of skipping

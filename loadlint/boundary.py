@@ -1,0 +1,77 @@
+"""Where a project ends: the folder loadlint may read, resolve imports in
+and write to.  What lies outside it (a link's target, a relative import
+climbing above it) is not the repository's and is never read for it.
+
+The project root of a path is the nearest folder above it with a config
+file or a version-control folder; the path's own folder when there is none.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+#: Files or folders that mark a project's root (the nearest one wins).
+ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".loadlint.toml", "loadlint.toml", ".git", ".hg")
+#: Ancestors searched for a root before giving up (the file's own folder is then the root).
+MAX_ASCENT = 32
+
+
+def _marks_root(folder: Path) -> bool:
+    """``folder`` holds a root marker.  A ``setup.py`` that is its only one,
+    beside an ``__init__.py``, is a module of that package (Lightning's
+    ``trainer/setup.py``), not a project's packaging script."""
+    present = [marker for marker in ROOT_MARKERS if os.path.exists(folder / marker)]
+    if present == ["setup.py"]:
+        return not os.path.exists(folder / "__init__.py")
+    return bool(present)
+
+
+def project_root(start: Path, memo: dict[Path, Path | None] | None = None) -> Path:
+    """The nearest folder at or above ``start`` holding a root marker (a
+    config file or a version-control folder); ``start`` itself when none.
+    ``memo`` keeps, for the folders passed on the way, the root above them
+    (None: none within reach), for the next call."""
+    folder = start if start.is_dir() else start.parent
+    folder = Path(os.path.abspath(folder))
+    memo = {} if memo is None else memo
+    passed: list[Path] = []
+    found: Path | None = None
+    for candidate in (folder, *list(folder.parents)[:MAX_ASCENT]):
+        if candidate in memo:
+            found = memo[candidate]
+            break
+        passed.append(candidate)
+        if _marks_root(candidate):
+            found = candidate
+            break
+    if found is not None or len(passed) > MAX_ASCENT:
+        # Without a root, how far the search reaches depends on the start.
+        for seen in passed:
+            memo[seen] = found
+    return folder if found is None else found
+
+
+#: Folders' real paths: a project root is asked about once per file.
+_real_folders: dict[str, str] = {}
+
+
+def is_inside(path: str, folder: str, *, resolved: bool = False) -> bool:
+    """Whether ``path`` is ``folder`` or below it, links resolved on both
+    (``resolved``: ``path`` is a real path already)."""
+    real = path if resolved else os.path.realpath(path)
+    base = _real_folders.get(folder)
+    if base is None:
+        base = _real_folders[folder] = os.path.realpath(folder)
+    return real == base or real.startswith(base.rstrip(os.sep) + os.sep)
+
+
+def repository_root(start: Path) -> Path:
+    """The nearest folder at or above ``start`` with a version-control
+    folder (a monorepo's configurations extend one another up to it);
+    ``project_root(start)`` when there is none."""
+    folder = Path(os.path.abspath(start))
+    for candidate in (folder, *list(folder.parents)[:MAX_ASCENT]):
+        if os.path.exists(candidate / ".git") or os.path.exists(candidate / ".hg"):
+            return candidate
+    return project_root(folder)
