@@ -5,6 +5,7 @@ the source, ``--fix``, ``--compare``, ``--plot`` and every bad input."""
 from __future__ import annotations
 
 import gzip
+import os
 import json
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ import pytest
 
 from loadlint.cli import main
 from loadlint.trace import stream
+from loadlint.trace.source import loader_calls
 
 SINGLE = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
 MULTI = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"
@@ -427,3 +429,22 @@ def test_rule_command_explains_runtime_codes(capsys):
     assert main(["rule", "LL302"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("# gpu-idle-sawtooth (LL302)\n") and "## Fix safety" in out
+
+
+def test_fifo_is_refused_not_read(tmp_path, capsys):
+    fifo = tmp_path / "rank0.json"
+    os.mkfifo(fifo)
+    code, _, err = run(capsys, str(fifo))
+    assert (code, err) == (2, f"loadlint: error: {fifo}: not a regular file\n")
+
+
+def test_source_reads_nothing_a_link_leads_to(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.py").write_text("from torch.utils.data import DataLoader\nDataLoader(ds)\n")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "train.py").write_text("from torch.utils.data import DataLoader\nfor b in DataLoader(ds, num_workers=2):\n    pass\n")
+    (project / "linked.py").symlink_to(outside / "secret.py")
+    (project / "pkg").symlink_to(outside, target_is_directory=True)
+    assert [(c.path.name, c.row) for c in loader_calls(project)] == [("train.py", 2)]

@@ -33,6 +33,8 @@ def trace_files(paths: list[Path]) -> list[Path]:
             found += inside
         elif path.is_file():
             found.append(path)
+        elif path.exists():
+            raise TraceError(f"{path}: not a regular file")
         else:
             raise TraceError(f"{path}: no such file or folder")
     return found

@@ -11,10 +11,12 @@ loader has workers, and a project's entry script (the file with a
 from __future__ import annotations
 
 import ast
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from loadlint.files import read_source
 from loadlint.trace.findings import MULTI, SINGLE
 
 _FRAME = re.compile(r"^(?P<file>.+)\((?P<line>\d+)\): (?P<function>.+)$")
@@ -51,7 +53,12 @@ class Match:
 def _python_files(root: Path) -> list[Path]:
     if root.is_file():
         return [root]
-    return sorted(p for p in root.rglob("*.py") if not _SKIP_DIRS & set(p.relative_to(root).parts[:-1]))
+    found: list[Path] = []
+    # Linked folders are not entered: what a repository links to is not the repository's.
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
+        found.extend(Path(folder, name) for name in files if name.endswith(".py"))
+    return sorted(found)
 
 
 def _is_loader(node: ast.AST) -> bool:
@@ -181,9 +188,10 @@ def _iterations(scan: _Scan, call: ast.Call, function: _Function | None, target:
 def loader_calls(root: Path) -> list[LoaderCall]:
     """Every ``DataLoader(...)`` call under ``root`` and where it is iterated."""
     found: list[LoaderCall] = []
+    within = None if root.is_file() else str(root)
     for path in _python_files(root):
         try:
-            tree = ast.parse(path.read_bytes(), str(path))
+            tree = ast.parse(read_source(path, within), str(path))
         except (SyntaxError, ValueError, OSError):
             continue
         scan = _Scan()

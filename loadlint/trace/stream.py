@@ -9,8 +9,11 @@ file name.
 
 from __future__ import annotations
 
+import errno
 import gzip
 import io
+import os
+import stat
 import json
 import re
 import zlib
@@ -103,7 +106,12 @@ def _reason(exc: BaseException) -> str:
 def open_text(path: Path) -> IO[str]:
     """The file as text, gunzipped when it starts with gzip's magic bytes."""
     try:
-        raw = path.open("rb")
+        # Non-blocking and regular files only: a FIFO or a device would never end.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        raw = os.fdopen(fd, "rb")
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raw.close()
+            raise OSError(errno.EINVAL, "not a regular file")
     except OSError as exc:
         raise TraceError(f"{path}: cannot open ({exc.strerror or exc})") from None
     magic = raw.read(2)
