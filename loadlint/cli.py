@@ -325,21 +325,42 @@ def exit_code(run: Run, options: CheckOptions, fixed: int) -> int:
 
 @cli.command("hardware")
 @click.option("--json", "as_json", is_flag=True, help="Print the profile as JSON.")
-@click.option("--target", "targets", multiple=True, metavar="SPEC", help="Apply a target over the detected profile.")
+@click.option("--target", "targets", multiple=True, metavar="SPEC", help="Show this target's figures instead of this machine's.")
 def hardware_command(as_json: bool, targets: tuple[str, ...]) -> None:
     """Print the hardware profile the rules use."""
     import json
 
     from loadlint.hardware import TargetError, format_profile, profile_to_dict, resolve_profile
+    from loadlint.target import format_target, target_profile, target_to_dict
 
     try:
-        profile = resolve_profile(_parse_targets(targets) or None)
+        target = _parse_targets(targets)
+        # A declared machine is shown alone: this one's memory says nothing about it.
+        profile = target_profile(target) if target else resolve_profile(None)
     except TargetError as exc:
         fail(str(exc))
     if as_json:
-        click.echo(json.dumps(profile_to_dict(profile), indent=2))
+        click.echo(json.dumps(target_to_dict(profile) if target else profile_to_dict(profile), indent=2))
     else:
-        click.echo(format_profile(profile))
+        click.echo(format_target(profile) if target else format_profile(profile))
+
+
+@cli.command("init")
+@click.option("--target", "targets", multiple=True, metavar="SPEC", help="Declare this machine instead of the detected one.")
+def init_command(targets: tuple[str, ...]) -> None:
+    """Declare the training machine in pyproject.toml ([tool.loadlint.target])."""
+    from loadlint.hardware import TargetError
+    from loadlint.target import TargetExists, detected_target, write_target
+
+    try:
+        target = _parse_targets(targets) or detected_target()
+        table = write_target(Path("pyproject.toml"), target)
+    except (TargetError, TargetExists) as exc:
+        fail(str(exc))
+    except OSError as exc:
+        fail(f"cannot write pyproject.toml: {exc.strerror or exc}")
+    origin = "--target" if targets else "this machine"
+    click.echo(f"Wrote the training machine ({origin}) to pyproject.toml:\n{table}", nl=False)
 
 
 @cli.command("rule")

@@ -585,3 +585,4 @@ def format_profile(profile: HardwareProfile) -> str:
         rows.append(("num_workers/rank", f"{per_rank} (DDP, {ranks} ranks)"))
     width = max(len(key) for key, _ in rows) + 2
     return "\n".join(f"{key + ':':<{width}}{value}" for key, value in rows)
+
