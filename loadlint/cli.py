@@ -88,13 +88,28 @@ def _parse_targets(values: tuple[str, ...]) -> dict[str, Any]:
 def _per_file_ignores(values: tuple[str, ...]) -> tuple[tuple[str, tuple[str, ...]], ...] | None:
     if not values:
         return None
+    from loadlint.config import expand
+
     entries: list[tuple[str, tuple[str, ...]]] = []
     for value in values:
         pattern, sep, codes = value.rpartition(":")
         if not sep or not pattern:
             raise click.BadParameter(f"expected GLOB:CODES, got {value!r}", param_hint="--per-file-ignores")
-        entries.append((pattern, tuple(c.strip() for c in codes.split(",") if c.strip())))
+        listed = tuple(c.strip() for c in codes.split(",") if c.strip())
+        # Refused here as the same codes are in pyproject.toml.
+        expand(listed, f"--per-file-ignores {pattern}")
+        entries.append((pattern, listed))
     return tuple(entries)
+
+
+def _selectors(values: tuple[str, ...], flag: str) -> tuple[str, ...] | None:
+    """A selection option's codes, each checked under the flag it came with."""
+    codes = _split(values)
+    if codes:
+        from loadlint.config import expand
+
+        expand(codes, flag)
+    return codes
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -136,7 +151,7 @@ def check_options(func: _Command) -> _Command:
         click.option("--show-settings", is_flag=True, help="Print the resolved settings for the first path and exit."),
         click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", help="Colour output."),
         click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary."),
-        click.option("-j", "--jobs", type=int, default=None, help="Worker processes (default: the usable CPUs)."),
+        click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Worker processes (default: the usable CPUs)."),
     ]
     for option in reversed(options):
         func = option(func)
@@ -171,9 +186,9 @@ def run_check(options: CheckOptions) -> int:
 
     try:
         overrides = Overrides(
-            select=_split(options.select),
-            ignore=_split(options.ignore),
-            extend_select=_split(options.extend_select),
+            select=_selectors(options.select, "--select"),
+            ignore=_selectors(options.ignore, "--ignore"),
+            extend_select=_selectors(options.extend_select, "--extend-select"),
             exclude=_split(options.exclude),
             extend_exclude=_split(options.extend_exclude),
             respect_gitignore=options.respect_gitignore,
@@ -276,14 +291,15 @@ def _print_diff(run: Run, *, tally: bool = True) -> int:
     """``--diff``: the fixes as one unified diff on stdout; failures (and
     with ``tally``, how many fixes) on stderr.  Exit 1 when there is a diff
     or a file could not be fixed."""
-    from loadlint.report import diff, writable
+    from loadlint.report import diff, unlocked, writable
 
     text, fixed = diff(run)
     click.echo(writable(text, sys.stdout), nl=False)
     for result in run.errors:
         click.echo(f"{result.path}: error: {result.error}", err=True)
     if fixed and tally:
-        click.echo(f"Would fix {fixed} error{'s' if fixed != 1 else ''}.", err=True)
+        later = unlocked(fixed, sum(getattr(r.applied, "later", 0) for r in run.results))
+        click.echo(f"Would fix {fixed} problem{'s' if fixed != 1 else ''}" + (f"; {later}." if later else "."), err=True)
     return EXIT_FINDINGS if text or run.errors else EXIT_CLEAN
 
 
@@ -416,6 +432,17 @@ def clean_command(paths: tuple[str, ...], cache_dir: str | None) -> None:
         clean(folder)
 
 
+def one_line(exc: click.ClickException) -> str:
+    """Click's error as one line in our style, without its usage block:
+    the message, then where help is (``loadlint check --help``)."""
+    message = " ".join(exc.format_message().split())
+    message = message[:1].lower() + message[1:].rstrip(".")
+    ctx = getattr(exc, "ctx", None)
+    if isinstance(exc, click.UsageError) and ctx is not None:
+        message += f" (see '{ctx.command_path} --help')"
+    return message
+
+
 def main(argv: list[str] | None = None) -> int:
     """The console script: run the command line, return its exit code."""
     try:
@@ -426,7 +453,7 @@ def main(argv: list[str] | None = None) -> int:
         click.echo("loadlint: interrupted", err=True)
         return 130
     except click.ClickException as exc:
-        exc.show()
+        click.echo(f"loadlint: error: {one_line(exc)}", err=True)
         return EXIT_ERROR
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_ERROR)

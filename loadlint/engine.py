@@ -28,7 +28,7 @@ from loadlint.syntax import too_deep_at as too_deep_at  # re-exported
 from loadlint.syntax import nesting_depth as nesting_depth  # re-exported
 from loadlint.source import DecodeError, decode, line_starts, position_of_offset
 from loadlint.types import FileResult as FileResult  # re-exported: callers of lint_bytes name it
-from loadlint.types import Finding, Fix, Location
+from loadlint.types import Applied, Finding, Fix, Location
 from loadlint.types import Options as Options  # re-exported: the engine's entry points take it
 from loadlint.withhold import Candidate, Decision, Outcome, decide, declared, group_key, offered, withhold
 
@@ -350,11 +350,11 @@ def fix_text(
     guard = _guard(options)
     if external is not None:
         return _fix_external(text, path, options, guard, external, notebook)
-    applied: dict[str, int] = {}
+    applied = Applied()
     all_findings, analysis = analyse(text, path, guard, notebook=notebook)
     original_compiles = _compiles(text, path)
     settled = False
-    for _ in range(8):
+    for round_ in range(8):
         if analysis is None:
             break
         candidates = offered(all_findings, analysis.reports, options.select, unsafe)
@@ -369,6 +369,8 @@ def fix_text(
             break
         for candidate in decision.kept:
             applied[candidate.label] = applied.get(candidate.label, 0) + 1
+        if round_:
+            applied.later += len(decision.kept)
         text, all_findings, analysis = outcome.text, outcome.findings, outcome.analysis
     if not settled:
         # What a further run (or ``check``) would say about the fixes left.

@@ -85,6 +85,8 @@ class Summary:
     unsafe_enabled: bool
     #: The rules the run had enabled (SARIF lists them all, found or not).
     enabled: frozenset[str] = frozenset()
+    #: Of ``fixed``, those only the earlier fixes made possible (``Applied.later``).
+    later: int = 0
 
 
 def summarize(run: Run, unsafe_enabled: bool, fixing: bool) -> Summary:
@@ -94,7 +96,22 @@ def summarize(run: Run, unsafe_enabled: bool, fixing: bool) -> Summary:
     fixed = sum(sum(r.applied.values()) for r in run.results)
     if unsafe_enabled:
         safe, unsafe = safe + unsafe, 0
-    return Summary(safe, unsafe, fixed, True, unsafe_enabled)
+    later = sum(getattr(r.applied, "later", 0) for r in run.results)
+    return Summary(safe, unsafe, fixed, True, unsafe_enabled, later=later)
+
+
+def kinds(findings: list[Finding]) -> str:
+    """``2 errors, 1 warning``: the findings split by the severity the machine formats give them."""
+    errors = sum(1 for f in findings if severity(f.code) == "error")
+    return f"{_plural(errors, 'error')}, {_plural(len(findings) - errors, 'warning')}"
+
+
+def unlocked(fixed: int, later: int) -> str:
+    """How many of the fixes the others made possible, for the fix summaries (or "")."""
+    if not later:
+        return ""
+    return (f"{later} of the {fixed} fixes became possible only once the others were applied "
+            f"(`check` counts {fixed - later} as fixable)")
 
 
 def _fix_mark(finding: Finding, summary: Summary) -> str:
@@ -123,12 +140,12 @@ def summary_lines(run: Run, summary: Summary, style: Style) -> list[str]:
     if remaining == 0 and summary.fixed == 0 and errors == 0:
         return [style.bold("All checks passed!")]
     if summary.fixed:
-        if remaining:
-            out.append(f"Found {_plural(remaining + summary.fixed, 'error')} ({summary.fixed} fixed, {remaining} remaining).")
-        else:
-            out.append(f"Found {_plural(summary.fixed, 'error')} ({summary.fixed} fixed, 0 remaining).")
+        left = f": {kinds(run.findings)}" if remaining else ""
+        out.append(f"Found {_plural(remaining + summary.fixed, 'problem')} ({summary.fixed} fixed, {remaining} remaining{left}).")
+        if summary.later:
+            out.append(unlocked(summary.fixed, summary.later) + ".")
     elif remaining:
-        out.append(f"Found {_plural(remaining, 'error')}.")
+        out.append(f"Found {_plural(remaining, 'problem')} ({kinds(run.findings)}).")
     unsafe = _plural(summary.unsafe_fixable, "unsafe fix", "unsafe fixes")
     if summary.fixable:
         line = f" {summary.fixable} fixable with --fix"
@@ -328,7 +345,7 @@ def fixed_listing(run: Run) -> str:
         return ""
     total = sum(sum(applied.values()) for _, applied in tables)
     width = max(len(str(n)) for _, applied in tables for n in applied.values())
-    lines = [f"Fixed {total} error{'s' if total != 1 else ''}:"]
+    lines = [f"Fixed {_plural(total, 'problem')}:"]
     for path, applied in sorted(tables):
         lines.append(f"- {path}:")
         for code, count in sorted(applied.items()):

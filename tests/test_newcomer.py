@@ -177,3 +177,108 @@ def test_init_from_this_machine(tmp_path):
     assert f'\npython = "{sys.version_info[0]}.{sys.version_info[1]}"\n' in written
     check = invoke(["check", "--no-cache", "--show-settings", "."], tmp_path)
     assert check.exit_code == 0
+
+
+# --- One voice -------------------------------------------------------------
+
+
+def _main(args, cwd: Path, capsys):
+    from loadlint.cli import main
+
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        code = main(args)
+    finally:
+        os.chdir(old)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+SEE_CHECK = " (see 'loadlint check --help')\n"
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["check", "--ignore", "LL999", "."],
+         "--ignore: unknown rule selector 'LL999' (codes look like LL201, prefixes like LL2, or ALL)\n"),
+        (["check", "--extend-select", "LL999", "."],
+         "--extend-select: unknown rule selector 'LL999' (codes look like LL201, prefixes like LL2, or ALL)\n"),
+        (["check", "--select", "LL2O1", "."],
+         "--select: unknown rule selector 'LL2O1' (codes look like LL201, prefixes like LL2, or ALL)\n"),
+        (["check", "--per-file-ignores", "x.py:LL99", "."],
+         "--per-file-ignores x.py: unknown rule selector 'LL99' (codes look like LL201, prefixes like LL2, or ALL)\n"),
+        (["check", "-j", "0", "."], "invalid value for '-j' / '--jobs': 0 is not in the range x>=1" + SEE_CHECK),
+        (["check", "--bogus"], "no such option '--bogus'. Did you mean '--jobs'?" + SEE_CHECK),
+        (["fix", "--output-format", "xml"],
+         "invalid value for '--output-format': 'xml' is not one of 'full', 'concise', 'json', 'json-lines', "
+         "'sarif', 'github', 'gitlab', 'junit', 'pylint'" + " (see 'loadlint fix --help')\n"),
+        (["hardware", "--bogus"], "no such option '--bogus'" + " (see 'loadlint hardware --help')\n"),
+        (["clean", "--what"], "no such option '--what'" + " (see 'loadlint clean --help')\n"),
+        (["bogus"], "no such command 'bogus'" + " (see 'loadlint --help')\n"),
+    ],
+)
+def test_every_usage_error_is_one_line_naming_the_flag_as_typed(args, message, tmp_path, capsys):
+    code, out, err = _main(args, tmp_path, capsys)
+    assert (code, out, err) == (2, "", "loadlint: error: " + message)
+
+
+def test_verify_try_says_not_an_int(tmp_path, capsys):
+    pytest.importorskip("torch")
+    (tmp_path / "s.py").write_text("print(1)\n")
+    code, _, err = _main(["verify", "--try", "num_workers=abc", "s.py"], tmp_path, capsys)
+    assert code == 2
+    assert err == "loadlint: error: invalid value for --try: num_workers=abc: not an int (see 'loadlint verify --help')\n"
+
+
+def test_summary_splits_problems_by_severity_and_names_the_fixes_fixes_made_possible(tmp_path, capsys):
+    # LL201's fix adds workers; LL204 (persistent workers) then applies in a second round.
+    (tmp_path / "m.py").write_text(
+        "from torch.utils.data import DataLoader\n"
+        "def main():\n"
+        "    loader = DataLoader(ds, batch_size=4, shuffle=True)\n"
+        "    for epoch in range(3):\n"
+        "        for batch in loader:\n"
+        "            step(batch)\n"
+        "if __name__ == '__main__':\n"
+        "    main()\n"
+    )
+    args = ["--no-cache", "--target", "cpus=8,gpus=0", "--select", "LL201,LL204", "m.py"]
+    code, out, _ = _main(["check", *args], tmp_path, capsys)
+    assert code == 1
+    assert out.endswith("Found 1 problem (0 errors, 1 warning).\n[*] 1 fixable with --fix.\n")
+    code, _, err = _main(["fix", "--diff", *args], tmp_path, capsys)
+    assert code == 1
+    assert err == (
+        "Would fix 2 problems; 1 of the 2 fixes became possible only once the others were applied "
+        "(`check` counts 1 as fixable).\n"
+    )
+    code, out, _ = _main(["fix", *args], tmp_path, capsys)
+    assert code == 0
+    assert out == (
+        "Found 2 problems (2 fixed, 0 remaining).\n"
+        "1 of the 2 fixes became possible only once the others were applied (`check` counts 1 as fixable).\n"
+    )
+
+
+def test_waiting_is_worded_by_the_target(tmp_path, capsys):
+    (tmp_path / "m.py").write_text("from torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=4)\n")
+    for target, who in (("cpus=8,gpus=0", "the training step waits"), ("cpus=8,gpus=1", "the accelerator waits")):
+        _, out, _ = _main(["check", "--no-cache", "--target", target, "--select", "LL201", "m.py"], tmp_path, capsys)
+        assert f"batches are loaded in the training process, {who}; use `num_workers=4`" in out
+
+
+def test_paths_in_messages_are_relative_to_the_current_folder(tmp_path, capsys):
+    root = tmp_path / "proj"
+    shutil.copytree(REPO / "examples" / "modular", root / "ex" / "modular")
+    (root / "pyproject.toml").write_text("[tool.loadlint]\n")
+    args = ["check", "--no-cache", "--select", "LL204", "--target", "cpus=8,gpus=1"]
+    _, out, _ = _main([*args, "ex/modular/data_setup.py"], root, capsys)
+    assert (
+        "ex/modular/data_setup.py:15:20: LL204 `persistent_workers` is not set: the cpu_count() workers of this "
+        "loader are started again at every epoch; set `persistent_workers=True` (iterated every epoch by "
+        "`train_step` (ex/modular/engine.py:9) called from ex/modular/engine.py:32, from ex/modular/train.py:17)\n"
+    ) in out
+    _, out, _ = _main([*args, "data_setup.py"], root / "ex" / "modular", capsys)
+    assert "(iterated every epoch by `train_step` (engine.py:9) called from engine.py:32, from train.py:17)\n" in out

@@ -445,7 +445,7 @@ def test_diff_is_per_cell_and_writes_nothing(tmp_path):
     assert proc.stdout.splitlines()[:2] == [f"--- a/{path}:cell 5", f"+++ b/{path}:cell 5"]
     assert "-val_loader = DataLoader(ds, batch_size=16, prefetch_factor=4)" in proc.stdout
     assert "+val_loader = DataLoader(ds, batch_size=16)" in proc.stdout
-    assert "Would fix 1 error." in proc.stderr
+    assert "Would fix 1 problem." in proc.stderr
 
 
 def test_dry_run_result_carries_the_new_text(tmp_path):
@@ -522,7 +522,7 @@ def test_cli_fix_writes_the_notebook(tmp_path):
     before = (tmp_path / "course.ipynb").read_bytes()
     proc = cli("fix", "--select", "LL001", "course.ipynb", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "Found 1 error (1 fixed, 0 remaining)." in proc.stdout
+    assert "Found 1 problem (1 fixed, 0 remaining)." in proc.stdout
     assert_only_sources_changed(before, (tmp_path / "course.ipynb").read_bytes(), {5})
 
 

@@ -20,6 +20,17 @@ ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".loadlint.toml", "lo
 MAX_ASCENT = 32
 
 
+def shown_path(path: str) -> str:
+    """A path as messages quote it: relative to where the user stands, as
+    the findings' own paths are (``../data.py`` from a sibling folder)."""
+    try:
+        shown = os.path.relpath(path)
+    except ValueError:  # another drive (Windows)
+        shown = ".."
+    # Outside the current folder, the absolute path, as a finding's own path reads.
+    return Path(path if shown.startswith("..") else shown).as_posix()
+
+
 def _marks_root(folder: Path) -> bool:
     """``folder`` holds a root marker.  A ``setup.py`` that is its only one,
     beside an ``__init__.py``, is a module of that package (Lightning's
