@@ -140,7 +140,7 @@ def check_options(func: _Command) -> _Command:
         click.option("--force-exclude", is_flag=True, help="Apply excludes to explicitly named files too."),
         click.option("--respect-gitignore/--no-respect-gitignore", default=None, help="Skip files .gitignore ignores (default on)."),
         click.option("--target", "targets", multiple=True, metavar="SPEC", help="Target hardware: cpus=64,gpus=8,memory=512,shm=64,platform=linux,python=3.12,torch=2."),
-        click.option("--output-format", type=click.Choice(["full", "concise", "json", "json-lines", "sarif", "github", "gitlab", "junit", "pylint"]), envvar="LOADLINT_OUTPUT_FORMAT", default=None),
+        click.option("--output-format", type=click.Choice(["full", "concise", "json", "json-lines", "sarif", "github", "gitlab", "junit", "pylint"]), envvar="LOADLINT_OUTPUT_FORMAT", default=None, help="Report format (default full; also LOADLINT_OUTPUT_FORMAT)."),
         click.option("-o", "--output-file", type=click.Path(dir_okay=False, path_type=str), help="Write the report to FILE."),
         click.option("--statistics", is_flag=True, help="Count findings per rule."),
         click.option("--no-cache", is_flag=True, help="Do not read or write the cache."),
@@ -151,6 +151,7 @@ def check_options(func: _Command) -> _Command:
         click.option("--show-settings", is_flag=True, help="Print the resolved settings for the first path and exit."),
         click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", help="Colour output."),
         click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary."),
+        click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODE` to every line with a finding (to adopt loadlint on existing code)."),
         click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Worker processes (default: the usable CPUs)."),
     ]
     for option in reversed(options):
@@ -230,10 +231,52 @@ def _check_paths(paths: list[Path], resolver: Resolver, options: CheckOptions) -
     from loadlint.runner import lint_paths
 
     first = resolver.for_path(paths[0])
+    if options.add_noqa:
+        if options.fixing:
+            fail("--add-noqa cannot be combined with --fix or --diff")
+        return _add_noqa(lint_paths(paths, resolver, options, None, "full"))
     unsafe = options.unsafe_fixes if options.unsafe_fixes is not None else first.unsafe_fixes
     request = FixRequest(unsafe=unsafe, dry_run=options.diff) if options.fixing else None
-    run = lint_paths(paths, resolver, options, request, options.output_format or first.output_format or "full")
+    fmt = options.output_format or first.output_format or "full"
+    run = lint_paths(paths, resolver, options, request, fmt)
+    if run.files == 0:
+        # ruff's warning; "All checks passed!" would claim a check that never ran
+        # (a machine format still gets its empty report).
+        click.echo("loadlint: warning: No Python files found under the given path(s)", err=True)
+        if fmt in HUMAN_FORMATS and not options.statistics:
+            return EXIT_CLEAN
     return _finish(run, first, options, unsafe=unsafe)
+
+
+def _add_noqa(run: Run) -> int:
+    """Suppress every finding where it is reported; notebooks and files that
+    do not parse are left as they are."""
+    from loadlint.files import read_source, write_fixes
+    from loadlint.noqa import add_noqa
+    from loadlint.rules import ENGINE_CODES
+
+    total = 0
+    for result in run.results:
+        rows: dict[int, set[str]] = {}
+        for finding in result.findings:
+            if finding.cell is None and finding.code not in ENGINE_CODES:
+                rows.setdefault(finding.location.row, set()).add(finding.code)
+        if not rows or result.path.endswith(".ipynb"):
+            continue
+        original = read_source(Path(result.path))
+        try:
+            text = original.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        new, added = add_noqa(text, rows)
+        if added:
+            error = write_fixes(Path(result.path), original, new.encode("utf-8"))
+            if error is not None:
+                click.echo(f"{result.path}: error: {error}", err=True)
+                continue
+            total += added
+    click.echo(f"Added {total} noqa directive{'s' if total != 1 else ''}.")
+    return EXIT_CLEAN
 
 
 def _check_stdin(resolver: Resolver, options: CheckOptions) -> int:
@@ -380,9 +423,9 @@ def init_command(targets: tuple[str, ...]) -> None:
 
 
 @cli.command("rule")
-@click.argument("code", required=False)
+@click.argument("code", required=False, metavar="[CODE|NAME]")
 @click.option("--all", "all_rules", is_flag=True, help="Print every rule.")
-@click.option("--output-format", type=click.Choice(["text", "json"]), default="text")
+@click.option("--output-format", type=click.Choice(["text", "json"]), default="text", help="The page as text or JSON.")
 def rule_command(code: str | None, all_rules: bool, output_format: str) -> None:
     """Explain a rule (its documentation page)."""
     import json
@@ -390,11 +433,12 @@ def rule_command(code: str | None, all_rules: bool, output_format: str) -> None:
     from loadlint.rules import CODES, rule_class
 
     if all_rules == bool(code):
-        fail("give a rule code (loadlint rule LL201) or --all")
-    codes = sorted(CODES) if all_rules or code is None else [code.upper()]
+        fail("give a rule code or name (loadlint rule LL201, loadlint rule synchronous-loading) or --all")
+    by_name = {name: c for c, (name, _, _) in CODES.items()}
+    codes = sorted(CODES) if all_rules or code is None else [by_name.get(code.lower(), code.upper())]
     for c in codes:
         if c not in CODES:
-            fail(f"unknown rule code '{code}'")
+            fail(f"unknown rule '{code}' (give a code like LL201 or a name like synchronous-loading)")
     rules = [rule_class(c) for c in codes]
     if output_format == "json":
         payload = [
@@ -415,7 +459,7 @@ def rule_command(code: str | None, all_rules: bool, output_format: str) -> None:
 
 @cli.command("clean")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=str))
-@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=str), envvar="LOADLINT_CACHE_DIR")
+@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=str), envvar="LOADLINT_CACHE_DIR", help="The cache folder to remove.")
 def clean_command(paths: tuple[str, ...], cache_dir: str | None) -> None:
     """Remove the cache folder."""
     from loadlint.cache import DEFAULT_DIR, clean, is_cache_dir

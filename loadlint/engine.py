@@ -76,6 +76,10 @@ def _is_suppressed(finding: Finding, line: str, file_level: set[str]) -> bool:
     return codes is not None and ("*" in codes or finding.code in codes)
 
 
+#: Unused or invalid ``# noqa`` codes (``loadlint.noqa``), judged after the rules ran.
+LL902 = "LL902"
+
+
 def _engine_finding(code: str, message: str, path: str, row: int = 1, column: int = 1) -> Finding:
     return Finding(code, name_of(code), message, path, Location(row, column), Location(row, column + 1))
 
@@ -229,6 +233,12 @@ def _run_rules(
             more = Counter(code for code, _, _ in reports)
             more.subtract(f.code for f in against)
             reports = [r for r in reports if more[r[0]] > 0]
+        found = {(positions.range(report.node)[0].row, code) for code, _, report in reports if id(report.node) not in made}
+        if against is None and options.noqa and LL902 in options.select and "noqa" in text:
+            from loadlint.noqa import unused_noqa
+
+            row = lambda node: positions.range(node)[0].row  # noqa: E731
+            reports += [(LL902, name_of(LL902), r) for r in unused_noqa(analysis.module, row, found, options.select)]
         for code, rule_name, report in reports:
             if id(report.node) in made:
                 raise Unlocated(code)

@@ -61,8 +61,9 @@ def use_color(choice: str, stream: TextIO | None = None) -> bool:
 
 
 def severity(code: str) -> str:
-    """Crashes, silent data bugs and unreadable files are errors; slow paths warnings."""
-    return "warning" if code.startswith("LL2") else "error"
+    """Crashes, silent data bugs and unreadable files are errors; slow paths
+    and suppression comments that suppress nothing warnings."""
+    return "warning" if code.startswith("LL2") or code == "LL902" else "error"
 
 
 def rule_url(code: str) -> str | None:
@@ -297,18 +298,27 @@ def source_lines(results: list[FileResult]) -> Sources:
     return out
 
 
-def statistics(run: Run, summary: Summary) -> str:
-    """``--statistics``: ``count  code  [*] name`` per code, most frequent first."""
+def statistics(run: Run, summary: Summary, fmt: str = "full") -> str:
+    """``--statistics``: ``count  code  [*] name`` per code, most frequent
+    first; ruff's objects (code, name, count, fixable) in ``json`` (a list)
+    and ``json-lines`` (one a line), with the severity the formats give."""
     counts: dict[str, list[Finding]] = {}
     for finding in run.findings:
         counts.setdefault(finding.code, []).append(finding)
     rows = sorted(counts.items(), key=lambda kv: (-len(kv[1]), kv[0]))
     width = max((len(str(len(v))) for _, v in rows), default=1)
     out = []
+    entries = []
     for code, findings in rows:
         fixable = any(f.fix and (f.fix.applicability == "safe" or summary.unsafe_enabled) for f in findings)
         mark = "[*]" if fixable else "[ ]"
         out.append(f"{len(findings):>{width}}  {code}  {mark} {findings[0].name}")
+        entries.append({"code": code, "name": findings[0].name, "count": len(findings), "fixable": bool(fixable),
+                        "severity": severity(code)})
+    if fmt == "json":
+        return json.dumps(entries, indent=2) + "\n"
+    if fmt == "json-lines":
+        return "".join(json.dumps(entry) + "\n" for entry in entries)
     return "\n".join(out) + ("\n" if out else "")
 
 
@@ -326,7 +336,7 @@ def render(
     human formats with ``--show-fixes`` before the summary (ruff's place
     for it), and ``--quiet`` without the summary."""
     if as_statistics:
-        return statistics(run, summary)
+        return statistics(run, summary, fmt)
     if fmt not in HUMAN_FORMATS:
         return formatter(fmt)(run, summary, style, {})
     body = _HUMAN_LINES[fmt](run, summary, style, source_lines(run.results))

@@ -231,6 +231,7 @@ class CheckOptions:
     quiet: bool = False
     jobs: int | None = None
     from_verify: str | None = None
+    add_noqa: bool = False
 
     @property
     def fixing(self) -> bool:

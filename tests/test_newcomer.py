@@ -282,3 +282,91 @@ def test_paths_in_messages_are_relative_to_the_current_folder(tmp_path, capsys):
     ) in out
     _, out, _ = _main([*args, "data_setup.py"], root / "ex" / "modular", capsys)
     assert "(iterated every epoch by `train_step` (engine.py:9) called from engine.py:32, from train.py:17)\n" in out
+
+
+# --- The ruff user's habits --------------------------------------------------
+
+NOQA = """\
+from torch.utils.data import DataLoader
+
+a = DataLoader(ds, batch_size=4)  # noqa: LL201
+b = DataLoader(ds, batch_size=4, num_workers=2)  # noqa: LL201
+c = DataLoader(ds, batch_size=4, num_workers=2)  # noqa: LL2O1, E501
+"""
+TARGET = ["--no-cache", "--target", "cpus=8,gpus=0"]
+
+
+def test_unused_and_invalid_noqa_codes_are_reported_and_removed(tmp_path, capsys):
+    (tmp_path / "m.py").write_text(NOQA)
+    code, out, _ = _main(["check", *TARGET, "--output-format", "concise", "m.py"], tmp_path, capsys)
+    assert code == 1
+    assert out == (
+        "m.py:4:50: LL902 [*] `# noqa` suppresses nothing with `LL201`: no LL201 finding starts on this line; "
+        "remove it\n"
+        "m.py:5:50: LL902 [*] `# noqa` suppresses nothing with `LL2O1`: `LL2O1` is no loadlint rule code "
+        "(did you mean `LL201`?); remove it\n"
+        "Found 2 problems (0 errors, 2 warnings).\n"
+        "[*] 2 fixable with --fix.\n"
+    )
+    code, out, _ = _main(["fix", *TARGET, "m.py"], tmp_path, capsys)
+    assert (code, out) == (0, "Found 2 problems (2 fixed, 0 remaining).\n")
+    assert (tmp_path / "m.py").read_text() == NOQA.replace(
+        "num_workers=2)  # noqa: LL201\n", "num_workers=2)\n"
+    ).replace("# noqa: LL2O1, E501", "# noqa: E501")
+
+
+def test_add_noqa_suppresses_every_finding_where_it_is_reported(tmp_path, capsys):
+    source = (
+        "from torch.utils.data import DataLoader\n"
+        "a = DataLoader(ds, batch_size=4)\n"
+        "b = DataLoader(ds,\n"
+        "    batch_size=4)  # keep\n"
+        "c = DataLoader(ds, batch_size=4)  # noqa: E501\n"
+    )
+    (tmp_path / "m.py").write_text(source)
+    code, out, _ = _main(["check", *TARGET, "--add-noqa", "m.py"], tmp_path, capsys)
+    assert (code, out) == (0, "Added 3 noqa directives.\n")
+    assert (tmp_path / "m.py").read_text() == (
+        "from torch.utils.data import DataLoader\n"
+        "a = DataLoader(ds, batch_size=4)  # noqa: LL201\n"
+        "b = DataLoader(ds,  # noqa: LL201\n"
+        "    batch_size=4)  # keep\n"
+        "c = DataLoader(ds, batch_size=4)  # noqa: E501, LL201\n"
+    )
+    code, out, _ = _main(["check", *TARGET, "m.py"], tmp_path, capsys)
+    assert (code, out) == (0, "All checks passed!\n")
+    code, _, err = _main(["fix", *TARGET, "--add-noqa", "m.py"], tmp_path, capsys)
+    assert (code, err) == (2, "loadlint: error: --add-noqa cannot be combined with --fix or --diff\n")
+
+
+@pytest.mark.parametrize("fmt, expected", [
+    ("json", '[\n  {\n    "code": "LL201",\n    "name": "synchronous-loading",\n    "count": 2,\n'
+             '    "fixable": true,\n    "severity": "warning"\n  }\n]\n'),
+    ("json-lines", '{"code": "LL201", "name": "synchronous-loading", "count": 2, "fixable": true, "severity": "warning"}\n'),
+    ("full", "2  LL201  [*] synchronous-loading\n"),
+])
+def test_statistics_in_every_format(fmt, expected, tmp_path, capsys):
+    (tmp_path / "m.py").write_text("from torch.utils.data import DataLoader\na = DataLoader(ds)\nb = DataLoader(ds)\n")
+    code, out, _ = _main(["check", *TARGET, "--statistics", "--output-format", fmt, "m.py"], tmp_path, capsys)
+    assert (code, out) == (1, expected)
+
+
+def test_no_python_files_is_a_warning_not_a_pass(tmp_path, capsys):
+    code, out, err = _main(["check", "--no-cache", "."], tmp_path, capsys)
+    assert (code, out, err) == (0, "", "loadlint: warning: No Python files found under the given path(s)\n")
+    (tmp_path / "m.py").write_text("x = 1\n")
+    code, out, err = _main(["check", "--no-cache", "--extend-exclude", "m.py", "--output-format", "json", "."], tmp_path, capsys)
+    assert (code, out, err) == (0, "[]\n", "loadlint: warning: No Python files found under the given path(s)\n")
+    code, out, err = _main(["check", "--no-cache", "."], tmp_path, capsys)
+    assert (code, out, err) == (0, "All checks passed!\n", "")
+
+
+def test_rule_lookup_by_name(tmp_path, capsys):
+    code, out, _ = _main(["rule", "synchronous-loading"], tmp_path, capsys)
+    assert code == 0 and out.startswith("# synchronous-loading (LL201)\n")
+    code, out, _ = _main(["rule", "unused-noqa"], tmp_path, capsys)
+    assert code == 0 and out.startswith("# unused-noqa (LL902)\n")
+    code, _, err = _main(["rule", "no-such-rule"], tmp_path, capsys)
+    assert (code, err) == (
+        2, "loadlint: error: unknown rule 'no-such-rule' (give a code like LL201 or a name like synchronous-loading)\n"
+    )

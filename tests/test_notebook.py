@@ -514,7 +514,8 @@ def test_folders_include_notebooks_unless_the_extension_is_dropped(tmp_path):
     assert "nb.ipynb:cell 1:2:10: LL001" in cli("check", "--select", "LL001", "--output-format", "concise", ".", cwd=tmp_path).stdout
     (tmp_path / "loadlint.toml").write_text('extension = ["py"]\n')
     proc = cli("check", "--select", "LL001", ".", cwd=tmp_path)
-    assert proc.returncode == 0 and "All checks passed!" in proc.stdout
+    assert proc.returncode == 0 and proc.stdout == ""
+    assert proc.stderr == "loadlint: warning: No Python files found under the given path(s)\n"
 
 
 def test_cli_fix_writes_the_notebook(tmp_path):
