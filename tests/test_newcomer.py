@@ -370,3 +370,19 @@ def test_rule_lookup_by_name(tmp_path, capsys):
     assert (code, err) == (
         2, "loadlint: error: unknown rule 'no-such-rule' (give a code like LL201 or a name like synchronous-loading)\n"
     )
+
+
+# --- Examples that run anywhere ---------------------------------------------
+
+
+def test_examples_import_nothing_beyond_the_verify_extra():
+    import ast
+
+    local = {p.stem for p in (REPO / "examples").rglob("*.py")}
+    allowed = set(sys.stdlib_module_names) | {"torch", "numpy"} | local
+    for path in sorted((REPO / "examples").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            for name in names:
+                assert name.split(".")[0] in allowed, f"{path.name} imports {name}"
