@@ -290,7 +290,10 @@ def source_lines(results: list[FileResult]) -> Sources:
     """Each result's source lines by path (a notebook's by ``path:cell N``)."""
     out = {}
     for result in results:
-        if result.source is not None:
+        # After a fix the findings left are positioned in the fixed text.
+        if result.fixed is not None:
+            out[result.path] = split_lines(result.fixed)
+        elif result.source is not None:
             out[result.path] = split_lines(result.source.text)
         # Notebook findings are positioned inside their cell.
         for cell, text in result.cell_sources.items():

@@ -386,3 +386,16 @@ def test_examples_import_nothing_beyond_the_verify_extra():
                 [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             for name in names:
                 assert name.split(".")[0] in allowed, f"{path.name} imports {name}"
+
+
+def test_findings_left_after_a_fix_quote_the_fixed_lines(tmp_path, capsys):
+    # The fix adds two lines after the imports; the LL101 left is quoted from the fixed text.
+    (tmp_path / "m.py").write_text(
+        "import torch.distributed as dist\n"
+        "from torch.utils.data import DataLoader\n"
+        "dist.init_process_group('gloo')\n"
+        "loader = DataLoader(ds, batch_size=4)\n"
+    )
+    code, out, _ = _main(["fix", "--no-cache", "--select", "LL101,LL201", "m.py"], tmp_path, capsys)
+    assert code == 1
+    assert "6 | loader = DataLoader(ds, batch_size=4, num_workers=LOADER_WORKERS)\n" in out
