@@ -276,12 +276,12 @@ def test_paths_in_messages_are_relative_to_the_current_folder(tmp_path, capsys):
     args = ["check", "--no-cache", "--select", "LL204", "--target", "cpus=8,gpus=1"]
     _, out, _ = _main([*args, "ex/modular/data_setup.py"], root, capsys)
     assert (
-        "ex/modular/data_setup.py:15:20: LL204 `persistent_workers` is not set: the cpu_count() workers of this "
+        "ex/modular/data_setup.py:39:20: LL204 `persistent_workers` is not set: the cpu_count() workers of this "
         "loader are started again at every epoch; set `persistent_workers=True` (iterated every epoch by "
-        "`train_step` (ex/modular/engine.py:9) called from ex/modular/engine.py:32, from ex/modular/train.py:17)\n"
+        "`train_step` (ex/modular/engine.py:9) called from ex/modular/engine.py:32, from ex/modular/train.py:16)\n"
     ) in out
     _, out, _ = _main([*args, "data_setup.py"], root / "ex" / "modular", capsys)
-    assert "(iterated every epoch by `train_step` (engine.py:9) called from engine.py:32, from train.py:17)\n" in out
+    assert "(iterated every epoch by `train_step` (engine.py:9) called from engine.py:32, from train.py:16)\n" in out
 
 
 # --- The ruff user's habits --------------------------------------------------
@@ -399,3 +399,15 @@ def test_findings_left_after_a_fix_quote_the_fixed_lines(tmp_path, capsys):
     code, out, _ = _main(["fix", "--no-cache", "--select", "LL101,LL201", "m.py"], tmp_path, capsys)
     assert code == 1
     assert "6 | loader = DataLoader(ds, batch_size=4, num_workers=LOADER_WORKERS)\n" in out
+
+
+def test_code_that_moves_batches_to_cuda_has_an_accelerator_waiting(tmp_path, capsys):
+    (tmp_path / "m.py").write_text(
+        "from torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=4)\n"
+        "for x in loader:\n    x.to('cuda')\n"
+    )
+    # GPUs not declared: whatever this machine has, the code says an accelerator waits.
+    _, out, _ = _main(["check", "--no-cache", "--target", "cpus=8", "--select", "LL201", "m.py"], tmp_path, capsys)
+    assert "batches are loaded in the training process, the accelerator waits; use `num_workers=4`" in out
+    _, out, _ = _main(["check", "--no-cache", "--target", "cpus=8,gpus=0", "--select", "LL201", "m.py"], tmp_path, capsys)
+    assert "batches are loaded in the training process, the training step waits; use `num_workers=4`" in out

@@ -82,8 +82,14 @@ def use_workers(ctx: Context, name: str, n: int) -> str:
 
 
 def waits(ctx: Context) -> str:
-    """Who waits for a batch loaded in the training process."""
-    return "the training step waits" if ctx.profile.gpu_count == 0 else "the accelerator waits"
+    """Who waits for a batch loaded in the training process: the
+    accelerator when the code uses one (CUDA, XLA) or the target has one,
+    else the training step."""
+    declared_none = "gpus" in ctx.profile.declared and ctx.profile.gpu_count == 0
+    uses_device = ctx.accelerator.cuda or ctx.accelerator.xla
+    if (uses_device and not declared_none) or (ctx.profile.gpu_count or 0) > 0:
+        return "the accelerator waits"
+    return "the training step waits"
 
 
 def oversubscribed(name: str, value: int, found: Origin | None, per_node: int) -> str:
