@@ -386,17 +386,20 @@ def exit_code(run: Run, options: CheckOptions, fixed: int) -> int:
 @click.option("--json", "as_json", is_flag=True, help="Print the profile as JSON.")
 @click.option("--target", "targets", multiple=True, metavar="SPEC", help="Show this target's figures instead of this machine's.")
 def hardware_command(as_json: bool, targets: tuple[str, ...]) -> None:
-    """Print the hardware profile the rules use."""
+    """Print the hardware profile the rules use: the declared target, else this machine."""
     import json
 
     from loadlint.hardware import TargetError, format_profile, profile_to_dict, resolve_profile
     from loadlint.target import format_target, target_profile, target_to_dict
 
+    from loadlint.config import ConfigError, Overrides, Resolver
+
     try:
-        target = _parse_targets(targets)
+        # --target, else the project's [tool.loadlint.target] (what the rules use).
+        target = _parse_targets(targets) or Resolver(Overrides(), None, False).for_path(Path(".")).target_dict()
         # A declared machine is shown alone: this one's memory says nothing about it.
         profile = target_profile(target) if target else resolve_profile(None)
-    except TargetError as exc:
+    except (TargetError, ConfigError) as exc:
         fail(str(exc))
     if as_json:
         click.echo(json.dumps(target_to_dict(profile) if target else profile_to_dict(profile), indent=2))

@@ -163,7 +163,9 @@ def test_init_writes_the_target_once(tmp_path):
     again = invoke(["init"], tmp_path)
     assert again.exit_code == 2
     assert again.stderr == "loadlint: error: pyproject.toml declares [tool.loadlint.target] already; edit it there\n"
-    # The rules read what init wrote.
+    # hardware shows what init wrote, and so do the rules.
+    shown = invoke(["hardware"], tmp_path)
+    assert shown.stdout.startswith("target (nothing of this machine is shown)\nusable CPUs:      64\nmemory total:     512.0 GiB\n")
     (tmp_path / "m.py").write_text("from torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=8)\n")
     shown = invoke(["check", "--no-cache", "--select", "LL201", "m.py"], tmp_path)
     assert "use `num_workers=8` (target: 64 CPUs, 8 GPUs)" in shown.stdout
