@@ -16,7 +16,7 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 BEGIN, END = "<!-- options: generated from the command line; do not edit by hand -->", "<!-- end of options -->"
 
 
-def _rows(command: click.Command, ctx: click.Context, skip: frozenset[str] = frozenset()) -> list[str]:
+def _rows(command: click.Command, ctx: click.Context, label: str, skip: frozenset[str]) -> list[str]:
     rows = []
     for param in command.get_params(ctx):
         if not isinstance(param, click.Option) or param.name in skip or param.name == "help":
@@ -26,28 +26,24 @@ def _rows(command: click.Command, ctx: click.Context, skip: frozenset[str] = fro
             continue
         names, text = record
         text = re.sub(r"\s+", " ", text).replace("|", "\\|")
-        rows.append(f"| `{names}` | {text} |")
+        rows.append(f"| {label} | `{names}` | {text} |")
     return rows
 
 
 def option_tables() -> str:
-    """One table per command; ``fix`` lists only what ``check`` lacks."""
+    """One table, a row per option of each command; ``fix`` adds only what ``check`` lacks."""
     root = click.Context(cli, info_name="loadlint")
-    out = [BEGIN]
+    rows = ["| Command | Option | Meaning |", "|---|---|---|"]
     check_names: frozenset[str] = frozenset()
     for name in ("check", "fix", "hardware", "init", "rule", "clean", "verify", "lsp"):
         command = cli.get_command(root, name)
         assert command is not None
         ctx = click.Context(command, info_name=name, parent=root)
-        rows = _rows(command, ctx, check_names if name == "fix" else frozenset())
+        label = "`check`, `fix`" if name == "check" else f"`{name}`"
+        rows += _rows(command, ctx, label, check_names if name == "fix" else frozenset())
         if name == "check":
-            check_names = frozenset(p.name for p in command.params if p.name and p.name != "help")
-        if not rows:
-            continue
-        title = "`loadlint fix` (the options of `check`, and)" if name == "fix" else f"`loadlint {name}`"
-        out += ["", f"#### {title}", "", "| Option | Meaning |", "|---|---|", *rows]
-    out.append(END)
-    return "\n".join(out)
+            check_names = frozenset(p.name for p in command.params if p.name)
+    return "\n".join([BEGIN, *rows, END])
 
 
 def test_readme_lists_every_option_of_every_command():
@@ -65,3 +61,13 @@ def test_the_tables_name_every_flag():
     tables = option_tables()
     for flag in ("-q, --quiet", "-j, --jobs", "--from-verify", "--add-noqa", "--statistics", "--target"):
         assert flag in tables, flag
+
+
+def test_readme_stays_short_and_its_links_resolve():
+    text = README.read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 350
+    for target in re.findall(r"\]\(((?:docs|rules)/[^)#]+)\)", text):
+        assert (README.parent / target).is_file(), target
+    for page in (README.parent / "docs").glob("*.md"):
+        for target in re.findall(r"\]\(([^)#:]+\.md)\)", page.read_text(encoding="utf-8")):
+            assert (page.parent / target).is_file(), f"{page.name}: {target}"
