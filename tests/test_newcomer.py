@@ -413,3 +413,15 @@ def test_code_that_moves_batches_to_cuda_has_an_accelerator_waiting(tmp_path, ca
     assert "batches are loaded in the training process, the accelerator waits; use `num_workers=4`" in out
     _, out, _ = _main(["check", "--no-cache", "--target", "cpus=8,gpus=0", "--select", "LL201", "m.py"], tmp_path, capsys)
     assert "batches are loaded in the training process, the training step waits; use `num_workers=4`" in out
+
+
+def test_verify_suggests_this_machines_numbers_where_fix_writes_the_constant(tmp_path):
+    from loadlint.api import suggest_for_call
+    from loadlint.types import HardwareProfile
+
+    path = tmp_path / "m.py"
+    path.write_text("from torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=32)\n")
+    here = HardwareProfile(usable_cpus=8, gpu_count=0)  # detected, nothing declared
+    suggestion = suggest_for_call(str(path), 2, here)
+    assert suggestion is not None
+    assert (suggestion["batch_size"], suggestion["num_workers"]) == (32, 7)
