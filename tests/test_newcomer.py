@@ -425,3 +425,11 @@ def test_verify_suggests_this_machines_numbers_where_fix_writes_the_constant(tmp
     suggestion = suggest_for_call(str(path), 2, here)
     assert suggestion is not None
     assert (suggestion["batch_size"], suggestion["num_workers"]) == (32, 7)
+
+
+def test_the_ddp_example_after_fix_still_names_the_process_group(tmp_path, capsys):
+    shutil.copytree(REPO / "examples", tmp_path / "examples")
+    code, out, _ = _main(["fix", "--no-cache", "--select", "LL101,LL201,LL203", "examples/train_ddp.py"], tmp_path, capsys)
+    assert code == 1
+    assert "the module trains distributed (`torch.distributed.init_process_group`) but this DataLoader" in out
+    assert "os.environ.get" not in out
