@@ -7,6 +7,7 @@ Every file goes through :mod:`loadlint.pipeline`; many files through
 
 from __future__ import annotations
 
+
 import os
 from dataclasses import replace
 from pathlib import Path
@@ -96,6 +97,10 @@ def suggest_for_call(path: str, line: int, profile: HardwareProfile) -> dict[str
     """
     from loadlint.resolve import UNKNOWN, evaluate
 
+    # The machine verify measures on is the one the loader runs on: the fix
+    # writes its numbers, not the run-time constant a portable fix writes.
+    here = {"cpus"} | ({"memory"} if profile.memory_total else set())
+    profile = replace(profile, declared=profile.declared | here)
     data = read_source(path)
     text = decode(data).text
     settings = Resolver(Overrides()).for_path(Path(path))

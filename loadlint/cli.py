@@ -92,13 +92,28 @@ def _parse_targets(values: tuple[str, ...]) -> dict[str, Any]:
 def _per_file_ignores(values: tuple[str, ...]) -> tuple[tuple[str, tuple[str, ...]], ...] | None:
     if not values:
         return None
+    from loadlint.config import expand
+
     entries: list[tuple[str, tuple[str, ...]]] = []
     for value in values:
         pattern, sep, codes = value.rpartition(":")
         if not sep or not pattern:
             raise click.BadParameter(f"expected GLOB:CODES, got {value!r}", param_hint="--per-file-ignores")
-        entries.append((pattern, tuple(c.strip() for c in codes.split(",") if c.strip())))
+        listed = tuple(c.strip() for c in codes.split(",") if c.strip())
+        # Refused here as the same codes are in pyproject.toml.
+        expand(listed, f"--per-file-ignores {pattern}")
+        entries.append((pattern, listed))
     return tuple(entries)
+
+
+def _selectors(values: tuple[str, ...], flag: str) -> tuple[str, ...] | None:
+    """A selection option's codes, each checked under the flag it came with."""
+    codes = _split(values)
+    if codes:
+        from loadlint.config import expand
+
+        expand(codes, flag)
+    return codes
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -129,7 +144,7 @@ def check_options(func: _Command) -> _Command:
         click.option("--force-exclude", is_flag=True, help="Apply excludes to explicitly named files too."),
         click.option("--respect-gitignore/--no-respect-gitignore", default=None, help="Skip files .gitignore ignores (default on)."),
         click.option("--target", "targets", multiple=True, metavar="SPEC", help="Target hardware: cpus=64,gpus=8,memory=512,shm=64,platform=linux,python=3.12,torch=2."),
-        click.option("--output-format", type=click.Choice(["full", "concise", "json", "json-lines", "sarif", "github", "gitlab", "junit", "pylint"]), envvar="LOADLINT_OUTPUT_FORMAT", default=None),
+        click.option("--output-format", type=click.Choice(["full", "concise", "json", "json-lines", "sarif", "github", "gitlab", "junit", "pylint"]), envvar="LOADLINT_OUTPUT_FORMAT", default=None, help="Report format (default full; also LOADLINT_OUTPUT_FORMAT)."),
         click.option("-o", "--output-file", type=click.Path(dir_okay=False, path_type=str), help="Write the report to FILE."),
         click.option("--statistics", is_flag=True, help="Count findings per rule."),
         click.option("--no-cache", is_flag=True, help="Do not read or write the cache."),
@@ -140,7 +155,8 @@ def check_options(func: _Command) -> _Command:
         click.option("--show-settings", is_flag=True, help="Print the resolved settings for the first path and exit."),
         click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", help="Colour output."),
         click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary."),
-        click.option("-j", "--jobs", type=int, default=None, help="Worker processes (default: the usable CPUs)."),
+        click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODE` to every line with a finding (to adopt loadlint on existing code)."),
+        click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Worker processes (default: the usable CPUs)."),
     ]
     for option in reversed(options):
         func = option(func)
@@ -175,9 +191,9 @@ def run_check(options: CheckOptions) -> int:
 
     try:
         overrides = Overrides(
-            select=_split(options.select),
-            ignore=_split(options.ignore),
-            extend_select=_split(options.extend_select),
+            select=_selectors(options.select, "--select"),
+            ignore=_selectors(options.ignore, "--ignore"),
+            extend_select=_selectors(options.extend_select, "--extend-select"),
             exclude=_split(options.exclude),
             extend_exclude=_split(options.extend_exclude),
             respect_gitignore=options.respect_gitignore,
@@ -219,10 +235,52 @@ def _check_paths(paths: list[Path], resolver: Resolver, options: CheckOptions) -
     from loadlint.runner import lint_paths
 
     first = resolver.for_path(paths[0])
+    if options.add_noqa:
+        if options.fixing:
+            fail("--add-noqa cannot be combined with --fix or --diff")
+        return _add_noqa(lint_paths(paths, resolver, options, None, "full"))
     unsafe = options.unsafe_fixes if options.unsafe_fixes is not None else first.unsafe_fixes
     request = FixRequest(unsafe=unsafe, dry_run=options.diff) if options.fixing else None
-    run = lint_paths(paths, resolver, options, request, options.output_format or first.output_format or "full")
+    fmt = options.output_format or first.output_format or "full"
+    run = lint_paths(paths, resolver, options, request, fmt)
+    if run.files == 0:
+        # ruff's warning; "All checks passed!" would claim a check that never ran
+        # (a machine format still gets its empty report).
+        click.echo("loadlint: warning: No Python files found under the given path(s)", err=True)
+        if fmt in HUMAN_FORMATS and not options.statistics:
+            return EXIT_CLEAN
     return _finish(run, first, options, unsafe=unsafe)
+
+
+def _add_noqa(run: Run) -> int:
+    """Suppress every finding where it is reported; notebooks and files that
+    do not parse are left as they are."""
+    from loadlint.files import read_source, write_fixes
+    from loadlint.noqa import add_noqa
+    from loadlint.rules import ENGINE_CODES
+
+    total = 0
+    for result in run.results:
+        rows: dict[int, set[str]] = {}
+        for finding in result.findings:
+            if finding.cell is None and finding.code not in ENGINE_CODES:
+                rows.setdefault(finding.location.row, set()).add(finding.code)
+        if not rows or result.path.endswith(".ipynb"):
+            continue
+        original = read_source(Path(result.path))
+        try:
+            text = original.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        new, added = add_noqa(text, rows)
+        if added:
+            error = write_fixes(Path(result.path), original, new.encode("utf-8"))
+            if error is not None:
+                click.echo(f"{result.path}: error: {error}", err=True)
+                continue
+            total += added
+    click.echo(f"Added {total} noqa directive{'s' if total != 1 else ''}.")
+    return EXIT_CLEAN
 
 
 def _check_stdin(resolver: Resolver, options: CheckOptions) -> int:
@@ -280,7 +338,7 @@ def _print_diff(run: Run, *, tally: bool = True) -> int:
     """``--diff``: the fixes as one unified diff on stdout; failures (and
     with ``tally``, how many fixes) on stderr.  Exit 1 when there is a diff
     or a file could not be fixed."""
-    from loadlint.report import diff, writable
+    from loadlint.report import diff, unlocked, writable
     from loadlint.source import visible
 
     text, fixed = diff(run)
@@ -288,7 +346,8 @@ def _print_diff(run: Run, *, tally: bool = True) -> int:
     for result in run.errors:
         click.echo(f"{visible(result.path)}: error: {visible(result.error or '')}", err=True)
     if fixed and tally:
-        click.echo(f"Would fix {fixed} error{'s' if fixed != 1 else ''}.", err=True)
+        later = unlocked(fixed, sum(getattr(r.applied, "later", 0) for r in run.results))
+        click.echo(f"Would fix {fixed} problem{'s' if fixed != 1 else ''}" + (f"; {later}." if later else "."), err=True)
     return EXIT_FINDINGS if text or run.errors else EXIT_CLEAN
 
 
@@ -330,27 +389,51 @@ def exit_code(run: Run, options: CheckOptions, fixed: int) -> int:
 
 @cli.command("hardware")
 @click.option("--json", "as_json", is_flag=True, help="Print the profile as JSON.")
-@click.option("--target", "targets", multiple=True, metavar="SPEC", help="Apply a target over the detected profile.")
+@click.option("--target", "targets", multiple=True, metavar="SPEC", help="Show this target's figures instead of this machine's.")
 def hardware_command(as_json: bool, targets: tuple[str, ...]) -> None:
-    """Print the hardware profile the rules use."""
+    """Print the hardware profile the rules use: the declared target, else this machine."""
     import json
 
     from loadlint.hardware import TargetError, format_profile, profile_to_dict, resolve_profile
+    from loadlint.target import format_target, target_profile, target_to_dict
+
+    from loadlint.config import ConfigError, Overrides, Resolver
 
     try:
-        profile = resolve_profile(_parse_targets(targets) or None)
-    except TargetError as exc:
+        # --target, else the project's [tool.loadlint.target] (what the rules use).
+        target = _parse_targets(targets) or Resolver(Overrides(), None, False).for_path(Path(".")).target_dict()
+        # A declared machine is shown alone: this one's memory says nothing about it.
+        profile = target_profile(target) if target else resolve_profile(None)
+    except (TargetError, ConfigError) as exc:
         fail(str(exc))
     if as_json:
-        click.echo(json.dumps(profile_to_dict(profile), indent=2))
+        click.echo(json.dumps(target_to_dict(profile) if target else profile_to_dict(profile), indent=2))
     else:
-        click.echo(format_profile(profile))
+        click.echo(format_target(profile) if target else format_profile(profile))
+
+
+@cli.command("init")
+@click.option("--target", "targets", multiple=True, metavar="SPEC", help="Declare this machine instead of the detected one.")
+def init_command(targets: tuple[str, ...]) -> None:
+    """Declare the training machine in pyproject.toml ([tool.loadlint.target])."""
+    from loadlint.hardware import TargetError
+    from loadlint.target import TargetExists, detected_target, write_target
+
+    try:
+        target = _parse_targets(targets) or detected_target()
+        table = write_target(Path("pyproject.toml"), target)
+    except (TargetError, TargetExists) as exc:
+        fail(str(exc))
+    except OSError as exc:
+        fail(f"cannot write pyproject.toml: {exc.strerror or exc}")
+    origin = "--target" if targets else "this machine"
+    click.echo(f"Wrote the training machine ({origin}) to pyproject.toml:\n{table}", nl=False)
 
 
 @cli.command("rule")
-@click.argument("code", required=False)
+@click.argument("code", required=False, metavar="[CODE|NAME]")
 @click.option("--all", "all_rules", is_flag=True, help="Print every rule.")
-@click.option("--output-format", type=click.Choice(["text", "json"]), default="text")
+@click.option("--output-format", type=click.Choice(["text", "json"]), default="text", help="The page as text or JSON.")
 def rule_command(code: str | None, all_rules: bool, output_format: str) -> None:
     """Explain a rule (its documentation page)."""
     import json
@@ -358,16 +441,18 @@ def rule_command(code: str | None, all_rules: bool, output_format: str) -> None:
     from loadlint.rules import CODES, rule_class
 
     if all_rules == bool(code):
-        fail("give a rule code (loadlint rule LL201) or --all")
-    codes = sorted(CODES) if all_rules or code is None else [code.upper()]
+        fail("give a rule code or name (loadlint rule LL201, loadlint rule synchronous-loading) or --all")
     from loadlint.rules.runtime import RUNTIME_CODES
 
-    if code and code.upper() in RUNTIME_CODES and output_format == "text":  # reported by `loadlint trace` only
-        click.echo(RUNTIME_CODES[code.upper()].documentation(), nl=False)
+    by_name = {name: c for c, (name, _, _) in CODES.items()}
+    by_name.update({r.name: c for c, r in RUNTIME_CODES.items()})
+    codes = sorted(CODES) if all_rules or code is None else [by_name.get(code.lower(), code.upper())]
+    if codes[0] in RUNTIME_CODES and not all_rules and output_format == "text":  # reported by `loadlint trace` only
+        click.echo(RUNTIME_CODES[codes[0]].documentation(), nl=False)
         return
     for c in codes:
         if c not in CODES:
-            fail(f"unknown rule code '{code}'")
+            fail(f"unknown rule '{code}' (give a code like LL201 or a name like synchronous-loading)")
     rules = [rule_class(c) for c in codes]
     if output_format == "json":
         payload = [
@@ -388,7 +473,7 @@ def rule_command(code: str | None, all_rules: bool, output_format: str) -> None:
 
 @cli.command("clean")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=str))
-@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=str), envvar="LOADLINT_CACHE_DIR")
+@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=str), envvar="LOADLINT_CACHE_DIR", help="The cache folder to remove.")
 def clean_command(paths: tuple[str, ...], cache_dir: str | None) -> None:
     """Remove the cache folder."""
     from loadlint.cache import DEFAULT_DIR, clean, is_cache_dir
@@ -405,6 +490,17 @@ def clean_command(paths: tuple[str, ...], cache_dir: str | None) -> None:
         clean(folder)
 
 
+def one_line(exc: click.ClickException) -> str:
+    """Click's error as one line in our style, without its usage block:
+    the message, then where help is (``loadlint check --help``)."""
+    message = " ".join(exc.format_message().split())
+    message = message[:1].lower() + message[1:].rstrip(".")
+    ctx = getattr(exc, "ctx", None)
+    if isinstance(exc, click.UsageError) and ctx is not None:
+        message += f" (see '{ctx.command_path} --help')"
+    return message
+
+
 def main(argv: list[str] | None = None) -> int:
     """The console script: run the command line, return its exit code."""
     try:
@@ -415,7 +511,7 @@ def main(argv: list[str] | None = None) -> int:
         click.echo("loadlint: interrupted", err=True)
         return 130
     except click.ClickException as exc:
-        exc.show()
+        click.echo(f"loadlint: error: {one_line(exc)}", err=True)
         return EXIT_ERROR
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_ERROR)

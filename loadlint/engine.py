@@ -28,7 +28,7 @@ from loadlint.syntax import too_deep_at as too_deep_at  # re-exported
 from loadlint.syntax import nesting_depth as nesting_depth  # re-exported
 from loadlint.source import DecodeError, decode, line_starts, position_of_offset
 from loadlint.types import FileResult as FileResult  # re-exported: callers of lint_bytes name it
-from loadlint.types import Finding, Fix, Location
+from loadlint.types import Applied, Finding, Fix, Location
 from loadlint.types import Options as Options  # re-exported: the engine's entry points take it
 from loadlint.withhold import Candidate, Decision, Outcome, decide, declared, group_key, offered, withhold
 
@@ -74,6 +74,10 @@ def _is_suppressed(finding: Finding, line: str, file_level: set[str]) -> bool:
         return True
     codes = suppressed_codes(line)
     return codes is not None and ("*" in codes or finding.code in codes)
+
+
+#: Unused or invalid ``# noqa`` codes (``loadlint.noqa``), judged after the rules ran.
+LL902 = "LL902"
 
 
 def _engine_finding(code: str, message: str, path: str, row: int = 1, column: int = 1) -> Finding:
@@ -229,6 +233,12 @@ def _run_rules(
             more = Counter(code for code, _, _ in reports)
             more.subtract(f.code for f in against)
             reports = [r for r in reports if more[r[0]] > 0]
+        found = {(positions.range(report.node)[0].row, code) for code, _, report in reports if id(report.node) not in made}
+        if against is None and options.noqa and LL902 in options.select and "noqa" in text:
+            from loadlint.noqa import unused_noqa
+
+            row = lambda node: positions.range(node)[0].row  # noqa: E731
+            reports += [(LL902, name_of(LL902), r) for r in unused_noqa(analysis.module, row, found, options.select)]
         for code, rule_name, report in reports:
             if id(report.node) in made:
                 raise Unlocated(code)
@@ -350,11 +360,11 @@ def fix_text(
     guard = _guard(options)
     if external is not None:
         return _fix_external(text, path, options, guard, external, notebook)
-    applied: dict[str, int] = {}
+    applied = Applied()
     all_findings, analysis = analyse(text, path, guard, notebook=notebook)
     original_compiles = _compiles(text, path)
     settled = False
-    for _ in range(8):
+    for round_ in range(8):
         if analysis is None:
             break
         candidates = offered(all_findings, analysis.reports, options.select, unsafe)
@@ -369,6 +379,8 @@ def fix_text(
             break
         for candidate in decision.kept:
             applied[candidate.label] = applied.get(candidate.label, 0) + 1
+        if round_:
+            applied.later += len(decision.kept)
         text, all_findings, analysis = outcome.text, outcome.findings, outcome.analysis
     if not settled:
         # What a further run (or ``check``) would say about the fixes left.

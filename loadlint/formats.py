@@ -11,6 +11,7 @@ that is what GitHub code scanning and GitLab resolve them against.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -19,6 +20,7 @@ from typing import Any
 from xml.etree import ElementTree as ET
 
 from loadlint import __version__
+from loadlint.nbjson import cell_lines
 from loadlint.report import Sources, Style, Summary, severity
 from loadlint.rules import CODES, rule_class
 from loadlint.source import lines as split_lines
@@ -56,9 +58,9 @@ def _display_path(path: str, root: Path) -> str:
 
 
 def _message(finding: Finding) -> str:
-    # A notebook finding's position is inside a cell, not a line of the
-    # .ipynb JSON that CI viewers would show: it goes into the message, and
-    # the formats report the notebook as a whole (line 1, no region).
+    # A notebook finding's position is inside a cell: the message names it,
+    # and the formats point at the line of the .ipynb JSON holding that row
+    # of the cell (``notebook_line``), with no column (JSON escapes shift them).
     if finding.cell is not None:
         where = f"cell {finding.cell}, line {finding.location.row}, column {finding.location.column}"
         return f"{where}: {finding.message}"
@@ -66,7 +68,32 @@ def _message(finding: Finding) -> str:
 
 
 def _file_row(finding: Finding) -> int:
-    return 1 if finding.cell is not None else finding.location.row
+    if finding.cell is None:
+        return finding.location.row
+    return notebook_line(finding) or 1
+
+
+def notebook_line(finding: Finding) -> int | None:
+    """The line of the ``.ipynb`` file where a notebook finding's source row
+    sits (its JSON string), or None when the file cannot be read (stdin)."""
+    assert finding.cell is not None
+    try:
+        stat = os.stat(finding.path)
+    except OSError:
+        return None
+    rows = _cell_lines(finding.path, stat.st_mtime_ns, stat.st_size).get(finding.cell, [])
+    row = finding.location.row
+    return rows[row - 1] if 1 <= row <= len(rows) else None
+
+
+@functools.lru_cache(maxsize=32)
+def _cell_lines(path: str, mtime_ns: int, size: int) -> dict[int, list[int]]:
+    # The stat in the key: a file rewritten (fixed) since is read again.
+    try:
+        text = Path(path).read_bytes().decode("utf-8-sig")
+        return cell_lines(text)
+    except (OSError, ValueError):
+        return {}
 
 
 class _Lines:
@@ -181,6 +208,10 @@ def _sarif_result(finding: Finding, rule_index: dict[str, int], root: Path, fing
     physical: dict[str, Any] = {"artifactLocation": _artifact(finding.path, root)}
     if finding.cell is None:
         physical["region"] = _region(finding.location, finding.end_location)
+    elif (line := notebook_line(finding)) is not None:
+        # The line of the JSON string holding the cell's row: where code
+        # scanning shows it in the notebook's diff (the message names the cell).
+        physical["region"] = {"startLine": line}
     location = {"physicalLocation": physical}
     result: dict[str, Any] = {
         "ruleId": finding.code,
@@ -300,6 +331,8 @@ def format_github(run: Run, summary: Summary, style: Style, sources: Sources) ->
                     ("endLine", str(finding.end_location.row)),
                     ("endColumn", str(finding.end_location.column)),
                 ]
+            elif (line := notebook_line(finding)) is not None:
+                props.append(("line", str(line)))
             props.append(("title", f"loadlint ({finding.code})"))
             prop_text = ",".join(f"{key}={escape_property(value)}" for key, value in props)
             out.append(f"::{level} {prop_text}::{escape_data(_message(finding))}")

@@ -60,7 +60,7 @@ GIB = 1024**3
 #: for image/text pipelines; the cap only bites on small-memory machines.
 WORKER_MEMORY_BYTES = 1 * GIB
 #: Up to this many usable CPUs, a single process gets one worker per CPU
-#: rather than keeping one CPU for itself (measured: README, hardware section).
+#: rather than keeping one CPU for itself (measured: docs/hardware.md).
 SMALL_MACHINE_CPUS = 2
 
 #: Keys accepted by ``--target`` and ``[tool.loadlint.target]``, in the
@@ -459,7 +459,7 @@ def suggest_num_workers(
     small machine (a single rank with at most :data:`SMALL_MACHINE_CPUS`
     CPUs) every CPU gets a worker instead: the main process mostly waits
     for batches there, and one worker on two CPUs measured no faster than
-    none (``loadlint verify``; the README's hardware section has the data).
+    none (``loadlint verify``; docs/hardware.md has the data).
     Then cap it, each cap only when its input is known:
 
     * by the physical cores per rank: beyond them, workers share cores
@@ -585,3 +585,4 @@ def format_profile(profile: HardwareProfile) -> str:
         rows.append(("num_workers/rank", f"{per_rank} (DDP, {ranks} ranks)"))
     width = max(len(key) for key, _ in rows) + 2
     return "\n".join(f"{key + ':':<{width}}{value}" for key, value in rows)
+

@@ -8,6 +8,7 @@ the result is verified by parsing it back.
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from dataclasses import dataclass
@@ -111,6 +112,34 @@ def source_spans(text: str) -> dict[int, _SourceSpan]:
         _, key_start, value_start, value_end = sources[-1]
         items = _items(text, value_start) if text[value_start] == "[" else None
         out[index] = _SourceSpan(key_start, value_start, value_end, items)
+    return out
+
+
+def cell_lines(text: str) -> dict[int, list[int]]:
+    """Cell index (1-based) -> the 1-based line of ``text`` (the notebook's
+    JSON) on which each row of the cell's source starts: where CI viewers
+    can point at a finding inside a cell."""
+    breaks = [m.start() for m in re.finditer("\n", text)]
+
+    def line(offset: int) -> int:
+        return bisect.bisect_left(breaks, offset) + 1
+
+    out: dict[int, list[int]] = {}
+    for index, span in source_spans(text).items():
+        pieces = span.items if span.items is not None else [(span.start, span.end)]
+        rows: list[int] = []
+        starts_row = True
+        for start, end in pieces:
+            piece = json.loads(text[start:end])
+            if not isinstance(piece, str):
+                break
+            here = line(start)
+            if starts_row:
+                rows.append(here)
+            inner = piece[:-1] if piece.endswith("\n") else piece
+            rows += [here] * inner.count("\n")
+            starts_row = piece.endswith("\n")
+        out[index] = rows
     return out
 
 

@@ -62,8 +62,9 @@ def use_color(choice: str, stream: TextIO | None = None) -> bool:
 
 
 def severity(code: str) -> str:
-    """Crashes, silent data bugs and unreadable files are errors; slow paths warnings."""
-    return "warning" if code.startswith("LL2") else "error"
+    """Crashes, silent data bugs and unreadable files are errors; slow paths
+    and suppression comments that suppress nothing warnings."""
+    return "warning" if code.startswith("LL2") or code == "LL902" else "error"
 
 
 def rule_url(code: str) -> str | None:
@@ -86,6 +87,8 @@ class Summary:
     unsafe_enabled: bool
     #: The rules the run had enabled (SARIF lists them all, found or not).
     enabled: frozenset[str] = frozenset()
+    #: Of ``fixed``, those only the earlier fixes made possible (``Applied.later``).
+    later: int = 0
 
 
 def summarize(run: Run, unsafe_enabled: bool, fixing: bool) -> Summary:
@@ -95,7 +98,22 @@ def summarize(run: Run, unsafe_enabled: bool, fixing: bool) -> Summary:
     fixed = sum(sum(r.applied.values()) for r in run.results)
     if unsafe_enabled:
         safe, unsafe = safe + unsafe, 0
-    return Summary(safe, unsafe, fixed, True, unsafe_enabled)
+    later = sum(getattr(r.applied, "later", 0) for r in run.results)
+    return Summary(safe, unsafe, fixed, True, unsafe_enabled, later=later)
+
+
+def kinds(findings: list[Finding]) -> str:
+    """``2 errors, 1 warning``: the findings split by the severity the machine formats give them."""
+    errors = sum(1 for f in findings if severity(f.code) == "error")
+    return f"{_plural(errors, 'error')}, {_plural(len(findings) - errors, 'warning')}"
+
+
+def unlocked(fixed: int, later: int) -> str:
+    """How many of the fixes the others made possible, for the fix summaries (or "")."""
+    if not later:
+        return ""
+    return (f"{later} of the {fixed} fixes became possible only once the others were applied "
+            f"(`check` counts {fixed - later} as fixable)")
 
 
 def _fix_mark(finding: Finding, summary: Summary) -> str:
@@ -125,12 +143,12 @@ def summary_lines(run: Run, summary: Summary, style: Style) -> list[str]:
     if remaining == 0 and summary.fixed == 0 and errors == 0:
         return [style.bold("All checks passed!")]
     if summary.fixed:
-        if remaining:
-            out.append(f"Found {_plural(remaining + summary.fixed, 'error')} ({summary.fixed} fixed, {remaining} remaining).")
-        else:
-            out.append(f"Found {_plural(summary.fixed, 'error')} ({summary.fixed} fixed, 0 remaining).")
+        left = f": {kinds(run.findings)}" if remaining else ""
+        out.append(f"Found {_plural(remaining + summary.fixed, 'problem')} ({summary.fixed} fixed, {remaining} remaining{left}).")
+        if summary.later:
+            out.append(unlocked(summary.fixed, summary.later) + ".")
     elif remaining:
-        out.append(f"Found {_plural(remaining, 'error')}.")
+        out.append(f"Found {_plural(remaining, 'problem')} ({kinds(run.findings)}).")
     unsafe = _plural(summary.unsafe_fixable, "unsafe fix", "unsafe fixes")
     if summary.fixable:
         line = f" {summary.fixable} fixable with --fix"
@@ -274,7 +292,10 @@ def source_lines(results: list[FileResult]) -> Sources:
     """Each result's source lines by path (a notebook's by ``path:cell N``)."""
     out = {}
     for result in results:
-        if result.source is not None:
+        # After a fix the findings left are positioned in the fixed text.
+        if result.fixed is not None:
+            out[result.path] = split_lines(result.fixed)
+        elif result.source is not None:
             out[result.path] = split_lines(result.source.text)
         # Notebook findings are positioned inside their cell.
         for cell, text in result.cell_sources.items():
@@ -282,18 +303,27 @@ def source_lines(results: list[FileResult]) -> Sources:
     return out
 
 
-def statistics(run: Run, summary: Summary) -> str:
-    """``--statistics``: ``count  code  [*] name`` per code, most frequent first."""
+def statistics(run: Run, summary: Summary, fmt: str = "full") -> str:
+    """``--statistics``: ``count  code  [*] name`` per code, most frequent
+    first; ruff's objects (code, name, count, fixable) in ``json`` (a list)
+    and ``json-lines`` (one a line), with the severity the formats give."""
     counts: dict[str, list[Finding]] = {}
     for finding in run.findings:
         counts.setdefault(finding.code, []).append(finding)
     rows = sorted(counts.items(), key=lambda kv: (-len(kv[1]), kv[0]))
     width = max((len(str(len(v))) for _, v in rows), default=1)
     out = []
+    entries = []
     for code, findings in rows:
         fixable = any(f.fix and (f.fix.applicability == "safe" or summary.unsafe_enabled) for f in findings)
         mark = "[*]" if fixable else "[ ]"
         out.append(f"{len(findings):>{width}}  {code}  {mark} {findings[0].name}")
+        entries.append({"code": code, "name": findings[0].name, "count": len(findings), "fixable": bool(fixable),
+                        "severity": severity(code)})
+    if fmt == "json":
+        return json.dumps(entries, indent=2) + "\n"
+    if fmt == "json-lines":
+        return "".join(json.dumps(entry) + "\n" for entry in entries)
     return "\n".join(out) + ("\n" if out else "")
 
 
@@ -311,7 +341,7 @@ def render(
     human formats with ``--show-fixes`` before the summary (ruff's place
     for it), and ``--quiet`` without the summary."""
     if as_statistics:
-        return statistics(run, summary)
+        return statistics(run, summary, fmt)
     if fmt not in HUMAN_FORMATS:
         return formatter(fmt)(run, summary, style, {})
     body = _HUMAN_LINES[fmt](run, summary, style, source_lines(run.results))
@@ -330,7 +360,7 @@ def fixed_listing(run: Run) -> str:
         return ""
     total = sum(sum(applied.values()) for _, applied in tables)
     width = max(len(str(n)) for _, applied in tables for n in applied.values())
-    lines = [f"Fixed {total} error{'s' if total != 1 else ''}:"]
+    lines = [f"Fixed {_plural(total, 'problem')}:"]
     for path, applied in sorted(tables):
         lines.append(f"- {visible(path)}:")
         for code, count in sorted(applied.items()):

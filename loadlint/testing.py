@@ -75,6 +75,7 @@ def run_case(case: Case) -> list[str]:
         again, _, _ = fix_text(fixed, example.path, options, unsafe=True)
         if again != fixed:
             problems.append("fixing is not idempotent")
-    elif findings[0].fix is not None:
-        problems.append("a fix is offered but the example declares none")
+    elif findings[0].fix is not None and fix_text(code, example.path, options, unsafe=True)[0] != code:
+        # A fix the rule withholds (``FixSpec.withheld``) writes nothing.
+        problems.append("a fix is applied but the example declares none")
     return problems

@@ -135,6 +135,14 @@ class FixRequest:
     dry_run: bool = False
 
 
+class Applied(dict[str, int]):
+    """Fixes applied, code -> count.  ``later`` counts those of the rounds
+    after the first: fixes the first round's made possible, which ``check``
+    cannot offer yet (the summary names both)."""
+
+    later: int = 0
+
+
 @dataclass
 class FileResult:
     """What checking (or fixing) one file produced."""
@@ -223,6 +231,7 @@ class CheckOptions:
     quiet: bool = False
     jobs: int | None = None
     from_verify: str | None = None
+    add_noqa: bool = False
 
     @property
     def fixing(self) -> bool:

@@ -43,7 +43,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("engine", "fixes", "notebook", "measured", "withhold", "virtual", "positions", "summaries"),
     # Settings, file discovery, the cache and rule documentation: read by the
     # layers above, built on the rule registry.
-    ("config", "discover", "cache", "docs"),
+    ("config", "discover", "cache", "docs", "target", "noqa"),
     ("rules",),
     # Fact providers: what a rule may know about a file (and the machine).
     ("facts", "callsites", "resolve", "walk", "hardware"),

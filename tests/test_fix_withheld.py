@@ -143,7 +143,7 @@ def test_reports_show_the_reason(tmp_path: Path) -> None:
     path.write_bytes(QUICKSTART.read_bytes())
     full = run(["check", "--no-cache", "--select", "LL201,LL202", str(path)]).output
     assert "   = help: no fix: set `num_workers=3` would introduce LL013 (missing-main-guard): " in full
-    assert full.endswith("Found 4 errors.\n[*] 2 fixable with --fix.\n")
+    assert full.endswith("Found 4 problems (0 errors, 4 warnings).\n[*] 2 fixable with --fix.\n")
     records = json.loads(run(["check", "--no-cache", "--output-format", "json", str(path)]).output)
     withheld = [r for r in records if r["code"] == "LL201"]
     assert all(r["fix"] is None and r["fix_withheld"].startswith("no fix: ") for r in withheld)
@@ -166,7 +166,7 @@ def test_fix_then_check_marks_nothing_fixable(tmp_path: Path) -> None:
     path = tmp_path / "quickstart.py"
     path.write_bytes(QUICKSTART.read_bytes())
     fixed = run(["fix", "--no-cache", "--unsafe-fixes", "--select", "LL201,LL202", str(path)]).output
-    assert "Found 4 errors (2 fixed, 2 remaining).\n" in fixed and "fixable" not in fixed
+    assert "Found 4 problems (2 fixed, 2 remaining: 0 errors, 2 warnings).\n" in fixed and "fixable" not in fixed
     checked = run(["check", "--no-cache", "--select", "LL201,LL202", str(path)]).output
     assert "[*]" not in checked and "fixable" not in checked and "help: no fix: " in checked
 

@@ -141,17 +141,29 @@ def test_pylint_lines(tmp_path):
 # -- notebooks ---------------------------------------------------------------
 
 
-def test_notebook_findings_point_at_the_file_and_name_the_cell(tmp_path):
-    notebook = REPO / "tests" / "fixtures" / "notebooks" / "compact.ipynb"
-    if not notebook.is_file():
-        pytest.skip("no notebook fixture")
+def test_notebook_findings_point_at_the_line_of_the_file_and_name_the_cell(tmp_path):
+    notebook = REPO / "tests" / "fixtures" / "notebooks" / "course_custom_dataset.ipynb"
     (tmp_path / "nb.ipynb").write_bytes(notebook.read_bytes())
+    # Cell 5, row 3 is the JSON string on line 76 of the file.
+    assert notebook.read_text(encoding="utf-8").splitlines()[75].strip().startswith('"val_loader = DataLoader(')
     github = run(["--output-format", "github", "nb.ipynb"], cwd=tmp_path, select="LL201").stdout.splitlines()
-    # Cell rows are not lines of the .ipynb JSON: no line, the cell in the message.
-    assert github and all(line.startswith("::warning file=nb.ipynb,title=loadlint (LL201)::cell ") for line in github)
+    assert github == [
+        "::warning file=nb.ipynb,line=76,title=loadlint (LL201)::cell 5, line 3, column 14: `num_workers` is not set: "
+        "batches are loaded in the training process, the accelerator waits; use `num_workers=3` (target: 4 CPUs, 1 GPU)"
+    ]
     sarif = json.loads(run(["--output-format", "sarif", "nb.ipynb"], cwd=tmp_path, select="LL201").stdout)
     result = sarif["runs"][0]["results"][0]
-    assert "region" not in result["locations"][0]["physicalLocation"] and "fixes" not in result
-    assert result["properties"]["cell"] >= 1
+    assert result["locations"][0]["physicalLocation"]["region"] == {"startLine": 76} and "fixes" not in result
+    assert result["message"]["text"].startswith("cell 5, line 3, column 14: ")
+    assert result["properties"]["cell"] == 5
     issues = json.loads(run(["--output-format", "gitlab", "nb.ipynb"], cwd=tmp_path, select="LL201").stdout)
-    assert issues[0]["location"]["lines"]["begin"] == 1
+    assert issues[0]["location"]["lines"] == {"begin": 76, "end": 76}
+    pylint = run(["--output-format", "pylint", "nb.ipynb"], cwd=tmp_path, select="LL201").stdout
+    assert pylint.startswith("nb.ipynb:76: [LL201] cell 5, line 3, column 14: ")
+
+
+def test_a_notebook_on_one_line_points_at_line_one(tmp_path):
+    notebook = REPO / "tests" / "fixtures" / "notebooks" / "compact.ipynb"
+    (tmp_path / "nb.ipynb").write_bytes(notebook.read_bytes())
+    github = run(["--output-format", "github", "nb.ipynb"], cwd=tmp_path, select="LL201").stdout
+    assert github.startswith("::warning file=nb.ipynb,line=1,title=loadlint (LL201)::cell 1, line 2, column 10: ")

@@ -445,7 +445,7 @@ def test_diff_is_per_cell_and_writes_nothing(tmp_path):
     assert proc.stdout.splitlines()[:2] == [f"--- a/{path}:cell 5", f"+++ b/{path}:cell 5"]
     assert "-val_loader = DataLoader(ds, batch_size=16, prefetch_factor=4)" in proc.stdout
     assert "+val_loader = DataLoader(ds, batch_size=16)" in proc.stdout
-    assert "Would fix 1 error." in proc.stderr
+    assert "Would fix 1 problem." in proc.stderr
 
 
 def test_dry_run_result_carries_the_new_text(tmp_path):
@@ -514,7 +514,8 @@ def test_folders_include_notebooks_unless_the_extension_is_dropped(tmp_path):
     assert "nb.ipynb:cell 1:2:10: LL001" in cli("check", "--select", "LL001", "--output-format", "concise", ".", cwd=tmp_path).stdout
     (tmp_path / "loadlint.toml").write_text('extension = ["py"]\n')
     proc = cli("check", "--select", "LL001", ".", cwd=tmp_path)
-    assert proc.returncode == 0 and "All checks passed!" in proc.stdout
+    assert proc.returncode == 0 and proc.stdout == ""
+    assert proc.stderr == "loadlint: warning: No Python files found under the given path(s)\n"
 
 
 def test_cli_fix_writes_the_notebook(tmp_path):
@@ -522,7 +523,7 @@ def test_cli_fix_writes_the_notebook(tmp_path):
     before = (tmp_path / "course.ipynb").read_bytes()
     proc = cli("fix", "--select", "LL001", "course.ipynb", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "Found 1 error (1 fixed, 0 remaining)." in proc.stdout
+    assert "Found 1 problem (1 fixed, 0 remaining)." in proc.stdout
     assert_only_sources_changed(before, (tmp_path / "course.ipynb").read_bytes(), {5})
 
 

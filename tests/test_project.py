@@ -60,8 +60,8 @@ def example_project(tmp_path: Path) -> Path:
 
 def test_example_project_reports_its_chains(tmp_path: Path) -> None:
     out = check(example_project(tmp_path), "--no-cache", ".")
-    assert out.count("LL204") == 2 and "from train.py:17" in out
-    assert "train.py:17:1: LL013" in out and "(engine.py:9, in `train_step`)" in out
+    assert out.count("LL204") == 2 and "from train.py:16" in out
+    assert "train.py:16:1: LL013" in out and "(engine.py:9, in `train_step`)" in out
 
 
 def test_finding_follows_a_dependency_edit(tmp_path: Path) -> None:

@@ -183,7 +183,8 @@ def test_a_module_read_for_its_constants_is_parsed_once(tmp_path: Path, monkeypa
         return summarise_text(text)
 
     monkeypatch.setattr(join, "summarise_text", counting)
-    main(["check", "--no-cache", "-j", "1", "--target", "cpus=8", str(project)])
+    monkeypatch.chdir(project)
+    main(["check", "--no-cache", "-j", "1", "--target", "cpus=8", "."])
     out = capsys.readouterr().out
     assert "LL203 `num_workers=16` (with `config.NUM_WORKERS = 16` from config.py:4)" in out
     # Several importers and names, one parse of config.py.

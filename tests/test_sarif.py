@@ -157,3 +157,16 @@ def test_written_with_o_and_env(tmp_path, validator):
     )
     assert proc.returncode == 1 and proc.stdout == ""
     assert_valid(validator, json.loads(out.read_text(encoding="utf-8")))
+
+
+def test_notebook_results_carry_the_line_of_the_file_and_validate(validator, tmp_path):
+    notebook = REPO / "tests" / "fixtures" / "notebooks" / "course_custom_dataset.ipynb"
+    (tmp_path / "nb.ipynb").write_bytes(notebook.read_bytes())
+    log = sarif(["--select", "LL001,LL201", "nb.ipynb"], cwd=tmp_path)
+    assert_valid(validator, log)
+    results = log["runs"][0]["results"]
+    regions = [(r["ruleId"], r["locations"][0]["physicalLocation"]["region"], r["message"]["text"][:26]) for r in results]
+    assert regions == [
+        ("LL001", {"startLine": 76}, "cell 5, line 3, column 14:"),
+        ("LL201", {"startLine": 76}, "cell 5, line 3, column 14:"),
+    ]

@@ -108,7 +108,9 @@ def _join_one(
     phase1 = cache() if cache is not None else None
     opened = phase1.sub("project") if phase1 is not None else None
     # The settings as the root sees them: one key whichever files a run is given.
-    key = project_key(root, files, f"{first.settings.fingerprint(str(root / '__init__.py'))}\0{first.settings.target!r}")
+    # Messages quote paths from the current folder, so it is part of the key.
+    settings_key = f"{first.settings.fingerprint(str(root / '__init__.py'))}\0{first.settings.target!r}\0{os.getcwd()}"
+    key = project_key(root, files, settings_key)
     found: dict[str, list[Finding]] | None = None
     if opened is not None:
         from loadlint.cache import ProjectCache

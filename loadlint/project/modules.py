@@ -16,7 +16,20 @@ from pathlib import Path
 
 from loadlint.boundary import MAX_ASCENT, ROOT_MARKERS, is_inside, project_root
 
-__all__ = ["MAX_ASCENT", "ROOT_MARKERS", "Resolver", "project_root"]
+
+def shown_path(path: str) -> str:
+    """A path as messages quote it: relative to where the user stands, as
+    the findings' own paths are (``../data.py`` from a sibling folder)."""
+    try:
+        shown = os.path.relpath(path)
+    except ValueError:  # another drive (Windows)
+        shown = ".."
+    # Outside the current folder, the absolute path, as a finding's own path reads.
+    return Path(path if shown.startswith("..") else shown).as_posix()
+
+
+__all__ = ["MAX_ASCENT", "ROOT_MARKERS", "Resolver", "project_root", "shown_path"]
+
 
 class Resolver:
     """Resolves imports of project files to project files, with a memo."""

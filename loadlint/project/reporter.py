@@ -17,6 +17,7 @@ from typing import Any, Callable, Protocol
 from loadlint.engine import Bindings, analyse, file_suppressions, suppressed_codes
 from loadlint.notebook import cell_of
 from loadlint.project.flow import MISSING_VALUE, MODULE, Event, Frame, LoaderRef, SamplerRef, Value, resolve
+from loadlint.project.modules import shown_path
 from loadlint.rules import name_of
 from loadlint.summaries import locate
 from loadlint.types import Finding, Location, Options
@@ -107,13 +108,10 @@ class _Locator:
         return self.files[path].get(ref)
 
     def name(self, path: str) -> str:
-        try:
-            return Path(path).relative_to(self.project.root).as_posix()
-        except ValueError:
-            return Path(path).name
+        return shown_path(path)
 
     def place(self, path: str, ref: int) -> str:
-        """``engine.py:40`` (relative to the project root)."""
+        """``engine.py:40`` (relative to the current folder)."""
         span = self.span(path, ref)
         name = self.name(path)
         if span and path.endswith(NOTEBOOK):

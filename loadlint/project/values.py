@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from loadlint.engine import analyse
-from loadlint.project.modules import Resolver
+from loadlint.project.modules import Resolver, shown_path
 from loadlint.summaries import locate
 from loadlint.types import Finding, Options
 
@@ -88,10 +88,7 @@ class Constants:
         return found
 
     def _place(self, path: str, ref: object) -> str:
-        try:
-            name = Path(path).relative_to(self.root).as_posix()
-        except ValueError:
-            name = Path(path).name
+        name = shown_path(path)
         if type(ref) is not int:
             return name
         if path not in self._lines:

@@ -50,10 +50,11 @@ CODES: dict[str, tuple[str, str, str]] = {
     "LL211": ("manual-pin-in-loop", "ll211_manual_pin_in_loop", "ManualPinInLoop"),
     "LL900": ("syntax-error", "ll900_syntax_error", "SyntaxErrorRule"),
     "LL901": ("unreadable-file", "ll901_unreadable_file", "UnreadableFile"),
+    "LL902": ("unused-noqa", "ll902_unused_noqa", "UnusedNoqa"),
 }
 
 #: Reported by the engine itself (parse and read failures), not by a visitor.
-ENGINE_CODES = frozenset({"LL900", "LL901"})
+ENGINE_CODES = frozenset({"LL900", "LL901", "LL902"})
 
 #: Rules that are opt-in (``--select``/``extend-select``), as ruff's preview.
 DEFAULT_OFF: frozenset[str] = frozenset()

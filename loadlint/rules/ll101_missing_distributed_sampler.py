@@ -111,7 +111,9 @@ class MissingDistributedSampler(Rule):
                 continue
             if ctx.lightning_hook(call):
                 continue
-            evidence = ctx.launch.evidence[0]
+            # A call that starts distributed training reads better than an
+            # environment lookup (the run-time worker count reads LOCAL_WORLD_SIZE).
+            evidence = next((e for e in ctx.launch.evidence if not e.startswith("os.")), ctx.launch.evidence[0])
             message = (
                 f"every rank iterates the whole dataset: the module trains distributed (`{evidence}`) "
                 "but this DataLoader has no `sampler`; pass `sampler=DistributedSampler(dataset)`"

@@ -10,11 +10,13 @@ from loadlint.resolve import MISSING, Origin, follow_name
 from loadlint.rules import worker_hazards
 from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
 from loadlint.rules.shared import (
-    module_spawn_reason, origin_note, origin_of, profile_note, set_argument_fix, suggested_workers, trainer_workers,
+    module_spawn_reason, origin_note, origin_of, set_workers_fix, suggested_workers, trainer_workers, use_workers,
+    WORKERS_CONSTANT, waits, workers_code,
 )
 from loadlint.types import HardwareProfile
 from loadlint.walk import find_all
 
+_DETECTED = HardwareProfile(usable_cpus=8, gpu_count=1)
 _CPU16 = HardwareProfile(usable_cpus=16, gpu_count=0, declared=frozenset({"cpus", "gpus"}))
 
 #: The examples' replay buffer: the training loop keeps filling it.
@@ -146,9 +148,9 @@ def _mutation(ctx: Context, call: LoaderCall, target: str) -> str | None:
     return None
 
 
-def _default_fix(call: LoaderCall, n: int, found: Origin, hazards: list[str]) -> FixSpec:
+def _default_fix(ctx: Context, call: LoaderCall, n: int, found: Origin, hazards: list[str]) -> FixSpec:
     """Raise the command-line default the worker count comes from."""
-    fix = set_argument_fix(call.node, "num_workers", str(n), found, f"Set `num_workers={n}`")
+    fix = set_workers_fix(ctx, call.node, "num_workers", n, found)
     if hazards:
         fix.applicability = "unsafe"
         fix.message += f" (unsafe: {'; '.join(hazards)})"
@@ -167,10 +169,10 @@ def _training_arguments(ctx: Context) -> Iterator[Report]:
         what = ("`dataloader_num_workers` is not set" if value is MISSING
                 else "`dataloader_num_workers=0`" + origin_note(found))
         message = (
-            f"{what}: the Trainer loads every batch in the training process, the accelerator waits; "
-            f"use `dataloader_num_workers={n}` ({profile_note(ctx)})"
+            f"{what}: the Trainer loads every batch in the training process, {waits(ctx)}; "
+            f"{use_workers(ctx, 'dataloader_num_workers', n)}"
         )
-        fix = set_argument_fix(call.node, "dataloader_num_workers", str(n), found, f"Set `dataloader_num_workers={n}`")
+        fix = set_workers_fix(ctx, call.node, "dataloader_num_workers", n, found)
         yield Report(call.node, message, fix)
 
 
@@ -288,19 +290,21 @@ class SynchronousLoading(Rule):
                 continue
             n = suggested_workers(ctx, call)
             message = (
-                f"{what}: batches are loaded in the training process, the accelerator waits; "
-                f"use `num_workers={n}` ({profile_note(ctx)})"
+                f"{what}: batches are loaded in the training process, {waits(ctx)}; "
+                f"{use_workers(ctx, 'num_workers', n)}"
             )
             hazards = worker_hazards(ctx, call)
             if found is None:
+                code, needs, defined = workers_code(ctx, n)
                 fix = FixSpec(
                     "unsafe" if hazards else "safe",
-                    f"Set `num_workers={n}`" + (f" (unsafe: {'; '.join(hazards)})" if hazards else ""),
-                    calls=[CallChange(call.node, {"num_workers": str(n)})],
+                    f"Set `num_workers={code}`{defined}" + (f" (unsafe: {'; '.join(hazards)})" if hazards else ""),
+                    calls=[CallChange(call.node, {"num_workers": code})],
+                    imports=needs,
                     withheld=unguarded_script(ctx, call),
                 )
             else:
-                fix = _default_fix(call, n, found, hazards)
+                fix = _default_fix(ctx, call, n, found, hazards)
                 fix.withheld = unguarded_script(ctx, call)
             yield Report(call.node, message, fix)
         yield from _training_arguments(ctx)
@@ -439,7 +443,7 @@ class SynchronousLoading(Rule):
             from torch.utils.data import DataLoader
             loader = DataLoader(ds, batch_size=64)
             """,
-            message="`num_workers` is not set: batches are loaded in the training process, the accelerator waits; "
+            message="`num_workers` is not set: batches are loaded in the training process, the training step waits; "
             "use `num_workers=15` (target: 16 CPUs, 0 GPUs)",
             fixed="""
             from torch.utils.data import DataLoader
@@ -448,12 +452,34 @@ class SynchronousLoading(Rule):
             profile=_CPU16,
             line=2,
         ),
+        # No CPU count declared: the fix computes the workers where the script runs.
+        Invalid(
+            """
+            import torch
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=64)
+            for batch in loader:
+                batch.to("cuda")
+            """,
+            message="`num_workers` is not set: batches are loaded in the training process, the accelerator waits; "
+            "start workers from the usable CPUs at run time (7 on this machine, detected: 8 CPUs, 1 GPU)",
+            fixed="""
+            import torch
+            from torch.utils.data import DataLoader
+            import os
+            %s
+            loader = DataLoader(ds, batch_size=64, num_workers=LOADER_WORKERS)
+            for batch in loader:
+                batch.to("cuda")
+            """ % WORKERS_CONSTANT,
+            profile=_DETECTED,
+        ),
         Invalid(
             """
             import torch
             loader = torch.utils.data.DataLoader(ds, batch_size=4, num_workers=0)
             """,
-            message="`num_workers=0`: batches are loaded in the training process, the accelerator waits; "
+            message="`num_workers=0`: batches are loaded in the training process, the training step waits; "
             "use `num_workers=4` (target: 16 CPUs, 0 GPUs)",
             fixed="""
             import torch
@@ -537,7 +563,7 @@ class SynchronousLoading(Rule):
             loader = DataLoader(ds, batch_size=64, num_workers=args.workers)
             """,
             message="`num_workers=0` (with the default `--workers 0`): batches are loaded in the training process, "
-            "the accelerator waits; use `num_workers=15` (target: 16 CPUs, 0 GPUs)",
+            "the training step waits; use `num_workers=15` (target: 16 CPUs, 0 GPUs)",
             fixed="""
             import argparse
             from torch.utils.data import DataLoader
@@ -556,7 +582,7 @@ class SynchronousLoading(Rule):
             Trainer(model=model, args=args, train_dataset=ds).train()
             """,
             message="`dataloader_num_workers` is not set: the Trainer loads every batch in the training process, "
-            "the accelerator waits; use `dataloader_num_workers=15` (target: 16 CPUs, 0 GPUs)",
+            "the training step waits; use `dataloader_num_workers=15` (target: 16 CPUs, 0 GPUs)",
             fixed="""
             from transformers import Trainer, TrainingArguments
             args = TrainingArguments(output_dir="out", per_device_train_batch_size=32, dataloader_num_workers=15)

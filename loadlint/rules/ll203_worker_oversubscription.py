@@ -8,19 +8,22 @@ from loadlint.codegen import code_for_node
 from loadlint.resolve import follow_name
 from loadlint.rules.base import Context, FixSpec, Invalid, Report, Rule, Valid
 from loadlint.rules.shared import (
-    origin_of, oversubscribed, profile_note, ranks, set_argument_fix, suggested_workers, trainer_workers,
+    DECLARE_TARGET, RANK_WORKERS_CONSTANT, origin_of, portable, oversubscribed, ranks, set_workers_fix, suggested_workers, trainer_workers,
+    use_workers, workers_code,
 )
 from loadlint.types import HardwareProfile
 
-#: Divides the CPUs this process may use among the ranks torchrun starts on
-#: the node; falls back to os.cpu_count() where sched_getaffinity is missing.
-PER_RANK_WORKERS = (
-    "max(1, (len(os.sched_getaffinity(0)) if hasattr(os, \"sched_getaffinity\") else os.cpu_count() or 1)"
-    " // int(os.environ.get(\"LOCAL_WORLD_SIZE\", 1)) - 1)"
-)
 
 _T8 = HardwareProfile(usable_cpus=16, gpu_count=8, declared=frozenset({"cpus", "gpus"}))
 _T1 = HardwareProfile(usable_cpus=4, gpu_count=1, declared=frozenset({"cpus", "gpus"}))
+
+
+def _machine_bound(ctx: Context) -> str | None:
+    """Without a declared CPU count the finding itself is this machine's:
+    another machine would keep the count, so no fix writes over it."""
+    if portable(ctx):
+        return f"no fix: whether this count is too high depends on the machine that trains; {DECLARE_TARGET}"
+    return None
 
 
 def _training_arguments(ctx: Context) -> Iterator[Report]:
@@ -34,9 +37,10 @@ def _training_arguments(ctx: Context) -> Iterator[Report]:
         found = call.origin("dataloader_num_workers")
         message = (
             f"{oversubscribed('dataloader_num_workers', value, found, per_node)} on {ctx.profile.usable_cpus} usable CPUs: the Trainer's workers compete for cores and "
-            f"memory; use `dataloader_num_workers={n}` ({profile_note(ctx)})"
+            f"memory; {use_workers(ctx, 'dataloader_num_workers', n)}"
         )
-        fix = set_argument_fix(call.node, "dataloader_num_workers", str(n), found, f"Set `dataloader_num_workers={n}`")
+        fix = set_workers_fix(ctx, call.node, "dataloader_num_workers", n, found)
+        fix.withheld = _machine_bound(ctx)
         yield Report(call.node, message, fix)
 
 
@@ -77,16 +81,20 @@ class WorkerOversubscription(Rule):
 
     Use instead:
     ```python
+    LOADER_WORKERS = max(1, (getattr(os, "process_cpu_count", os.cpu_count)() or 1)
+                         // int(os.environ.get("LOCAL_WORLD_SIZE", 1)) - 1)
     dist.init_process_group("nccl")
-    workers = max(1, len(os.sched_getaffinity(0)) // int(os.environ.get("LOCAL_WORLD_SIZE", 1)) - 1)
-    loader = DataLoader(ds, sampler=sampler, num_workers=workers)
+    loader = DataLoader(ds, sampler=sampler, num_workers=LOADER_WORKERS)
     ```
 
     ## Fix safety
-    The fix replaces a literal with the target's suggestion, and
-    `os.cpu_count()` in a distributed module with an expression that divides
-    the usable CPUs among the node's ranks at run time (adding `import os`
-    when needed).  It is safe: it only lowers the number of workers.
+    With `cpus` declared in the target, the fix replaces a literal with the
+    target's suggestion.  Without one it writes nothing this machine
+    decides: the literal, and `os.cpu_count()` in a distributed module,
+    become `LOADER_WORKERS`, a constant defined after the imports that
+    divides the CPUs the process may use among the node's ranks at run time
+    (adding `import os` when needed).  It is safe: it only lowers the number
+    of workers.
 
     ## References
     - [torch.utils.data: `check_worker_number_rationality`](https://github.com/pytorch/pytorch/blob/main/torch/utils/data/dataloader.py)
@@ -110,12 +118,8 @@ class WorkerOversubscription(Rule):
                         f"`num_workers={name}()` under distributed training: every rank on the node starts "
                         "a worker per CPU of the whole machine; divide the usable CPUs among the ranks"
                     )
-                    fix = FixSpec(
-                        "safe",
-                        "Divide the usable CPUs among the node's ranks",
-                        replace=[(target, PER_RANK_WORKERS)],
-                        imports=[] if ctx.names.imports.names.get("os") == "os" else ["import os"],
-                    )
+                    code, needs, defined = workers_code(ctx, 0, run_time=True)
+                    fix = FixSpec("safe", f"Replace `{name}()` with `{code}`{defined}", replace=[(target, code)], imports=needs)
                     yield Report(call.node, message, fix)
                     continue
             value = call.value("num_workers")
@@ -130,9 +134,10 @@ class WorkerOversubscription(Rule):
             found = origin_of(call, "num_workers")
             message = (
                 f"{oversubscribed('num_workers', value, found, per_node)} on {usable} usable CPUs: workers compete for cores and memory; "
-                f"use `num_workers={n}` ({profile_note(ctx)})"
+                f"{use_workers(ctx, 'num_workers', n)}"
             )
-            fix = set_argument_fix(call.node, "num_workers", str(n), found, f"Set `num_workers={n}`")
+            fix = set_workers_fix(ctx, call.node, "num_workers", n, found)
+            fix.withheld = _machine_bound(ctx)
             yield Report(call.node, message, fix)
         yield from _training_arguments(ctx)
 
@@ -204,9 +209,10 @@ class WorkerOversubscription(Rule):
             import os
             import torch.distributed as dist
             from torch.utils.data import DataLoader
+            %s
             dist.init_process_group("nccl")
-            loader = DataLoader(ds, sampler=s, num_workers=%s)
-            """ % PER_RANK_WORKERS,
+            loader = DataLoader(ds, sampler=s, num_workers=LOADER_WORKERS)
+            """ % RANK_WORKERS_CONSTANT,
         ),
         Invalid(
             """
@@ -223,11 +229,12 @@ class WorkerOversubscription(Rule):
             from torch.utils.data import DataLoader
             from torch.nn.parallel import DistributedDataParallel
             import os
-            workers = %s
+            %s
+            workers = LOADER_WORKERS
             def main():
                 model = DistributedDataParallel(net)
                 return DataLoader(ds, sampler=s, num_workers=workers)
-            """ % PER_RANK_WORKERS,
+            """ % RANK_WORKERS_CONSTANT,
         ),
         Invalid(
             """
@@ -253,6 +260,16 @@ class WorkerOversubscription(Rule):
                 main(parser.parse_args())
             """,
             profile=_T1,
+        ),
+        # No CPU count declared: reported on this machine's count, never rewritten.
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=8, num_workers=16)
+            """,
+            message="`num_workers=16` on 4 usable CPUs: workers compete for cores and memory; start workers from "
+            "the usable CPUs at run time (3 on this machine, detected: 4 CPUs, 0 GPUs)",
+            profile=HardwareProfile(usable_cpus=4, gpu_count=0),
         ),
         Invalid(
             """

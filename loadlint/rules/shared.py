@@ -38,6 +38,60 @@ def trainer_workers(ctx: Context, call: TrainingArgumentsCall) -> int:
     return suggest_num_workers(ctx.profile, ranks(ctx), batch if type(batch) is int and batch > 0 else None)
 
 
+#: The name a portable fix gives the worker count it computes at run time.
+WORKERS_NAME = "LOADER_WORKERS"
+#: Computed where the script runs: the CPUs this process may use (affinity
+#: from Python 3.13 on), one kept for the training process.
+WORKERS_CONSTANT = f"{WORKERS_NAME} = max(1, (getattr(os, \"process_cpu_count\", os.cpu_count)() or 1) - 1)"
+#: The same under torchrun, shared among the ranks it starts on the node.
+#: Only a distributed module gets it: ``LOCAL_WORLD_SIZE`` is distributed evidence.
+RANK_WORKERS_CONSTANT = (
+    f"{WORKERS_NAME} = max(1, (getattr(os, \"process_cpu_count\", os.cpu_count)() or 1)"
+    " // int(os.environ.get(\"LOCAL_WORLD_SIZE\", 1)) - 1)"
+)
+#: What a fix without a declared target says about the number it leaves out.
+DECLARE_TARGET = "declare the training machine: `[tool.loadlint.target]`"
+
+
+def portable(ctx: Context) -> bool:
+    """No CPU count is declared: a fix must not write this machine's."""
+    return "cpus" not in ctx.profile.declared
+
+
+def workers_code(ctx: Context, n: int, *, run_time: bool = False) -> tuple[str, list[str], str]:
+    """What a fix writes for a worker count: the code, the statements it
+    needs after the imports, and how its help line quotes it.  The target's
+    number when one is declared (and ``run_time`` is not asked), else the
+    run-time constant."""
+    if not run_time and not portable(ctx):
+        return str(n), [], ""
+    needs = [] if ctx.names.imports.names.get("os") == "os" else ["import os"]
+    if WORKERS_NAME not in ctx.names.module_scope.bindings:
+        constant = RANK_WORKERS_CONSTANT if ctx.distributed else WORKERS_CONSTANT
+        needs.append(constant)
+        return WORKERS_NAME, needs, f", defined after the imports as `{constant}`"
+    return WORKERS_NAME, needs, ""
+
+
+def use_workers(ctx: Context, name: str, n: int) -> str:
+    """The advice a message ends with: the target's number, or with no
+    target this machine's figure beside the run-time count the fix writes."""
+    if portable(ctx):
+        return f"start workers from the usable CPUs at run time ({n} on this machine, {profile_note(ctx)})"
+    return f"use `{name}={n}` ({profile_note(ctx)})"
+
+
+def waits(ctx: Context) -> str:
+    """Who waits for a batch loaded in the training process: the
+    accelerator when the code uses one (CUDA, XLA) or the target has one,
+    else the training step."""
+    declared_none = "gpus" in ctx.profile.declared and ctx.profile.gpu_count == 0
+    uses_device = ctx.accelerator.cuda or ctx.accelerator.xla
+    if (uses_device and not declared_none) or (ctx.profile.gpu_count or 0) > 0:
+        return "the accelerator waits"
+    return "the training step waits"
+
+
 def oversubscribed(name: str, value: int, found: Origin | None, per_node: int) -> str:
     """How LL203 quotes the workers a node starts: `` `num_workers=8` × 4 ranks = 32 workers``."""
     started = f"`{name}={value}`" + origin_note(found)
@@ -227,13 +281,22 @@ def origin_note(found: Origin | None) -> str:
     return f" ({found.text})" if found is not None else ""
 
 
-def set_argument_fix(call: cst.Call, name: str, code: str, found: Origin | None, label: str) -> FixSpec:
+def set_argument_fix(
+    call: cst.Call, name: str, code: str, found: Origin | None, label: str, imports: list[str] | None = None
+) -> FixSpec:
     """Set an argument, or the default it comes from (the command-line
     override keeps working).  Replacing an option the user may pass with a
     constant is unsafe."""
+    needs = list(imports or [])
     if found is not None and found.node is not None:
-        return FixSpec("safe", f"{label} (the default it comes from)", replace=[(found.node, code)])
+        return FixSpec("safe", f"{label} (the default it comes from)", replace=[(found.node, code)], imports=needs)
     if found is not None:
         return FixSpec("unsafe", f"{label} (unsafe: the command-line option no longer applies)",
-                       calls=[CallChange(call, {name: code})])
-    return FixSpec("safe", label, calls=[CallChange(call, {name: code})])
+                       calls=[CallChange(call, {name: code})], imports=needs)
+    return FixSpec("safe", label, calls=[CallChange(call, {name: code})], imports=needs)
+
+
+def set_workers_fix(ctx: Context, call: cst.Call, name: str, n: int, found: Origin | None) -> FixSpec:
+    """``set_argument_fix`` for a worker count (``workers_code``)."""
+    code, needs, defined = workers_code(ctx, n)
+    return set_argument_fix(call, name, code, found, f"Set `{name}={code}`{defined}", needs)

@@ -64,8 +64,8 @@ def _parse_try(values: tuple[str, ...]) -> list[dict[str, Any]]:
                 try:
                     config[key] = kind(text)
                 except ValueError:
-                    raise click.BadParameter(f"{key}={text}: not a {kind.__name__}",
-                                             param_hint="--try") from None
+                    kind_name = {"int": "an int", "float": "a float"}.get(kind.__name__, f"a {kind.__name__}")
+                    raise click.BadParameter(f"{key}={text}: not {kind_name}", param_hint="--try") from None
         out.append(config)
     return out
 

@@ -1,0 +1,143 @@
+"""``# noqa`` comments that suppress nothing (LL902): codes that are no
+loadlint rule (``LL2O1``, a letter O) and codes with no finding to suppress
+on their line, each comment reported once with a fix that removes them.
+
+The engine gives the rows and codes of every finding before suppression.
+Only the codes this run can judge are called unused: selected ones, and not
+those the project analysis also reports (a ``noqa`` may serve a finding only
+the join across files finds).  Other tools' codes (``E501``) are left alone.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+from typing import AbstractSet, Callable, Mapping
+
+import libcst as cst
+
+from loadlint.rules import CODES
+from loadlint.rules.base import FixSpec, Report
+
+__all__ = ["CODE", "PROJECT_CODES", "add_noqa", "unused_noqa"]
+
+CODE = "LL902"
+#: The codes the project analysis (``loadlint.project.reporter``) reports.
+PROJECT_CODES = frozenset({"LL013", "LL102", "LL202", "LL204", "LL205", "LL207"})
+
+_DIRECTIVE = re.compile(r"#\s*noqa:[ \t]*(?P<codes>[A-Za-z][A-Za-z0-9]*(?:[ \t]*,?[ \t]*[A-Za-z][A-Za-z0-9]*)*)", re.I)
+_TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+_LOOKS_LIKE_CODE = re.compile(r"[A-Za-z]+[0-9][A-Za-z0-9]*")
+
+
+def _suggestion(token: str) -> str:
+    # The letters O and I typed for the digits 0 and 1.
+    guess = token.upper()[:2] + token.upper()[2:].replace("O", "0").replace("I", "1")
+    return f" (did you mean `{guess}`?)" if guess in CODES else ""
+
+
+def unused_noqa(
+    module: cst.Module, row_of: Callable[[cst.CSTNode], int], found: AbstractSet[tuple[int, str]],
+    select: AbstractSet[str],
+) -> list[Report]:
+    """One report per end-of-line ``# noqa:`` comment naming loadlint codes
+    that suppress nothing; ``found``: (row, code) of every finding before
+    suppression."""
+    reports = []
+    for whitespace in _line_ends(module):
+        comment = whitespace.comment
+        if comment is None or "noqa" not in comment.value.lower():
+            continue
+        match = _DIRECTIVE.search(comment.value)
+        if match is None:
+            continue
+        row = row_of(comment)
+        tokens = [t for t in _TOKEN.finditer(match.group("codes")) if _LOOKS_LIKE_CODE.fullmatch(t.group())]
+        invalid, unused, kept = [], [], []
+        for token in tokens:
+            text = token.group()
+            code = text.upper()
+            if code.startswith("LL") and code not in CODES:
+                invalid.append(text)
+            elif code in CODES and code in select and code not in PROJECT_CODES and (row, code) not in found:
+                unused.append(code)
+            else:
+                kept.append(text)
+        if not invalid and not unused:
+            continue
+        parts = [f"`{t}` is no loadlint rule code{_suggestion(t)}" for t in invalid]
+        parts += [f"no {code} finding starts on this line" for code in unused]
+        removed = ", ".join(f"`{t}`" for t in invalid + unused)
+        message = f"`# noqa` suppresses nothing with {removed}: {'; '.join(parts)}; remove {'it' if len(invalid + unused) == 1 else 'them'}"
+        rewritten = _rewrite(comment.value, match, tokens, kept)
+        replace: list[tuple[cst.CSTNode, str]] = [(comment, rewritten)]
+        if not rewritten and whitespace.whitespace.value:
+            replace.append((whitespace.whitespace, ""))  # no trailing blanks left behind
+        fix = FixSpec("safe", f"Remove {removed} from the `# noqa` comment", replace=replace)
+        reports.append(Report(comment, message, fix))
+    return reports
+
+
+class _LineEnds(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.found: list[cst.TrailingWhitespace] = []
+
+    def visit_TrailingWhitespace(self, node: cst.TrailingWhitespace) -> None:
+        if node.comment is not None:
+            self.found.append(node)
+
+
+def _line_ends(module: cst.Module) -> list[cst.TrailingWhitespace]:
+    """The end-of-line whitespace that holds a comment, in source order."""
+    visitor = _LineEnds()
+    module.visit(visitor)
+    return visitor.found
+
+
+def _rewrite(value: str, match: re.Match[str], tokens: list[re.Match[str]], kept: list[str]) -> str:
+    """The comment without the removed codes; without the directive when no code is left
+    (a bare ``# noqa`` would suppress everything)."""
+    if not kept:
+        return value[: match.start()].rstrip()
+    codes_start = match.start("codes")
+    last = tokens[-1].end() + codes_start
+    return value[:codes_start] + ", ".join(kept) + value[last:]
+
+
+def add_noqa(text: str, codes_by_row: Mapping[int, AbstractSet[str]]) -> tuple[str, int]:
+    """``--add-noqa``: ``text`` with ``# noqa: CODES`` at the end of each
+    row given (merged into a ``# noqa:`` already there); the directives
+    added or extended.  A row that does not end outside a string (inside a
+    triple-quoted string, after a backslash) is left alone, and so is a
+    text tokenize refuses."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return text, 0
+    ends = {t.start[0]: t.start[1] for t in tokens if t.type in (tokenize.NEWLINE, tokenize.NL)}
+    comments = {t.start[0]: t for t in tokens if t.type == tokenize.COMMENT}
+    lines = text.splitlines(keepends=True)
+    added = 0
+    for row, codes in sorted(codes_by_row.items()):
+        if row not in ends or row > len(lines):
+            continue
+        line = lines[row - 1]
+        body = line.rstrip("\r\n")
+        newline = line[len(body):]
+        comment = comments.get(row)
+        wanted = sorted(codes)
+        if comment is not None:
+            match = _DIRECTIVE.search(comment.string)
+            if match is None and re.search(r"#\s*noqa\b", comment.string, re.I):
+                continue  # a bare noqa suppresses everything already
+            if match is not None:
+                at = comment.start[1] + match.end("codes")
+                body = body[:at] + "".join(f", {code}" for code in wanted) + body[at:]
+            else:
+                body = body.rstrip() + "  # noqa: " + ", ".join(wanted)
+        else:
+            body = body.rstrip() + "  # noqa: " + ", ".join(wanted)
+        lines[row - 1] = body + newline
+        added += 1
+    return "".join(lines), added
