@@ -37,7 +37,9 @@ def option_tables() -> str:
     root = click.Context(cli, info_name="loadlint")
     rows = ["| Command | Option | Meaning |", "|---|---|---|"]
     check_names: frozenset[str] = frozenset()
-    for name in ("check", "fix", "hardware", "init", "rule", "clean", "verify", "lsp"):
+    # Every command the CLI has, check and fix first: a new command cannot be left out.
+    names = ["check", "fix", *sorted(set(cli.list_commands(root)) - {"check", "fix"})]
+    for name in names:
         command = cli.get_command(root, name)
         assert command is not None
         ctx = click.Context(command, info_name=name, parent=root)
