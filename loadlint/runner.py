@@ -191,9 +191,11 @@ def lint_candidates(
 ) -> Run:
     """Check (or fix) candidates; the runner's core, without the report.
 
-    A check also runs project analysis (``loadlint.project``) over the
-    candidates' projects, unless ``project`` is off: findings that depend
-    on other files are added to the candidates' results."""
+    A check, and a fix that writes, also runs project analysis
+    (``loadlint.project``) over the candidates' projects, unless ``project``
+    is off: findings that depend on other files are added to the
+    candidates' results.  After a fix it reads the fixed files, so a fix
+    reports what a check right after it would."""
     profiles = profiles or ProfileCache()
     candidates = list(candidates)
     results: list[FileResult | None] = [None] * len(candidates)
@@ -257,7 +259,7 @@ def lint_candidates(
             )
     if progress is not None:
         progress.close()
-    if request is None and project:
+    if project and (request is None or not request.dry_run):
         from loadlint.project.join import join_project
 
         with fewer_collections():
