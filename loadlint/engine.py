@@ -379,6 +379,10 @@ def fix_text(
 
 
 def _guard(options: Options) -> Options:
+    return guard_options(options)
+
+
+def guard_options(options: Options) -> Options:
     """The options of the comparison: every rule runs, selected or not."""
     return Options(options.select | frozenset(CODES) | crash_codes(), options.profile_factory, options.noqa)
 

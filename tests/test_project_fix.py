@@ -59,12 +59,119 @@ def test_fix_then_fix_and_check_agree(case: str, unsafe: list[str], tmp_path: Pa
     assert again == checked
 
 
-def test_fix_reports_the_project_findings_check_reports(tmp_path: Path) -> None:
+def test_fix_applies_project_fixes_in_whatever_module(tmp_path: Path) -> None:
     folder = copy_of("examples", tmp_path) / "modular"
+    check_out, check_code = run(folder, "check", "--no-cache")
+    assert "data_setup.py:15:20: LL204 [*]" in check_out and "engine.py:10:26: LL205 [*]" in check_out
+    assert "[*] 6 fixable with the `--fix` option." in check_out or "6 fixable" in check_out
     out, code = run(folder, "fix", "--no-cache")
-    assert code == 1
-    assert "data_setup.py:15:20: LL204" in out and "train.py:17:1: LL013" in out
+    assert (out.splitlines()[-1], code) == ("Found 7 errors (6 fixed, 1 remaining).", 1)
+    assert findings(out) == [line for line in findings(check_out) if "LL013" in line]
+    engine = (folder / "engine.py").read_text()
+    assert "images.to(device, non_blocking=True), labels.to(device, non_blocking=True)" in engine
+    # Another caller may pass 0 workers: persistent only when there are some.
+    assert (folder / "data_setup.py").read_text().count("persistent_workers=num_workers > 0") == 2
     # The cached run agrees with the uncached one.
     cache = ["--cache-dir", str(tmp_path / "cache")]
-    assert run(folder, "fix", *cache) == (out, code)
-    assert run(folder, "check", *cache) == (out, code)
+    assert run(folder, "fix", *cache) == run(folder, "check", "--no-cache")
+
+
+PINNED_ELSEWHERE = {
+    "data.py": """\
+from torch.utils.data import DataLoader
+
+
+def build(ds):
+    return DataLoader(ds, batch_size=8, num_workers=2, persistent_workers=True)
+""",
+    "steps.py": """\
+import torch
+
+
+def run(model, loader):
+    for x, y in loader:
+        model(x.cuda(), y.to("cuda"))
+""",
+    "train.py": """\
+import data
+import steps
+
+
+def main():
+    steps.run(model, data.build(ds))
+
+
+if __name__ == "__main__":
+    main()
+""",
+}
+
+
+def write_project(tmp_path: Path, files: dict[str, str]) -> Path:
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "pyproject.toml").touch()
+    for name, text in files.items():
+        (root / name).write_text(text, encoding="utf-8")
+    return root
+
+
+def test_a_fix_and_the_fixes_it_implies_apply_in_one_run(tmp_path: Path) -> None:
+    root = write_project(tmp_path, PINNED_ELSEWHERE)
+    out, code = run(root, "fix", "--no-cache", "--show-fixes")
+    # pin_memory=True in data.py, then non_blocking=True at both transfers in steps.py.
+    assert code == 0 and "Found 3 errors (3 fixed, 0 remaining)." in out
+    assert "1 × LL202" in out and "2 × LL205" in out
+    assert "pin_memory=True" in (root / "data.py").read_text()
+    assert 'model(x.cuda(non_blocking=True), y.to("cuda", non_blocking=True))' in (root / "steps.py").read_text()
+    assert run(root, "check", "--no-cache") == ("All checks passed!\n", 0)
+
+
+def test_pinning_in_a_cpu_only_module_ends_where_check_agrees(tmp_path: Path) -> None:
+    files = dict(PINNED_ELSEWHERE)
+    # The factory's module only ever uses the CPU: its own LL208 then pins only when CUDA is there.
+    files["data.py"] = files["data.py"].replace(
+        "from torch.utils.data import DataLoader\n",
+        "from torch.utils.data import DataLoader\n\n\ndef to_host(model):\n    return model.to(\"cpu\")\n",
+    )
+    root = write_project(tmp_path, files)
+    out, code = run(root, "fix", "--no-cache")
+    assert "pin_memory=torch.cuda.is_available()" in (root / "data.py").read_text()
+    assert (findings(out), code) == (findings(run(root, "check", "--no-cache")[0]), 0)
+    assert run(root, "fix", "--no-cache") == run(root, "check", "--no-cache")
+
+
+def test_a_project_fix_that_would_introduce_a_finding_is_withheld(tmp_path: Path) -> None:
+    from loadlint.pipeline import ProfileCache, options_for
+    from loadlint.config import Settings
+    from loadlint.project.fixing import decide
+    from loadlint.summaries import numbered
+    from loadlint.types import Finding, Location
+
+    text = (
+        "from torch.utils.data import BatchSampler, DataLoader, SequentialSampler\n"
+        "batches = BatchSampler(SequentialSampler(ds), batch_size=4, drop_last=False)\n"
+        "loader = DataLoader(ds, batch_sampler=batches, num_workers=2)\n"
+    )
+    path = str(tmp_path / "data.py")
+    options = options_for(Settings(), path, ProfileCache())
+    # Setting a batch size beside a batch sampler is LL004, which has no fix.
+    keywords = {"batch_size": "4"}
+
+    def decided(text: str) -> Finding:
+        found = numbered(text)
+        assert found is not None
+        positions, nodes = found
+        ref = next(i for i, node in enumerate(nodes) if positions.range(node)[0] == Location(3, 10))
+        finding = Finding("LL202", "missing-pin-memory", "m", path, Location(3, 10), Location(3, 20))
+        change = (ref, keywords, "safe", "Set `batch_size=4`")
+        decide({path: [finding]}, {(path, "LL202", 3, 10): change}, lambda p: text, lambda p: options)
+        return finding
+
+    withheld = decided(text)
+    assert withheld.fix is None and withheld.fix_withheld is not None
+    assert withheld.fix_withheld.startswith("no fix: set `batch_size=4` would introduce LL004")
+    # The same change on a loader it does not harm is offered.
+    offered = decided(text.replace("batch_sampler=batches, ", ""))
+    assert offered.fix is not None and offered.fix_withheld is None
+    assert offered.fix.edits[0].content == "DataLoader(ds, num_workers=2, batch_size=4)"

@@ -147,7 +147,7 @@ def test_unknown_device_counts_only_with_the_modules_cuda_evidence(tmp_path: Pat
     assert check(silent, "--no-cache", ".") == ""
     (silent / "steps.py").write_text(textwrap.dedent(steps) + "\n\nmodel.cuda()\n", encoding="utf-8")
     out = check(silent, "--no-cache", ".")
-    assert out.startswith("data.py:6:12: LL202 `pin_memory` is not set") and "`steps.run` (steps.py:4)" in out
+    assert out.startswith("data.py:6:12: LL202 [*] `pin_memory` is not set") and "`steps.run` (steps.py:4)" in out
     # A pinned loader: LL205 needs the device to be CUDA, the module's evidence is not enough.
     (silent / "data.py").write_text(textwrap.dedent(FACTORY).replace("num_workers=2", "num_workers=2, pin_memory=True"))
     assert check(silent, "--no-cache", ".") == ""

@@ -89,7 +89,12 @@ class Project:
         report = Reporter(self, wanted, flags, walk.entered)
         for ref in walk.loaders:
             report.loader(ref)
-        return report.done()
+        found = report.done()
+        if report.changes:
+            from loadlint.project.fixing import decide
+
+            decide(found, report.changes, self.read_text, self.options_for)
+        return found
 
     def mentions(self, word: bytes) -> bool:
         """Whether any project file contains ``word`` (a byte search, for a

@@ -141,12 +141,15 @@ class Reporter:
         self.reanalysed: dict[tuple[str, str], list[Finding]] = {}
         #: Whether any project file mentions ``set_epoch`` (read once, on demand).
         self.set_epoch_anywhere: bool | None = None
+        #: The fix each finding asks for, by (path, code, row, column):
+        #: (node ref, keywords to set, applicability, label); decided in ``fixing``.
+        self.changes: dict[tuple[str, str, int, int], Change] = {}
         #: The modules each walk (by its root frame) entered.
         self.reached: dict[int, set[str]] = {}
         for frame in entered:
             self.reached.setdefault(id(frame.root), set()).add(frame.path)
 
-    def _add(self, path: str, code: str, ref: int, message: str) -> None:
+    def _add(self, path: str, code: str, ref: int, message: str, change: Change | None = None) -> None:
         if path not in self.wanted:
             return
         options = self.project.options_for(path)
@@ -155,6 +158,8 @@ class Reporter:
         span = self.where.span(path, ref)
         if span is None or (code, span[0].row) in self._own(path, options):
             return
+        if change is not None and not path.endswith(NOTEBOOK):
+            self.changes.setdefault((path, code, span[0].row, span[0].column), change)
         self._keep(Finding(code, name_of(code), message, path, span[0], span[1]))
 
     def _own(self, path: str, options: Options) -> set[tuple[str, int]]:
@@ -290,7 +295,7 @@ class Reporter:
             f"set `persistent_workers=True` (iterated every epoch by `{event.frame.function}` ({use})"
             + (f" {calls})" if calls else ")")
         )
-        self._add(ref.frame.path, "LL204", int(ref.summary.get("at", -1)), message)
+        self._add(ref.frame.path, "LL204", int(ref.summary.get("at", -1)), message, _persistent_change(ref))
 
     def _transfers(self, ref: LoaderRef) -> None:
         """LL205 on a blocking ``.cuda()`` or ``.to(<CUDA device>)`` of a pinned
@@ -311,7 +316,8 @@ class Reporter:
                 f"`.{method}()` of a pinned batch without `non_blocking=True`: the copy blocks and cannot overlap "
                 f"compute, so pinning buys nothing; pass `non_blocking=True` (the loader is built at {self._built(ref)})"
             )
-            self._add(event.frame.path, "LL205", int(use.get("at", -1)), message)
+            change = (int(use.get("at", -1)), {"non_blocking": "True"}, "safe", "Pass `non_blocking=True`")
+            self._add(event.frame.path, "LL205", int(use.get("at", -1)), message, change)
 
     def _pinning(self, ref: LoaderRef) -> None:
         """LL202 on a loader that is not pinned whose batches another module
@@ -342,7 +348,10 @@ class Reporter:
                 f"{what} but batches go to the GPU: copies from pageable memory block and cannot overlap compute; "
                 f"set `pin_memory=True` (batches moved to the GPU by {self._by(event)})"
             )
-            self._add(ref.frame.path, "LL202", int(ref.summary.get("at", -1)), message)
+            at = int(ref.summary.get("at", -1))
+            # A value passed in is the caller's to choose.
+            change = None if "pin_memory" in ref.summary.get("kw", {}) else (at, {"pin_memory": "True"}, "safe", "Set `pin_memory=True`")
+            self._add(ref.frame.path, "LL202", at, message, change)
             return
 
     def _set_epoch(self, ref: LoaderRef) -> None:
@@ -467,6 +476,31 @@ class Reporter:
             if kept:
                 out[path] = kept
         return out
+
+
+#: A fix a project finding asks for: (summary node ref of the call, keywords
+#: to set with their code, applicability, label).
+Change = tuple[int, dict[str, str], str, str]
+
+
+def _persistent_change(ref: LoaderRef) -> Change | None:
+    """``persistent_workers=True``, or ``=<param> > 0`` where the worker
+    count is the factory's parameter: another caller may pass 0, and
+    persistent workers without workers raise."""
+    kw = ref.summary.get("kw", {})
+    if "persistent_workers" in kw:
+        return None  # the caller's to choose
+    at = int(ref.summary.get("at", -1))
+    param = kw.get("num_workers")
+    if isinstance(param, str) and param.isidentifier():
+        code = f"{param} > 0"
+    else:
+        raw = ref.summary.get("values", {}).get("num_workers")
+        certain = isinstance(raw, dict) and (raw.get("cpu_count") or type(raw.get("value")) is int and raw["value"] > 0)
+        if not certain:
+            return None
+        code = "True"
+    return at, {"persistent_workers": code}, "safe", f"Set `persistent_workers={code}`"
 
 
 def _sig(finding: Finding) -> tuple[str, int, int]:
