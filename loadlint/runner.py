@@ -204,6 +204,13 @@ def lint_candidates(
     would, with every round's fixes counted."""
     profiles = profiles or ProfileCache()
     candidates = list(candidates)
+    if request is not None and not request.dry_run and project:
+        # A fix the project takes back (LL201 on a dataset held in memory by
+        # another module) is not for the per-file pass to apply.
+        withdrawn: dict[str, frozenset[tuple[str, int, int]]] = {}
+        _lint_once(candidates, None, cache=cache, jobs=jobs, profiles=profiles, pool_min_saving=pool_min_saving,
+                   withdrawn=withdrawn)
+        request = dataclasses.replace(request, skip=withdrawn)
     run = _lint_round(candidates, request, cache, jobs, progress, profiles, pool_min_saving, project)
     if request is None or request.dry_run or not project:
         return run
@@ -264,6 +271,7 @@ def _lint_once(
     profiles: ProfileCache | None = None,
     pool_min_saving: int = POOL_MIN_SAVING,
     project: bool = True,
+    withdrawn: dict[str, frozenset[tuple[str, int, int]]] | None = None,
 ) -> Run:
     """One pass of ``lint_candidates``: per file, then the project."""
     profiles = profiles or ProfileCache()
@@ -333,7 +341,7 @@ def _lint_once(
         from loadlint.project.join import join_project
 
         with fewer_collections():
-            join_project(candidates, results, profiles, cache)
+            join_project(candidates, results, profiles, cache, withdrawn)
 
     run = Run.of([r for r in results if r is not None])
     run.files = len(candidates)

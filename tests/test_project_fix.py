@@ -175,3 +175,25 @@ def test_a_project_fix_that_would_introduce_a_finding_is_withheld(tmp_path: Path
     offered = decided(text.replace("batch_sampler=batches, ", ""))
     assert offered.fix is not None and offered.fix_withheld is None
     assert offered.fix.edits[0].content == "DataLoader(ds, num_workers=2, batch_size=4)"
+
+
+def test_an_in_memory_dataset_from_another_module_is_left_alone(tmp_path: Path) -> None:
+    folder = copy_of("in_memory_elsewhere", tmp_path)
+    checked, _ = run(folder, "check", "--no-cache")
+    assert [line.split(" ")[0:2] for line in findings(checked) if "LL201" in line] == [["train.py:12:12:", "LL201"]]
+    run(folder, "fix", "--no-cache")
+    train = (folder / "train.py").read_text()
+    assert "DataLoader(RandomDataset(32, 64), batch_size=2, pin_memory=True)" in train
+    assert "DataLoader(ds, batch_size=2, pin_memory=True)" in train
+    assert "DataLoader(FileDataset(root), batch_size=2, num_workers=2, pin_memory=True)" in train
+
+
+def test_the_cache_keeps_what_the_project_takes_back(tmp_path: Path) -> None:
+    folder = copy_of("in_memory_elsewhere", tmp_path)
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    cold = run(folder, "check", *cache)
+    assert run(folder, "check", *cache) == cold == run(folder, "check", "--no-cache")
+    # Made not in memory, the class no longer takes the finding back.
+    module = folder / "helpers" / "datasets.py"
+    module.write_text(module.read_text().replace("return self.data[index]", "return torch.load(self.data[index])"))
+    assert sum("LL201" in line for line in findings(run(folder, "check", *cache)[0])) == 3

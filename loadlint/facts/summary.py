@@ -32,6 +32,7 @@ import libcst as cst
 from loadlint.facts.accelerator import device_kind
 from loadlint.facts.calls import CallSite
 from loadlint.facts.collect import ModuleFacts
+from loadlint.facts.datasets import imported_dataset_class, in_memory_classes
 from loadlint.facts.distributed import SamplerCall
 from loadlint.facts.names import FunctionFacts
 from loadlint.resolve import MISSING, UNKNOWN, Binding, Scope, bind_imported, dotted_name, evaluate, follow_name
@@ -45,7 +46,7 @@ MODULE = "<module>"
 #: The loader arguments project analysis reasons about (absent: torch's default).
 _LOADER_SETTINGS = ("num_workers", "persistent_workers", "pin_memory", "multiprocessing_context", "sampler")
 #: Bumped when the shape changes, so cached summaries are not misread.
-VERSION = 4
+VERSION = 5
 
 
 def summarise(facts: ModuleFacts, ref_of: RefOf) -> Summary:
@@ -72,6 +73,10 @@ def summarise(facts: ModuleFacts, ref_of: RefOf) -> Summary:
         "start_methods": sorted(facts.loaders.start_methods),
     }
     out: Summary = {"version": VERSION, "imports": imports, "functions": functions, "flags": flags}
+    if names.class_defs:
+        memory = in_memory_classes(names, facts.datasets)
+        if memory:
+            out["in_memory_classes"] = memory
     constants = _constants(facts, imports, ref_of)
     if constants:
         out["constants"] = constants
@@ -268,7 +273,11 @@ class _Function:
                 continue
             expr = call.expr(name)
             values[name] = self.describe(expr, call.scope) if expr is not None else {}
-        return {"at": self.ref_of(call.node), "kw": kw, "values": values, "var": call.key[1] if call.key else None}
+        out = {"at": self.ref_of(call.node), "kw": kw, "values": values, "var": call.key[1] if call.key else None}
+        imported = imported_dataset_class(self.facts.names, call)
+        if imported is not None:
+            out["dataset_class"] = imported
+        return out
 
     def _sampler(self, call: SamplerCall) -> dict[str, Any]:
         # DistributedSampler(dataset, num_replicas=None, rank=None, shuffle=True, ...)

@@ -38,6 +38,9 @@ SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", "venv", "
 #: The cache's configuration fingerprint for a summary made on demand.
 SUMMARY_ONLY = "project-summary"
 NOTEBOOK = ".ipynb"
+#: Phase 2's findings to take back from a file's own, kept beside the ones it
+#: adds (and cached with them) under this prefix and the file's path.
+WITHDRAWN = "\0withdrawn\0"
 
 
 def python_files(root: Path, limit: int = MAX_FILES) -> Iterator[str]:
@@ -59,9 +62,11 @@ def join_project(
     results: list[FileResult | None],
     profiles: ProfileCache,
     cache: Callable[[], Cache] | None,
+    withdrawn: dict[str, frozenset[tuple[str, int, int]]] | None = None,
 ) -> None:
     """Add project findings to ``results`` (parallel to ``candidates``;
-    None where the run's pre-filter skipped the file)."""
+    None where the run's pre-filter skipped the file); the (code, row,
+    column) of the findings it takes back go to ``withdrawn``, by absolute path."""
     groups: dict[Path, list[int]] = {}
     roots: dict[Path, Path] = {}
     above: dict[Path, Path | None] = {}
@@ -72,7 +77,7 @@ def join_project(
         groups.setdefault(roots[folder], []).append(index)
     for root, indexes in groups.items():
         try:
-            _join_one(root, indexes, candidates, results, profiles, cache)
+            _join_one(root, indexes, candidates, results, profiles, cache, withdrawn)
         except (OSError, ValueError, RecursionError, MemoryError):
             # Project findings are extra: a project that cannot be read
             # whole still gets every file's own findings.
@@ -101,6 +106,7 @@ def _join_one(
     results: list[FileResult | None],
     profiles: ProfileCache,
     cache: Callable[[], Cache] | None,
+    withdrawn: dict[str, frozenset[tuple[str, int, int]]] | None = None,
 ) -> None:
     original: dict[str, int] = {os.path.abspath(candidates[i].path): i for i in indexes}
     files = list(python_files(root))
@@ -119,7 +125,13 @@ def _join_one(
         if opened is not None:
             ProjectCache(opened).store(str(root), key, found)
     for path, findings in found.items():
-        if path in original:
+        if path.startswith(WITHDRAWN):
+            index = original.get(path[len(WITHDRAWN):])
+            if index is not None:
+                _withdraw(results[index], findings)
+                if withdrawn is not None:
+                    withdrawn[path[len(WITHDRAWN):]] = frozenset(_place(f) for f in findings)
+        elif path in original:
             _add(results, original[path], candidates, findings)
 
 
@@ -235,7 +247,62 @@ def _analyse(
         text = read_text(path) if path.endswith(NOTEBOOK) else None
         if text is not None:
             found[path] = to_cells(findings, text)
+    withdrawn = _in_memory_elsewhere(root, summaries, summary_of, read_text, original)
+    for path, gone in withdrawn.items():
+        places = {_place(f) for f in gone}
+        if path in found:
+            found[path] = [f for f in found[path] if _place(f) not in places]
+        found[WITHDRAWN + path] = gone
     return found
+
+
+def _place(finding: Finding) -> tuple[str, int, int]:
+    return finding.code, finding.location.row, finding.location.column
+
+
+def _in_memory_elsewhere(
+    root: Path,
+    summaries: dict[str, dict[str, Any]],
+    summary_of: Callable[[str], dict[str, Any] | None],
+    read_text: Callable[[str], str | None],
+    original: dict[str, int],
+) -> dict[str, list[Finding]]:
+    """LL201 findings to take back: on loaders of the run's files whose
+    dataset is built from a class of another project module that holds its
+    data in memory (the test a class of the same module passes)."""
+    from loadlint.summaries import locate
+
+    resolver = Resolver(root)
+    out: dict[str, list[Finding]] = {}
+    for path in original:
+        summary = summaries.get(path)
+        if summary is None or path.endswith(NOTEBOOK):
+            continue
+        refs = []
+        for fn in summary.get("functions", {}).values():
+            for loader in fn.get("loaders", []):
+                name = loader.get("dataset_class")
+                found = resolver.module_file(path, name) if isinstance(name, str) else None
+                if found is None or "." in found[1]:
+                    continue
+                module = summary_of(found[0])
+                if module is not None and found[1] in module.get("in_memory_classes", ()):
+                    refs.append(int(loader.get("at", -1)))
+        text = read_text(path) if refs else None
+        if text is None:
+            continue
+        spans = locate(text, refs)
+        out[path] = [
+            Finding("LL201", "synchronous-loading", "", path, spans[ref][0], spans[ref][1]) for ref in refs if ref in spans
+        ]
+    return out
+
+
+def _withdraw(result: FileResult | None, gone: list[Finding]) -> None:
+    if result is None:
+        return
+    places = {_place(f) for f in gone}
+    result.findings = [f for f in result.findings if _place(f) not in places]
 
 
 def _constant_findings(
