@@ -77,6 +77,11 @@ def summarise(facts: ModuleFacts, ref_of: RefOf) -> Summary:
         memory = in_memory_classes(names, facts.datasets)
         if memory:
             out["in_memory_classes"] = memory
+    # Every loader, nested functions' too, whose dataset is an imported class.
+    built = [(call, imported_dataset_class(names, call)) for call in facts.loaders.calls]
+    datasets = [{"at": ref_of(call.node), "class": name} for call, name in built if name is not None]
+    if datasets:
+        out["imported_datasets"] = datasets
     constants = _constants(facts, imports, ref_of)
     if constants:
         out["constants"] = constants
@@ -273,11 +278,7 @@ class _Function:
                 continue
             expr = call.expr(name)
             values[name] = self.describe(expr, call.scope) if expr is not None else {}
-        out = {"at": self.ref_of(call.node), "kw": kw, "values": values, "var": call.key[1] if call.key else None}
-        imported = imported_dataset_class(self.facts.names, call)
-        if imported is not None:
-            out["dataset_class"] = imported
-        return out
+        return {"at": self.ref_of(call.node), "kw": kw, "values": values, "var": call.key[1] if call.key else None}
 
     def _sampler(self, call: SamplerCall) -> dict[str, Any]:
         # DistributedSampler(dataset, num_replicas=None, rank=None, shuffle=True, ...)

@@ -279,15 +279,14 @@ def _in_memory_elsewhere(
         if summary is None or path.endswith(NOTEBOOK):
             continue
         refs = []
-        for fn in summary.get("functions", {}).values():
-            for loader in fn.get("loaders", []):
-                name = loader.get("dataset_class")
-                found = resolver.module_file(path, name) if isinstance(name, str) else None
-                if found is None or "." in found[1]:
-                    continue
-                module = summary_of(found[0])
-                if module is not None and found[1] in module.get("in_memory_classes", ()):
-                    refs.append(int(loader.get("at", -1)))
+        for loader in summary.get("imported_datasets", []):
+            name = loader.get("class")
+            found = resolver.module_file(path, name) if isinstance(name, str) else None
+            if found is None or "." in found[1]:
+                continue
+            module = summary_of(found[0])
+            if module is not None and found[1] in module.get("in_memory_classes", ()):
+                refs.append(int(loader.get("at", -1)))
         text = read_text(path) if refs else None
         if text is None:
             continue
