@@ -43,18 +43,57 @@ NOTEBOOK = ".ipynb"
 WITHDRAWN = "\0withdrawn\0"
 
 
-def python_files(root: Path, limit: int = MAX_FILES) -> Iterator[str]:
-    """Python files under ``root``, sorted, at most ``limit``; hidden and
-    environment folders skipped, links to folders not followed."""
-    count = 0
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIP_DIRS)
-        for name in sorted(files):
-            if name.endswith((".py", NOTEBOOK)):
-                yield os.path.join(folder, name)
-                count += 1
-                if count >= limit:
-                    return
+class Listing:
+    """The Python files under each root of a run and their ``stat``, shared
+    by its roots: a tree without root markers makes every folder a root of
+    its own, and a root nested in one walked already takes its files from
+    that walk (in the same order: folders top-down, names sorted) instead of walking
+    and stating its subtree again."""
+
+    def __init__(self) -> None:
+        #: Walks that listed every file: (files, folder -> its files' span).
+        self.walks: list[tuple[list[str], dict[str, tuple[int, int]]]] = []
+        self.stats: dict[str, tuple[int, int] | None] = {}
+
+    def files(self, root: Path) -> list[str]:
+        top = str(root)
+        for files, spans in self.walks:
+            span = spans.get(top)
+            if span is not None:
+                return files[span[0] : span[1]]
+        files, starts = [], []
+        for folder, dirs, names in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIP_DIRS)
+            starts.append((folder, len(files)))
+            files.extend(os.path.join(folder, name) for name in sorted(names) if name.endswith((".py", NOTEBOOK)))
+            if len(files) >= MAX_FILES:
+                return files[:MAX_FILES]  # cut short: no subtree can be taken from it
+        self.walks.append((files, _spans(starts, len(files))))
+        return files
+
+    def stat(self, path: str) -> tuple[int, int] | None:
+        if path not in self.stats:
+            try:
+                st = os.stat(path)
+                self.stats[path] = (st.st_size, st.st_mtime_ns)
+            except OSError:
+                self.stats[path] = None
+        return self.stats[path]
+
+
+def _spans(starts: list[tuple[str, int]], total: int) -> dict[str, tuple[int, int]]:
+    """Each folder's files in a top-down walk: from its start to the start
+    of the next folder outside it."""
+    spans: dict[str, tuple[int, int]] = {}
+    open_folders: list[tuple[str, int]] = []
+    for folder, start in starts:
+        while open_folders and not folder.startswith(open_folders[-1][0].rstrip(os.sep) + os.sep):
+            done, begun = open_folders.pop()
+            spans[done] = (begun, start)
+        open_folders.append((folder, start))
+    for done, begun in open_folders:
+        spans[done] = (begun, total)
+    return spans
 
 
 def join_project(
@@ -68,34 +107,42 @@ def join_project(
     None where the run's pre-filter skipped the file); the (code, row,
     column) of the findings it takes back go to ``withdrawn``, by absolute path."""
     groups: dict[Path, list[int]] = {}
-    roots: dict[Path, Path] = {}
-    above: dict[Path, Path | None] = {}
+    roots: dict[str, Path] = {}
+    above: dict[str, Path | None] = {}
+    #: Whether each file of the run may build a loader (the pre-filter's verdict).
+    builds: dict[str, bool] = {}
     for index, candidate in enumerate(candidates):
-        folder = Path(os.path.abspath(candidate.path)).parent
+        path = os.path.abspath(candidate.path)
+        builds[path] = results[index] is not None or path.endswith(NOTEBOOK)
+        folder = os.path.dirname(path)
         if folder not in roots:
-            roots[folder] = project_root(folder, above)
+            roots[folder] = project_root(Path(folder), above)
         groups.setdefault(roots[folder], []).append(index)
+    listing = Listing()
     for root, indexes in groups.items():
+        # No file of the project can build a loader: nothing to join (a tree
+        # without root markers has a project per folder, most of them so).
+        if not any(builds.get(path, True) for path in listing.files(root)):
+            continue
         try:
-            _join_one(root, indexes, candidates, results, profiles, cache, withdrawn)
+            _join_one(root, indexes, candidates, results, profiles, cache, withdrawn, listing)
         except (OSError, ValueError, RecursionError, MemoryError):
             # Project findings are extra: a project that cannot be read
             # whole still gets every file's own findings.
             continue
 
 
-def project_key(root: Path, files: list[str], settings: str) -> str:
+def project_key(root: Path, files: list[str], settings: str, listing: Listing | None = None) -> str:
     """A digest of every project file's name, size and modification time,
     and the settings: equal keys, equal project findings."""
     import hashlib
 
+    stat = (listing or Listing()).stat
     digest = hashlib.blake2b(f"{root}\0{settings}".encode(), digest_size=20)
     for path in files:
-        try:
-            st = os.stat(path)
-        except OSError:
-            continue
-        digest.update(f"\0{path}\0{st.st_size}\0{st.st_mtime_ns}".encode(errors="surrogateescape"))
+        found = stat(path)
+        if found is not None:
+            digest.update(f"\0{path}\0{found[0]}\0{found[1]}".encode(errors="surrogateescape"))
     return digest.hexdigest()
 
 
@@ -107,14 +154,18 @@ def _join_one(
     profiles: ProfileCache,
     cache: Callable[[], Cache] | None,
     withdrawn: dict[str, frozenset[tuple[str, int, int]]] | None = None,
+    listing: Listing | None = None,
 ) -> None:
     original: dict[str, int] = {os.path.abspath(candidates[i].path): i for i in indexes}
-    files = list(python_files(root))
+    listing = listing or Listing()
+    files = listing.files(root)
     first = candidates[indexes[0]]
     phase1 = cache() if cache is not None else None
     opened = phase1.sub("project") if phase1 is not None else None
     # The settings as the root sees them: one key whichever files a run is given.
-    key = project_key(root, files, f"{first.settings.fingerprint(str(root / '__init__.py'))}\0{first.settings.target!r}")
+    key = project_key(
+        root, files, f"{first.settings.fingerprint(str(root / '__init__.py'))}\0{first.settings.target!r}", listing
+    )
     found: dict[str, list[Finding]] | None = None
     if opened is not None:
         from loadlint.cache import ProjectCache
