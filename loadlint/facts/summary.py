@@ -46,7 +46,7 @@ MODULE = "<module>"
 #: The loader arguments project analysis reasons about (absent: torch's default).
 _LOADER_SETTINGS = ("num_workers", "persistent_workers", "pin_memory", "multiprocessing_context", "sampler")
 #: Bumped when the shape changes, so cached summaries are not misread.
-VERSION = 5
+VERSION = 6
 
 
 def summarise(facts: ModuleFacts, ref_of: RefOf) -> Summary:
@@ -152,6 +152,12 @@ class _Groups:
         items += [("transfer", t) for t in iteration.transfers]
         for kind, item in items:
             self.by_key.setdefault(item.key[0], []).append((kind, item))
+        #: The summarised functions by scope (a module-level loader used in one
+        #: of them is used when the walk enters it).
+        self.function_of: dict[int, str] = {
+            id(fn.scope): f"{fn.class_name}.{fn.name}" if fn.class_name else fn.name
+            for fn in facts.names.functions if not fn.nested
+        }
 
 
 #: Expressions a device's kind is looked for in (``torch.device(...)``, a name
@@ -345,10 +351,17 @@ class _Function:
             if who is None:
                 continue
             if kind == "iter":
-                out.append({
+                use = {
                     "kind": kind, "of": who, "at": self.ref_of(item.node.iter), "in_loop": bool(item.outer),
                     "guarded": item.in_main_guard,
-                })
+                }
+                inner = item.scope
+                if self.fn is None and inner is not self.scope:
+                    if id(inner) not in self.groups.function_of:
+                        continue  # a nested function's: when it runs is unknown
+                    # A module-level loader iterated in a function: a use of the function's frame.
+                    use["in_function"] = self.groups.function_of[id(inner)]
+                out.append(use)
             elif kind == "next_iter":
                 out.append({
                     "kind": kind, "of": who, "at": self.ref_of(item.node), "in_loop": item.in_loop,
