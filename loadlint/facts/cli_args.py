@@ -2,6 +2,9 @@
 ``HfArgumentParser``, ``simple_parsing`` and ``tyro``) give a script that is
 run without options.
 
+Options a parser inherits through ``parents=[...]`` (a parser built here or
+returned by a function of the module) count as its own.
+
 A default is the value the script runs with unless the user overrides it, so
 the rules may use it, and their messages say where it comes from.  Anything
 the parser cannot show statically stays unknown: a required option, an
@@ -329,8 +332,18 @@ class CliProvider(Provider[CliFacts]):
             ns.options.pop(name, None)
         return ns
 
-    def _argparse_namespace(self, parser: _Parser) -> Namespace | None:
+    def _argparse_namespace(self, parser: _Parser, depth: int = 0) -> Namespace | None:
         options: dict[str, Option | Namespace] = {}
+        # ``ArgumentParser(parents=[base_parser()])`` copies the parents'
+        # options and defaults first; the parser's own come after them.
+        parents = _keyword(parser.node, "parents")
+        if type(parents) in (cst.List, cst.Tuple) and depth < 8:
+            assert isinstance(parents, (cst.List, cst.Tuple))
+            for element in parents.elements:
+                parent = None if type(element) is not cst.Element else self._parser_of(element.value, parser.scope, 0)
+                inherited = self._argparse_namespace(parent, depth + 1) if parent is not None and parent is not parser else None
+                if inherited is not None and parent is not None and parent.kind == "argparse":
+                    options.update(inherited.options)
         for node, scope in parser.options:
             parsed = _argparse_option(node, scope)
             if parsed is None:
