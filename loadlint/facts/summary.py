@@ -257,10 +257,13 @@ class _Function:
             }
             out["defaults"] = {k: v for k, v in defaults.items() if v}
             out["has_default"] = sorted(defaults)
+        # The calls first: a loader argument may be a call's result (a
+        # sampler a helper returns), which the calls' summary numbers.
+        calls = self._calls(imports, module_defs)
         out["loaders"] = [self._loader(call) for call in self.loaders]
         if self.samplers:
             out["samplers"] = [self._sampler(call) for call in self.samplers]
-        out["calls"] = self._calls(imports, module_defs)
+        out["calls"] = calls
         out["uses"] = self._uses()
         returns = [value for owner, value in self.facts.calls_between.returns if owner is fn and fn is not None]
         if returns:

@@ -37,6 +37,9 @@ class Frame:
     in_loop: bool
     #: The ``DistributedSampler``s this frame builds, in summary order.
     samplers: list[SamplerRef] = field(default_factory=list)
+    #: What each of its calls returned, in summary order (a loader's
+    #: argument may be one: a sampler a helper builds).
+    results: list[Value] = field(default_factory=list)
 
     @property
     def root(self) -> Frame:
@@ -88,7 +91,7 @@ class LoaderRef:
         values = self.summary.get("values", {})
         if name not in values:
             return MISSING_VALUE
-        return resolve(values[name], self.frame, [], [])
+        return resolve(values[name], self.frame, [], self.frame.results)
 
 
 @dataclass(eq=False)
@@ -182,7 +185,7 @@ class Walk:
                 subject = resolve(use.get("of", {}), frame, loaders, []) if "in_function" in use else None
                 if isinstance(subject, LoaderRef):
                     self.global_uses.setdefault((frame.path, str(use["in_function"])), []).append((use, subject))
-        results: list[Value] = []
+        results: list[Value] = frame.results
         for call in fn.get("calls", []):
             results.append(self._call(frame, call, loaders, results, depth))
         for use in uses:
