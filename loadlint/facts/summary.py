@@ -227,6 +227,9 @@ class _Function:
             return {"sampler": self.sampler_index[id(expr)]}
         if type(expr) is cst.Call and id(expr) in self.site_index:
             return {"call": self.site_index[id(expr)], "index": None}
+        if type(expr) is cst.Lambda:
+            # Passed to another module's factory: its workers must pickle it (LL007).
+            return {"lambda": True}
         value = evaluate(expr, scope)
         if value is not UNKNOWN and _jsonable(value):
             return {"value": value}
@@ -421,6 +424,8 @@ def _expression(descriptor: dict[str, Any], param: cst.Param, facts: ModuleFacts
         node = cst.parse_expression("os.cpu_count()")
         facts.loaders.cpu_count_calls.add(id(node))
         return node
+    if descriptor.get("lambda"):
+        return cst.parse_expression("lambda *args: None")
     return None
 
 

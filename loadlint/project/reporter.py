@@ -53,6 +53,8 @@ def show(value: Value) -> str:
             return repr(value["value"])
         if value.get("cpu_count"):
             return "cpu_count()"
+        if value.get("lambda"):
+            return "lambda ..."
     return "?"
 
 
