@@ -202,8 +202,9 @@ class _Function:
         found = self.scope.lookup(name)
         return found is not None and found[0] is self.scope and len(found[1]) == 1 and found[1][0].value is None
 
-    def describe(self, expr: cst.BaseExpression | None, scope: Scope) -> dict[str, Any]:
-        """The value descriptor of an expression."""
+    def describe(self, expr: cst.BaseExpression | None, scope: Scope, results: bool = True) -> dict[str, Any]:
+        """The value descriptor of an expression; ``results``: a name bound
+        to a call's result may be described as that result."""
         if expr is None:
             return {}
         if type(expr) is cst.Name and scope is self.scope:
@@ -214,7 +215,7 @@ class _Function:
                 return {"loader": self.loader_vars[name]}
             if name in self.sampler_vars:
                 return {"sampler": self.sampler_vars[name]}
-            if name in self.site_targets:
+            if name in self.site_targets and results:
                 # ``device = torch.device("cuda")``: the kind, not the call's result.
                 kind = device_kind(expr, scope, self.facts.names.imports)
                 if kind is not None:
@@ -225,7 +226,7 @@ class _Function:
             return {"loader": self.loader_index[id(expr)]}
         if type(expr) is cst.Call and id(expr) in self.sampler_index:
             return {"sampler": self.sampler_index[id(expr)]}
-        if type(expr) is cst.Call and id(expr) in self.site_index:
+        if type(expr) is cst.Call and id(expr) in self.site_index and results:
             return {"call": self.site_index[id(expr)], "index": None}
         if type(expr) is cst.Lambda:
             # Passed to another module's factory: its workers must pickle it (LL007).
@@ -289,7 +290,9 @@ class _Function:
             if value is MISSING:
                 continue
             expr = call.expr(name)
-            values[name] = self.describe(expr, call.scope) if expr is not None else {}
+            # Only a sampler is taken from a call's result (a helper's); the
+            # other settings are described as before the calls were numbered.
+            values[name] = self.describe(expr, call.scope, results=name == "sampler") if expr is not None else {}
         return {"at": self.ref_of(call.node), "kw": kw, "values": values, "var": call.key[1] if call.key else None}
 
     def _sampler(self, call: SamplerCall) -> dict[str, Any]:
