@@ -1,9 +1,6 @@
 """Command-line values: what ``argparse`` (and dataclass parsers such as
 ``HfArgumentParser``, ``simple_parsing`` and ``tyro``) give a script that is
-run without options.
-
-Options a parser inherits through ``parents=[...]`` (a parser built here or
-returned by a function of the module) count as its own.
+run without options (options inherited through ``parents=[...]`` included).
 
 A default is the value the script runs with unless the user overrides it, so
 the rules may use it, and their messages say where it comes from.  Anything
@@ -334,16 +331,9 @@ class CliProvider(Provider[CliFacts]):
 
     def _argparse_namespace(self, parser: _Parser, depth: int = 0) -> Namespace | None:
         options: dict[str, Option | Namespace] = {}
-        # ``ArgumentParser(parents=[base_parser()])`` copies the parents'
-        # options and defaults first; the parser's own come after them.
-        parents = _keyword(parser.node, "parents")
-        if type(parents) in (cst.List, cst.Tuple) and depth < 8:
-            assert isinstance(parents, (cst.List, cst.Tuple))
-            for element in parents.elements:
-                parent = None if type(element) is not cst.Element else self._parser_of(element.value, parser.scope, 0)
-                inherited = self._argparse_namespace(parent, depth + 1) if parent is not None and parent is not parser else None
-                if inherited is not None and parent is not None and parent.kind == "argparse":
-                    options.update(inherited.options)
+        for element in getattr(_keyword(parser.node, "parents"), "elements", ()) if depth < 8 else ():  # theirs first
+            parent = self._parser_of(element.value, parser.scope, 0)
+            options.update(getattr(parent and parent.kind == "argparse" and self._argparse_namespace(parent, depth + 1), "options", {}))
         for node, scope in parser.options:
             parsed = _argparse_option(node, scope)
             if parsed is None:
