@@ -298,7 +298,7 @@ def _analyse(
         text = read_text(path) if path.endswith(NOTEBOOK) else None
         if text is not None:
             found[path] = to_cells(findings, text)
-    withdrawn = _in_memory_elsewhere(root, summaries, summary_of, read_text, original)
+    withdrawn = _in_memory_elsewhere(root, summaries, summary_of, read_text, original, own_findings)
     for path, gone in withdrawn.items():
         places = {_place(f) for f in gone}
         if path in found:
@@ -317,6 +317,7 @@ def _in_memory_elsewhere(
     summary_of: Callable[[str], dict[str, Any] | None],
     read_text: Callable[[str], str | None],
     original: dict[str, int],
+    own_findings: Callable[[str], list[Finding] | None],
 ) -> dict[str, list[Finding]]:
     """LL201 findings to take back: on loaders of the run's files whose
     dataset is built from a class of another project module that holds its
@@ -327,7 +328,11 @@ def _in_memory_elsewhere(
     out: dict[str, list[Finding]] = {}
     for path in original:
         summary = summaries.get(path)
-        if summary is None or path.endswith(NOTEBOOK):
+        if summary is None or path.endswith(NOTEBOOK) or not summary.get("imported_datasets"):
+            continue
+        # Locating the loaders parses the file again: only where there is something to take back.
+        own = own_findings(path)
+        if own is not None and not any(f.code == "LL201" for f in own):
             continue
         refs = []
         for loader in summary.get("imported_datasets", []):
