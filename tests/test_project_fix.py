@@ -197,3 +197,21 @@ def test_the_cache_keeps_what_the_project_takes_back(tmp_path: Path) -> None:
     module = folder / "helpers" / "datasets.py"
     module.write_text(module.read_text().replace("return self.data[index]", "return torch.load(self.data[index])"))
     assert sum("LL201" in line for line in findings(run(folder, "check", *cache)[0])) == 3
+
+
+def test_a_fix_adding_workers_that_would_crash_elsewhere_is_withheld(tmp_path: Path) -> None:
+    import json
+
+    folder = copy_of("workers_would_crash", tmp_path)
+    checked, _ = run(folder, "check", "--no-cache", "--output-format", "json")
+    ll201 = {Path(f["filename"]).name: f for f in json.loads(checked) if f["code"] == "LL201"}
+    assert ll201["evaluate.py"]["fix"] is None
+    assert ll201["evaluate.py"]["fix_withheld"].startswith(
+        "no fix: adding workers would introduce LL013 (missing-main-guard) at evaluate.py:14: this call reaches"
+    )
+    assert ll201["guarded.py"]["fix"] is not None
+    run(folder, "fix", "--no-cache")
+    # Pinned (LL202's fix), but no workers.
+    assert "DataLoader(dataset, batch_size=8, pin_memory=True)" in (folder / "evaluate.py").read_text()
+    assert "num_workers=" in (folder / "guarded.py").read_text()
+    assert "LL013" not in run(folder, "check", "--no-cache")[0]

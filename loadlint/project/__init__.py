@@ -35,6 +35,9 @@ from loadlint.types import Finding, Options
 
 __all__ = ["Project", "project_root"]
 
+#: Phase 2's LL201 fixes to withhold (adding workers would introduce a
+#: finding elsewhere), kept beside its findings under this prefix and the path.
+HELD = "\0held\0"
 #: Files searched for imports of a loader-building module, at most.
 MAX_FILES = 20000
 
@@ -90,6 +93,8 @@ class Project:
         for ref in walk.loaders:
             report.loader(ref)
         found = report.done()
+        for path, held in report.held().items():
+            found[HELD + path] = held
         if report.changes:
             from loadlint.project.fixing import decide
 

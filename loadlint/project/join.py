@@ -24,7 +24,7 @@ from loadlint.summaries import summarise_text
 from loadlint.files import read_source
 from loadlint.notebook import joined_text, to_cells
 from loadlint.pipeline import ProfileCache, options_for
-from loadlint.project import MAX_FILES, Project
+from loadlint.project import HELD, MAX_FILES, Project
 from loadlint.project.modules import Resolver, project_root
 from loadlint.project.values import Constants, constant_findings
 from loadlint.source import DecodeError, decode
@@ -181,7 +181,14 @@ def _join_one(
             if index is not None:
                 _withdraw(results[index], findings)
                 if withdrawn is not None:
-                    withdrawn[path[len(WITHDRAWN):]] = frozenset(_place(f) for f in findings)
+                    withdrawn[path[len(WITHDRAWN):]] = withdrawn.get(path[len(WITHDRAWN):], frozenset()) | {
+                        _place(f) for f in findings
+                    }
+        elif path.startswith(HELD):
+            index = original.get(path[len(HELD):])
+            held = _hold(results[index], findings) if index is not None else set()
+            if held and withdrawn is not None:
+                withdrawn[path[len(HELD):]] = withdrawn.get(path[len(HELD):], frozenset()) | held
         elif path in original:
             _add(results, original[path], candidates, findings)
 
@@ -350,6 +357,19 @@ def _in_memory_elsewhere(
         out[path] = [
             Finding("LL201", "synchronous-loading", "", path, spans[ref][0], spans[ref][1]) for ref in refs if ref in spans
         ]
+    return out
+
+
+def _hold(result: FileResult | None, held: list[Finding]) -> set[tuple[str, int, int]]:
+    """Withhold the fixes of ``result``'s findings at ``held``'s places, with
+    their reasons; the places withheld."""
+    reasons = {_place(f): f.fix_withheld for f in held}
+    out = set()
+    for finding in result.findings if result is not None else []:
+        reason = reasons.get(_place(finding))
+        if reason is not None and finding.fix is not None:
+            finding.fix, finding.fix_withheld = None, reason
+            out.add(_place(finding))
     return out
 
 

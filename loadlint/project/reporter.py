@@ -146,12 +146,19 @@ class Reporter:
         #: The fix each finding asks for, by (path, code, row, column):
         #: (node ref, keywords to set, applicability, label); decided in ``fixing``.
         self.changes: dict[tuple[str, str, int, int], Change] = {}
+        #: A loader whose file's fix would add workers, while its findings are tried.
+        self.what_if: LoaderRef | None = None
+        #: (path, loader ref) -> (code, message, place) of the first finding such a fix would introduce.
+        self.blocked: dict[tuple[str, int], tuple[str, str, str]] = {}
         #: The modules each walk (by its root frame) entered.
         self.reached: dict[int, set[str]] = {}
         for frame in entered:
             self.reached.setdefault(id(frame.root), set()).add(frame.path)
 
     def _add(self, path: str, code: str, ref: int, message: str, change: Change | None = None) -> None:
+        if self.what_if is not None:
+            self._would_add(path, code, ref, message, self.what_if)
+            return
         if path not in self.wanted:
             return
         options = self.project.options_for(path)
@@ -163,6 +170,15 @@ class Reporter:
         if change is not None and not path.endswith(NOTEBOOK):
             self.changes.setdefault((path, code, span[0].row, span[0].column), change)
         self._keep(Finding(code, name_of(code), message, path, span[0], span[1]))
+
+    def _would_add(self, path: str, code: str, ref: int, message: str, loader: LoaderRef) -> None:
+        """Record, by the loader's place, the first finding its file's fix
+        adding workers would introduce (anywhere in the project, selected or not)."""
+        span = self.where.span(path, ref)
+        if span is None or (code, span[0].row) in self._own(path, self.project.options_for(path)):
+            return
+        key = (loader.frame.path, int(loader.summary.get("at", -1)))
+        self.blocked.setdefault(key, (code, message, self.where.place(path, ref)))
 
     def _own(self, path: str, options: Options) -> set[tuple[str, int]]:
         """(code, line) of the file's own findings: those it reports already."""
@@ -214,13 +230,23 @@ class Reporter:
         self._set_epoch(ref)
         workers = _workers(ref)
         if workers is None:
+            count = ref.setting("num_workers")
+            if count is MISSING_VALUE or isinstance(count, dict) and count.get("value") == 0:
+                # What the file's own fix adding workers (LL201) would make
+                # the project report: a crash there withholds that fix.
+                self.what_if = ref
+                self._with_workers(ref, "the fix's")
+                self.what_if = None
             return
+        self._with_workers(ref, workers)
+
+    def _with_workers(self, ref: LoaderRef, workers: str) -> None:
         for event in ref.events:
             if event.frame is ref.frame or not event.repeated:
                 continue  # the file's own rules see what happens where it is built
             kind = event.use.get("kind")
-            if kind == "iter":
-                self._epoch(ref, event, workers)
+            if kind == "iter" and self.what_if is None:
+                self._epoch(ref, event, workers)  # LL204 has a fix: not a reason to withhold
             elif kind == "next_iter":
                 self._next_iter(ref, event, workers)
         self._main_guard(ref, workers)
@@ -457,6 +483,20 @@ class Reporter:
         if path.endswith(NOTEBOOK):
             return True
         return _PERCENT_CELL.search(self.project.read_text(path) or "") is not None
+
+    def held(self) -> dict[str, list[Finding]]:
+        """By path, the places of loaders whose LL201 fix (adding workers)
+        would introduce a finding elsewhere: LL201 with the reason as ``fix_withheld``."""
+        out: dict[str, list[Finding]] = {}
+        for (path, at), (code, message, place) in sorted(self.blocked.items()):
+            span = self.where.span(path, at)
+            if span is None or path.endswith(NOTEBOOK):
+                continue
+            reason = f"no fix: adding workers would introduce {code} ({name_of(code)}) at {place}: {message}"
+            out.setdefault(path, []).append(
+                Finding("LL201", name_of("LL201"), "", path, span[0], span[1], fix_withheld=reason)
+            )
+        return out
 
     def done(self) -> dict[str, list[Finding]]:
         """The findings, noqa comments honoured."""
