@@ -215,3 +215,20 @@ def test_a_fix_adding_workers_that_would_crash_elsewhere_is_withheld(tmp_path: P
     assert "DataLoader(dataset, batch_size=8, pin_memory=True)" in (folder / "evaluate.py").read_text()
     assert "num_workers=" in (folder / "guarded.py").read_text()
     assert "LL013" not in run(folder, "check", "--no-cache")[0]
+
+
+def test_a_project_fix_is_not_written_to_a_file_changed_since(tmp_path: Path) -> None:
+    from loadlint.api import check_paths
+    from loadlint.config import Overrides
+    from loadlint.hardware import parse_target
+    from loadlint.project.fixing import write
+
+    root = write_project(tmp_path, {**PINNED_ELSEWHERE, "data.py": PINNED_ELSEWHERE["data.py"].replace(
+        "persistent_workers=True)", "persistent_workers=True, pin_memory=True)")})
+    run_ = check_paths([root], Overrides(target=parse_target(TARGET)), isolated=True)
+    assert [f.code for f in run_.findings if f.fix is not None] == ["LL205", "LL205"]
+    steps = root / "steps.py"
+    changed = "# a line more: every offset moves\n" + steps.read_text()
+    steps.write_text(changed)
+    assert write(run_.results, unsafe=False) is False
+    assert steps.read_text() == changed

@@ -14,6 +14,7 @@ with its own fix.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
@@ -28,6 +29,10 @@ if TYPE_CHECKING:
 
 #: (path, code, row, column) of a project finding.
 Key = tuple[str, str, int, int]
+#: By absolute path, the (size, modification time) of each file as the last
+#: join read it: a project fix is written only to a file still so (another
+#: process may have changed it, and the fix's offsets with it).
+read_as: dict[str, tuple[int, int] | None] = {}
 
 
 def decide(
@@ -100,8 +105,11 @@ def write(results: list[FileResult], unsafe: bool) -> bool:
         try:
             data = read_source(path)
             source = decode(data)
+            st = os.stat(path)
         except (OSError, DecodeError):
             continue
+        if read_as.get(os.path.abspath(path)) != (st.st_size, st.st_mtime_ns):
+            continue  # changed since the fixes were made: the next run makes them again
         edits: list[Edit] = []
         applied: list[Finding] = []
         for finding in sorted(chosen, key=lambda f: _start(f.fix)):

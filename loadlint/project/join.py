@@ -175,6 +175,11 @@ def _join_one(
         found = _analyse(root, files, original, candidates, _given_summaries(original, results), profiles, opened, phase1, results)
         if opened is not None:
             ProjectCache(opened).store(str(root), key, found)
+    from loadlint.project.fixing import read_as
+
+    for path in found:
+        if not path.startswith("\0"):  # not the prefixed places taken back or withheld
+            read_as[path] = listing.stat(path)
     for path, findings in found.items():
         if path.startswith(WITHDRAWN):
             index = original.get(path[len(WITHDRAWN):])
