@@ -17,39 +17,48 @@ ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".loadlint.toml", "lo
 MAX_ASCENT = 32
 
 
-def _marks_root(folder: Path) -> bool:
+def _marks_root(folder: str) -> bool:
     """``folder`` holds a root marker.  A ``setup.py`` that is its only one,
     beside an ``__init__.py``, is a module of that package (Lightning's
     ``trainer/setup.py``), not a project's packaging script."""
-    present = [marker for marker in ROOT_MARKERS if os.path.exists(folder / marker)]
+    present = [marker for marker in ROOT_MARKERS if os.path.exists(os.path.join(folder, marker))]
     if present == ["setup.py"]:
-        return not os.path.exists(folder / "__init__.py")
+        return not os.path.exists(os.path.join(folder, "__init__.py"))
     return bool(present)
 
 
-def project_root(start: Path, memo: dict[Path, Path | None] | None = None) -> Path:
+def project_root(start: Path, memo: dict[str, Path | None] | None = None) -> Path:
     """The nearest folder at or above ``start`` holding a root marker (a
     config file or a version-control folder); ``start`` itself when none.
-    ``memo`` keeps, for the folders passed on the way, the root above them
-    (None: none within reach), for the next call."""
-    folder = start if start.is_dir() else start.parent
-    folder = Path(os.path.abspath(folder))
+    ``memo`` keeps, for the folders passed on the way (as strings), the root
+    above them (None: none within reach), for the next call."""
+    folder = os.path.abspath(start if start.is_dir() else start.parent)
     memo = {} if memo is None else memo
-    passed: list[Path] = []
+    passed: list[str] = []
     found: Path | None = None
-    for candidate in (folder, *list(folder.parents)[:MAX_ASCENT]):
+    # Searched up to the file system's root: a folder passed without a root
+    # has none, whichever file's search passed it.
+    whole = False
+    candidate = folder
+    for _ in range(MAX_ASCENT + 1):
         if candidate in memo:
             found = memo[candidate]
+            whole = True
             break
         passed.append(candidate)
         if _marks_root(candidate):
-            found = candidate
+            found = Path(candidate)
             break
-    if found is not None or len(passed) > MAX_ASCENT:
-        # Without a root, how far the search reaches depends on the start.
+        parent = os.path.dirname(candidate)
+        if parent == candidate:
+            whole = True
+            break
+        candidate = parent
+    if found is not None or whole:
+        # Cut short by ``MAX_ASCENT``, how far the search reached depends on the start.
         for seen in passed:
             memo[seen] = found
-    return folder if found is None else found
+    return Path(folder) if found is None else found
 
 
 #: Folders' real paths: a project root is asked about once per file.

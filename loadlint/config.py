@@ -11,6 +11,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
+import re
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -57,6 +58,8 @@ class Settings:
     extend_exclude: tuple[str, ...] = ()
     respect_gitignore: bool = True
     unsafe_fixes: bool = False
+    #: Whether performance codes (LL2xx) are reported in test files.
+    performance_in_tests: bool = False
     output_format: str | None = None
     target: tuple[tuple[str, Any], ...] = ()
     extensions: tuple[str, ...] = ("py", "pyi", "ipynb")
@@ -69,9 +72,14 @@ class Settings:
 
     def codes_for(self, path: str) -> frozenset[str]:
         codes = self.codes()
-        if not self.per_file_ignores:
+        if not self.per_file_ignores and self.performance_in_tests:
             return codes
         rel = _relative(path, self.root)
+        if not self.performance_in_tests and is_test_file(rel):
+            # A test's loader is sized for the test, not for training speed.
+            codes = frozenset(code for code in codes if not code.startswith(PERFORMANCE_PREFIX))
+        if not self.per_file_ignores:
+            return codes
         absolute = os.path.abspath(path).replace(os.sep, "/")
         for pattern, ignored in self.per_file_ignores:
             if _glob_match(absolute if os.path.isabs(pattern) else rel, pattern):
@@ -84,6 +92,21 @@ class Settings:
     def fingerprint(self, path: str) -> str:
         """What a cached result depends on, for this path."""
         return repr((sorted(self.codes_for(path)), self.target))
+
+
+#: The codes of slow paths, not reported in test files unless asked for.
+PERFORMANCE_PREFIX = "LL2"
+#: Folders whose files are tests, and test files' names, as pytest and unittest find them.
+TEST_FOLDERS = frozenset({"test", "tests", "testing"})
+_TEST_NAME = re.compile(r"^(?:test_.*|.*_test|tests?|conftest)\.(?:py|pyi|ipynb)$")
+
+
+def is_test_file(rel: str) -> bool:
+    """A test: a file under a ``test``/``tests``/``testing`` folder (below
+    the configuration's folder) or named ``test_*.py``, ``*_test.py``,
+    ``test.py``, ``tests.py`` or ``conftest.py``."""
+    parts = rel.split("/")
+    return bool(_TEST_NAME.match(parts[-1])) or any(part in TEST_FOLDERS for part in parts[:-1])
 
 
 def _relative(path: str, root: str) -> str:
@@ -131,7 +154,7 @@ def resolve_selection(
 
 _KEYS = {
     "select", "ignore", "extend-select", "per-file-ignores", "exclude", "extend-exclude",
-    "respect-gitignore", "unsafe-fixes", "output-format", "target", "extend", "extension",
+    "respect-gitignore", "unsafe-fixes", "output-format", "target", "extend", "extension", "performance-in-tests",
 }
 
 
@@ -286,7 +309,7 @@ def apply_table(base: Settings, table: dict[str, Any], source: Path) -> Settings
             expand(codes, f"{source}: 'per-file-ignores'")
             entries.append((_anchor(pattern, source.parent), codes))
         changes["per_file_ignores"] = tuple(entries)
-    for key in ("respect-gitignore", "unsafe-fixes"):
+    for key in ("respect-gitignore", "unsafe-fixes", "performance-in-tests"):
         if key in table:
             if not isinstance(table[key], bool):
                 raise ConfigError(f"{source}: '{key}' must be true or false, not {table[key]!r}")
@@ -403,7 +426,7 @@ def describe(path: Path, settings: Settings) -> str:
         "[tool.loadlint]",
     ]
     for name in ("select", "ignore", "extend-select", "exclude", "extend-exclude", "respect-gitignore",
-                 "unsafe-fixes", "output-format", "extension"):
+                 "unsafe-fixes", "performance-in-tests", "output-format", "extension"):
         attr = "extensions" if name == "extension" else name.replace("-", "_")
         value = getattr(settings, attr)
         if name == "output-format" and value is None:

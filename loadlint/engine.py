@@ -342,6 +342,7 @@ Chosen = list[tuple[str, "FixSpec"]]
 
 def fix_text(
     text: str, path: str, options: Options, *, unsafe: bool, external: SpecSource | None = None, notebook: bool = False,
+    skip: AbstractSet[tuple[str, int, int]] = frozenset(),
 ) -> tuple[str, list[Finding], dict[str, int]]:
     """Apply fixes until none applies; return (new text, remaining findings, applied counts).
 
@@ -356,6 +357,7 @@ def fix_text(
     ``external`` replaces the rules' fixes by other ones (``--from-verify``),
     applied in one round, all or nothing, crash findings the veto.
     ``notebook`` analyses the text as a notebook's joined cells.
+    ``skip``: the (code, row, column) of findings whose fixes are not applied.
     """
     guard = _guard(options)
     if external is not None:
@@ -368,6 +370,8 @@ def fix_text(
         if analysis is None:
             break
         candidates = offered(all_findings, analysis.reports, options.select, unsafe)
+        if skip:
+            candidates = [c for c in candidates if _place(all_findings[c.index]) not in skip]
         if not candidates:
             settled = unsafe
             break
@@ -390,7 +394,15 @@ def fix_text(
     return text, [f for f in all_findings if f.code in options.select], applied
 
 
+def _place(finding: Finding) -> tuple[str, int, int]:
+    return finding.code, finding.location.row, finding.location.column
+
+
 def _guard(options: Options) -> Options:
+    return guard_options(options)
+
+
+def guard_options(options: Options) -> Options:
     """The options of the comparison: every rule runs, selected or not."""
     return Options(options.select | frozenset(CODES) | crash_codes(), options.profile_factory, options.noqa)
 

@@ -9,6 +9,7 @@ file is LL901, a failed fix an ``error`` on the result.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Callable
 
@@ -113,7 +114,10 @@ def fix_bytes(
         return lint_bytes(data, str(path), options)
     result.source = source
     try:
-        fixed, findings, applied = fix_text(source.text, str(path), options, unsafe=request.unsafe, external=external)
+        skip = request.skip.get(os.path.abspath(path), frozenset())
+        fixed, findings, applied = fix_text(
+            source.text, str(path), options, unsafe=request.unsafe, external=external, skip=skip
+        )
         new_bytes = source.encode(fixed)
     except (FixFailed, UnicodeEncodeError) as exc:
         result.error = str(exc) if isinstance(exc, FixFailed) else f"fixed code cannot be written as {source.encoding}"

@@ -232,6 +232,11 @@ def _lint_one(
     return pipeline.check_bytes(data, candidate.path, options, request), recorder.used
 
 
+#: Rounds of a fix run at most: each applies the project findings' fixes
+#: the previous one made possible (pinning, then its transfers).
+FIX_ROUNDS = 4
+
+
 def lint_candidates(
     candidates: Iterable[Candidate],
     request: FixRequest | None = None,
@@ -245,9 +250,84 @@ def lint_candidates(
 ) -> Run:
     """Check (or fix) candidates; the runner's core, without the report.
 
-    A check also runs project analysis (``loadlint.project``) over the
-    candidates' projects, unless ``project`` is off: findings that depend
-    on other files are added to the candidates' results."""
+    A check, and a fix that writes, also runs project analysis
+    (``loadlint.project``) over the candidates' projects, unless ``project``
+    is off: findings that depend on other files are added to the
+    candidates' results.  A fix then writes the project findings' fixes and
+    runs again, until none is left: it reports what a check right after it
+    would, with every round's fixes counted."""
+    profiles = profiles or ProfileCache()
+    candidates = list(candidates)
+    if request is not None and not request.dry_run and project:
+        # A fix the project takes back (LL201 on a dataset held in memory by
+        # another module) is not for the per-file pass to apply.
+        withdrawn: dict[str, frozenset[tuple[str, int, int]]] = {}
+        _lint_once(candidates, None, cache=cache, jobs=jobs, profiles=profiles, pool_min_saving=pool_min_saving,
+                   withdrawn=withdrawn)
+        request = dataclasses.replace(request, skip=withdrawn)
+    run = _lint_round(candidates, request, cache, jobs, progress, profiles, pool_min_saving, project)
+    if request is None or request.dry_run or not project:
+        return run
+    from loadlint.project.fixing import write
+
+    # What earlier rounds applied, by path: the last round's results say the rest.
+    earlier: dict[str, FileResult] = {}
+    for _ in range(FIX_ROUNDS):
+        if not write(run.results, request.unsafe):
+            break
+        for result in run.results:
+            if result.applied or result.fixed is not None:
+                _carry(earlier.setdefault(result.path, FileResult(result.path)), result)
+        run = _lint_round(candidates, request, cache, jobs, None, profiles, pool_min_saving, project)
+    for result in run.results:
+        before = earlier.pop(result.path, None)
+        if before is not None:
+            for code, count in before.applied.items():
+                result.applied[code] = result.applied.get(code, 0) + count
+            result.fixed = result.fixed if result.fixed is not None else before.fixed
+    if earlier:
+        # Files fixed in an earlier round with nothing left to say.
+        fixed, run = run, Run.of(run.results + list(earlier.values()))
+        run.files, run.parsed = fixed.files, fixed.parsed
+    return run
+
+
+def _carry(into: FileResult, result: FileResult) -> None:
+    for code, count in result.applied.items():
+        into.applied[code] = into.applied.get(code, 0) + count
+    if result.fixed is not None:
+        into.fixed = result.fixed
+
+
+def _lint_round(
+    candidates: list[Candidate],
+    request: FixRequest | None,
+    cache: Callable[[], Cache] | None,
+    jobs: int | None,
+    progress: Progress | None,
+    profiles: ProfileCache,
+    pool_min_saving: int,
+    project: bool,
+) -> Run:
+    return _lint_once(
+        candidates, request, cache=cache, jobs=jobs, progress=progress, profiles=profiles,
+        pool_min_saving=pool_min_saving, project=project,
+    )
+
+
+def _lint_once(
+    candidates: Iterable[Candidate],
+    request: FixRequest | None = None,
+    *,
+    cache: Callable[[], Cache] | None = None,
+    jobs: int | None = None,
+    progress: Progress | None = None,
+    profiles: ProfileCache | None = None,
+    pool_min_saving: int = POOL_MIN_SAVING,
+    project: bool = True,
+    withdrawn: dict[str, frozenset[tuple[str, int, int]]] | None = None,
+) -> Run:
+    """One pass of ``lint_candidates``: per file, then the project."""
     profiles = profiles or ProfileCache()
     candidates = list(candidates)
     results: list[FileResult | None] = [None] * len(candidates)
@@ -311,11 +391,11 @@ def lint_candidates(
             )
     if progress is not None:
         progress.close()
-    if request is None and project:
+    if project and (request is None or not request.dry_run):
         from loadlint.project.join import join_project
 
         with fewer_collections():
-            join_project(candidates, results, profiles, cache)
+            join_project(candidates, results, profiles, cache, withdrawn)
 
     run = Run.of([r for r in results if r is not None])
     run.files = len(candidates)

@@ -13,6 +13,8 @@ from loadlint.types import Location
 if TYPE_CHECKING:
     import libcst
 
+    from loadlint.fixes import Positions
+
 
 def summarise_text(text: str) -> dict[str, Any] | None:
     """The project summary of a module's text, whether or not it builds a
@@ -36,23 +38,37 @@ def locate(text: str, refs: list[int] | None = None) -> dict[int, tuple[Location
     """Where the nodes a summary numbered ``refs`` (all when None) are in ``text``."""
     import libcst as cst
 
+    found = numbered(text)
+    if found is None:
+        return {}
+    positions, nodes = found
+    try:
+        count = len(nodes)
+        wanted = range(count) if refs is None else [r for r in refs if 0 <= r < count]
+        return {r: positions.range(nodes[r]) for r in wanted}
+    except (RecursionError, KeyError, cst.CSTValidationError):
+        return {}
+
+
+def numbered(text: str) -> tuple[Positions, list[libcst.CSTNode]] | None:
+    """The text's positions and the nodes its summary numbers, in order;
+    None when it does not parse."""
+    import libcst as cst
+
     from loadlint.facts.collect import collect
     from loadlint.facts.summary import Numbering, summarise
     from loadlint.fixes import Positions
 
     module = parse_quietly(text)
     if module is None:
-        return {}
+        return None
     numbering = Numbering()
     try:
         facts = collect(module, text)
         summarise(facts, numbering)
-        positions = Positions(module, text, None, facts.units)
-        count = len(numbering.nodes)
-        wanted = range(count) if refs is None else [r for r in refs if 0 <= r < count]
-        return {r: positions.range(numbering.nodes[r]) for r in wanted}
+        return Positions(module, text, None, facts.units), numbering.nodes
     except (RecursionError, KeyError, cst.CSTValidationError):
-        return {}
+        return None
 
 
 def parse_quietly(text: str) -> libcst.Module | None:

@@ -133,6 +133,9 @@ class FixRequest:
     unsafe: bool = False
     #: Compute fixes but write nothing (--diff).
     dry_run: bool = False
+    #: By absolute path, the (code, row, column) of findings whose fix is
+    #: not applied: project analysis takes them back (``loadlint.project.join``).
+    skip: dict[str, frozenset[tuple[str, int, int]]] = field(default_factory=dict)
 
 
 class Applied(dict[str, int]):

@@ -322,3 +322,51 @@ def test_gitignore_negations_and_nested_files(tmp_path):
         write(tmp_path / name, SCRIPT)
     found = {Path(f.path).relative_to(tmp_path).as_posix() for f in check_paths([tmp_path]).findings}
     assert found == {"keep_gen.py", "sub/top_only.py", "sub/train.py", "train.py"}
+
+
+# -- performance codes in tests --------------------------------------------------
+
+CRASH_IN_TEST = SCRIPT.replace("batch_size=32)", "batch_size=32, prefetch_factor=4)")
+
+
+@pytest.mark.parametrize(
+    "rel, test",
+    [
+        ("tests/test_data.py", True),
+        ("tests/helpers/datasets.py", True),
+        ("pkg/testing/loaders.py", True),
+        ("test_train.py", True),
+        ("train_test.py", True),
+        ("conftest.py", True),
+        ("src/pkg/tests.py", True),
+        ("train.py", False),
+        ("contest.py", False),
+        ("testbed/train.py", False),
+        ("latest/train.py", False),
+        ("src/attest_data.py", False),
+    ],
+)
+def test_what_counts_as_a_test_file(rel: str, test: bool) -> None:
+    from loadlint.config import is_test_file
+
+    assert is_test_file(rel) is test
+
+
+def test_performance_codes_are_not_reported_in_tests_by_default(tmp_path: Path) -> None:
+    write(tmp_path / "pyproject.toml", "[tool.loadlint]\nselect = [\"ALL\"]\n" + TARGET)
+    write(tmp_path / "train.py", SCRIPT)
+    write(tmp_path / "tests" / "test_train.py", CRASH_IN_TEST)
+    run = check_paths([tmp_path])
+    by_file = {Path(r.path).name: sorted({f.code for f in r.findings}) for r in run.results}
+    assert by_file["train.py"] == ["LL201", "LL202"]
+    # The crash (prefetch_factor without workers) is still reported in the test.
+    assert by_file["test_train.py"] == ["LL001"]
+    write(tmp_path / "pyproject.toml", "[tool.loadlint]\nselect = [\"ALL\"]\nperformance-in-tests = true\n" + TARGET)
+    run = check_paths([tmp_path / "tests"])
+    assert sorted({f.code for f in run.findings}) == ["LL001", "LL201", "LL202"]
+
+
+def test_performance_in_tests_must_be_a_boolean(tmp_path: Path) -> None:
+    write(tmp_path / "pyproject.toml", "[tool.loadlint]\nperformance-in-tests = \"yes\"\n")
+    with pytest.raises(ConfigError, match="'performance-in-tests' must be true or false, not 'yes'"):
+        Resolver(Overrides()).for_path(tmp_path / "train.py")

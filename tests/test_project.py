@@ -155,3 +155,38 @@ def test_symlink_loop_and_large_tree_stay_bounded(tmp_path: Path) -> None:
     out = check(project, "--no-cache", "train.py", "data_setup.py")
     assert "LL204" in out and "LL013" in out
     assert time.monotonic() - start < 60
+
+
+def test_project_roots_are_memoised_per_folder_in_a_tree_without_markers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from loadlint.project import modules
+
+    deep = tmp_path / "a" / "b" / "c"
+    deep.mkdir(parents=True)
+    checked: list[str] = []
+    monkeypatch.setattr(modules, "_marks_root", lambda folder: checked.append(folder) or False)
+    memo: dict[str, Path | None] = {}
+    assert project_root(deep, memo) == deep
+    first = len(checked)
+    assert first == len(deep.parents) + 1  # every folder up to the file system's root, once
+    # Siblings and parents already passed cost one check each at most.
+    (tmp_path / "a" / "b" / "d").mkdir()
+    assert project_root(tmp_path / "a" / "b" / "d", memo) == tmp_path / "a" / "b" / "d"
+    assert project_root(tmp_path / "a", memo) == tmp_path / "a"
+    assert len(checked) == first + 1
+
+
+def test_nested_roots_share_one_walk_of_the_tree(tmp_path: Path) -> None:
+    from loadlint.project.join import Listing
+
+    for folder in ("x", "x/y", "x/y/z", "x/.hidden", "x/w"):
+        (tmp_path / folder).mkdir()
+        for name in ("b.py", "a.py", "c.txt", "n.ipynb"):
+            (tmp_path / folder / name).write_text("")
+    listing = Listing()
+    everything = listing.files(tmp_path)
+    assert len(everything) == 12 and not any(".hidden" in path for path in everything)
+    for folder in ("x", "x/y", "x/y/z", "x/w", "x/.hidden"):
+        assert listing.files(tmp_path / folder) == Listing().files(tmp_path / folder)
+    assert listing.files(tmp_path / "x" / "y") == [
+        str(tmp_path / "x" / "y" / n) for n in ("a.py", "b.py", "n.ipynb")
+    ] + [str(tmp_path / "x" / "y" / "z" / n) for n in ("a.py", "b.py", "n.ipynb")]

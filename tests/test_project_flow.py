@@ -80,7 +80,7 @@ def test_summary_keeps_devices_samplers_and_flags_as_json() -> None:
     summary = summarise_text(text)
     assert summary is not None
     assert json.loads(json.dumps(summary)) == summary
-    assert summary["version"] == VERSION == 4
+    assert summary["version"] == VERSION == 6
     assert summary["flags"] == {
         "cuda": True, "cuda_code": True, "set_epoch": False, "frameworks": False, "start_methods": [],
     }
@@ -147,7 +147,7 @@ def test_unknown_device_counts_only_with_the_modules_cuda_evidence(tmp_path: Pat
     assert check(silent, "--no-cache", ".") == ""
     (silent / "steps.py").write_text(textwrap.dedent(steps) + "\n\nmodel.cuda()\n", encoding="utf-8")
     out = check(silent, "--no-cache", ".")
-    assert out.startswith("data.py:6:12: LL202 `pin_memory` is not set") and "`steps.run` (steps.py:4)" in out
+    assert out.startswith("data.py:6:12: LL202 [*] `pin_memory` is not set") and "`steps.run` (steps.py:4)" in out
     # A pinned loader: LL205 needs the device to be CUDA, the module's evidence is not enough.
     (silent / "data.py").write_text(textwrap.dedent(FACTORY).replace("num_workers=2", "num_workers=2, pin_memory=True"))
     assert check(silent, "--no-cache", ".") == ""
@@ -283,3 +283,33 @@ def test_imports_one_of_agrees_with_a_scan_of_every_position():
     for chosen in (words[::7], words[1::11], words[2::13], [b"torch"], [b"data"]):
         modules = re.compile(rb"\b(?:" + b"|".join(re.escape(w) for w in chosen) + rb")\b")
         assert [imports_one_of(t, modules) for t in texts] == [everywhere(t, modules) for t in texts]
+
+
+def test_a_worker_count_written_as_a_call_stays_a_value_beside_a_helpers_sampler(tmp_path: Path) -> None:
+    # Loader arguments are described after the calls are numbered (a sampler
+    # may be a helper's result); ``num_workers=os.cpu_count()`` stays the CPU count.
+    root = project(tmp_path, {
+        "steps.py": """
+            def train_step(loader):
+                for batch in loader:
+                    pass
+        """,
+        "train.py": """
+            import os
+            from torch.utils.data import DataLoader
+            import steps
+
+            def main(ds):
+                loader = DataLoader(ds, batch_size=8, num_workers=os.cpu_count())
+                for epoch in range(3):
+                    steps.train_step(loader)
+
+            if __name__ == "__main__":
+                main(None)
+        """,
+    })
+    out = check(root, "--no-cache", ".")
+    assert out.startswith("train.py:7:14: LL204 [*] `persistent_workers` is not set: the cpu_count() workers")
+    summary = summarise_text((root / "train.py").read_text())
+    assert summary is not None
+    assert summary["functions"]["main"]["loaders"][0]["values"]["num_workers"] == {"cpu_count": True}

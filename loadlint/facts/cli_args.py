@@ -1,6 +1,6 @@
 """Command-line values: what ``argparse`` (and dataclass parsers such as
 ``HfArgumentParser``, ``simple_parsing`` and ``tyro``) give a script that is
-run without options.
+run without options (options inherited through ``parents=[...]`` included).
 
 A default is the value the script runs with unless the user overrides it, so
 the rules may use it, and their messages say where it comes from.  Anything
@@ -329,8 +329,11 @@ class CliProvider(Provider[CliFacts]):
             ns.options.pop(name, None)
         return ns
 
-    def _argparse_namespace(self, parser: _Parser) -> Namespace | None:
+    def _argparse_namespace(self, parser: _Parser, depth: int = 0) -> Namespace | None:
         options: dict[str, Option | Namespace] = {}
+        for element in getattr(_keyword(parser.node, "parents"), "elements", ()) if depth < 8 else ():  # theirs first
+            parent = self._parser_of(element.value, parser.scope, 0)
+            options.update(getattr(parent and parent.kind == "argparse" and self._argparse_namespace(parent, depth + 1), "options", {}))
         for node, scope in parser.options:
             parsed = _argparse_option(node, scope)
             if parsed is None:

@@ -128,6 +128,7 @@ def collect(module: cst.Module, text: str | None = None) -> ModuleFacts:
     # Namespaces first: a device may be a command-line default.
     cli.finish(module, text)
     accelerator.finish()
+    distributed.finish()
     # The providers point back at the collector: left joined, that cycle
     # (and through the facts, the whole tree) would wait for the cyclic
     # collector, which walks every node of a live tree again and again

@@ -392,6 +392,32 @@ def in_memory_dataset(names: NameFacts, facts: DatasetFacts, call: LoaderCall) -
     return answer
 
 
+def imported_dataset_class(names: NameFacts, call: LoaderCall) -> str | None:
+    """The qualified name of an imported class the loader's dataset is built
+    from, with pure arguments and no ``collate_fn``: whether it is held in
+    memory is the class's module's to say (project analysis)."""
+    collate = call.value("collate_fn")
+    expr = call.expr("dataset")
+    if (collate is not MISSING and collate is not None) or expr is None:
+        return None
+    target, scope = follow_name(expr, call.scope)
+    qualified, cls = dataset_class(names, call)
+    if scope is None or cls is not None or qualified is None or type(target) is not cst.Call:
+        return None
+    if not all(_pure(arg.value, names, scope) for arg in target.args):
+        return None
+    return qualified
+
+
+def in_memory_classes(names: NameFacts, facts: DatasetFacts) -> list[str]:
+    """The module-level classes ``in_memory_class`` accepts, by name."""
+    module = id(names.module_scope)
+    return sorted(
+        name for (owner, name), cls in names.class_defs.items()
+        if owner == module and names.classes.get(name) is cls and in_memory_class(names, facts, cls)
+    )
+
+
 def _in_memory_dataset(names: NameFacts, facts: DatasetFacts, call: LoaderCall) -> bool:
     if is_tensor_dataset(names, call):
         return True

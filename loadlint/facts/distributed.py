@@ -38,6 +38,8 @@ _FRAMEWORK_CALLS = {
     "trl.SFTTrainer": "Hugging Face Trainer",
     "ray.train.torch.prepare_data_loader": "Ray Train",
 }
+#: Modules whose import shows a module trains with JAX.
+_JAX_MODULES = frozenset({"jax", "flax", "optax"})
 LIGHTNING_TRAINERS = {"lightning.Trainer", "lightning.pytorch.Trainer", "pytorch_lightning.Trainer"}
 #: Lightning strategies that start one process per device.
 _MULTIPROCESS_STRATEGIES = ("ddp", "fsdp", "deepspeed")
@@ -65,6 +67,8 @@ class DistributedFacts:
     samplers: list[SamplerCall] = field(default_factory=list)
     #: Processes per node the module starts itself (Lightning's ``devices=N``); None when the target decides.
     ranks_per_node: int | None = None
+    #: How many entries of ``evidence`` are rank variables read from the environment.
+    env_evidence: int = 0
 
 
 class DistributedProvider(Provider[DistributedFacts]):
@@ -90,6 +94,7 @@ class DistributedProvider(Provider[DistributedFacts]):
             if node.args and type(node.args[0].value) is cst.SimpleString:
                 if node.args[0].value.evaluated_value in _DIST_ENV:
                     facts.evidence.append(f"{qualified}({node.args[0].value.value})")
+                    facts.env_evidence += 1
         elif qualified == "torch.utils.data.DistributedSampler":
             facts.samplers.append(SamplerCall(node, self.cursor.scope, self.cursor.target_key(node)))
 
@@ -115,6 +120,17 @@ class DistributedProvider(Provider[DistributedFacts]):
             if type(index) is cst.Index and type(index.value) is cst.SimpleString:
                 if index.value.evaluated_value in _DIST_ENV:
                     self.facts.evidence.append(f"os.environ[{index.value.value}]")
+                    self.facts.env_evidence += 1
+
+    def finish(self) -> None:
+        """A rank read from the environment alone is no torch.distributed
+        training in a module that trains with JAX: Flax scripts read
+        ``LOCAL_RANK`` as boilerplate, and JAX runs one process per host."""
+        facts = self.facts
+        if facts.env_evidence and facts.env_evidence == len(facts.evidence):
+            roots = {name.split(".", 1)[0] for name in self.cursor.imports.names.values()}
+            if roots & _JAX_MODULES:
+                facts.evidence.clear()
 
 
 def lightning_hook(names: NameFacts, call: LoaderCall) -> bool:

@@ -32,6 +32,7 @@ import libcst as cst
 from loadlint.facts.accelerator import device_kind
 from loadlint.facts.calls import CallSite
 from loadlint.facts.collect import ModuleFacts
+from loadlint.facts.datasets import imported_dataset_class, in_memory_classes
 from loadlint.facts.distributed import SamplerCall
 from loadlint.facts.names import FunctionFacts
 from loadlint.resolve import MISSING, UNKNOWN, Binding, Scope, bind_imported, dotted_name, evaluate, follow_name
@@ -45,7 +46,7 @@ MODULE = "<module>"
 #: The loader arguments project analysis reasons about (absent: torch's default).
 _LOADER_SETTINGS = ("num_workers", "persistent_workers", "pin_memory", "multiprocessing_context", "sampler")
 #: Bumped when the shape changes, so cached summaries are not misread.
-VERSION = 4
+VERSION = 6
 
 
 def summarise(facts: ModuleFacts, ref_of: RefOf) -> Summary:
@@ -72,6 +73,15 @@ def summarise(facts: ModuleFacts, ref_of: RefOf) -> Summary:
         "start_methods": sorted(facts.loaders.start_methods),
     }
     out: Summary = {"version": VERSION, "imports": imports, "functions": functions, "flags": flags}
+    if names.class_defs:
+        memory = in_memory_classes(names, facts.datasets)
+        if memory:
+            out["in_memory_classes"] = memory
+    # Every loader, nested functions' too, whose dataset is an imported class.
+    built = [(call, imported_dataset_class(names, call)) for call in facts.loaders.calls]
+    datasets = [{"at": ref_of(call.node), "class": name} for call, name in built if name is not None]
+    if datasets:
+        out["imported_datasets"] = datasets
     constants = _constants(facts, imports, ref_of)
     if constants:
         out["constants"] = constants
@@ -142,6 +152,12 @@ class _Groups:
         items += [("transfer", t) for t in iteration.transfers]
         for kind, item in items:
             self.by_key.setdefault(item.key[0], []).append((kind, item))
+        #: The summarised functions by scope (a module-level loader used in one
+        #: of them is used when the walk enters it).
+        self.function_of: dict[int, str] = {
+            id(fn.scope): f"{fn.class_name}.{fn.name}" if fn.class_name else fn.name
+            for fn in facts.names.functions if not fn.nested
+        }
 
 
 #: Expressions a device's kind is looked for in (``torch.device(...)``, a name
@@ -186,8 +202,9 @@ class _Function:
         found = self.scope.lookup(name)
         return found is not None and found[0] is self.scope and len(found[1]) == 1 and found[1][0].value is None
 
-    def describe(self, expr: cst.BaseExpression | None, scope: Scope) -> dict[str, Any]:
-        """The value descriptor of an expression."""
+    def describe(self, expr: cst.BaseExpression | None, scope: Scope, results: bool = True) -> dict[str, Any]:
+        """The value descriptor of an expression; ``results``: a name bound
+        to a call's result may be described as that result."""
         if expr is None:
             return {}
         if type(expr) is cst.Name and scope is self.scope:
@@ -198,7 +215,7 @@ class _Function:
                 return {"loader": self.loader_vars[name]}
             if name in self.sampler_vars:
                 return {"sampler": self.sampler_vars[name]}
-            if name in self.site_targets:
+            if name in self.site_targets and results:
                 # ``device = torch.device("cuda")``: the kind, not the call's result.
                 kind = device_kind(expr, scope, self.facts.names.imports)
                 if kind is not None:
@@ -209,8 +226,11 @@ class _Function:
             return {"loader": self.loader_index[id(expr)]}
         if type(expr) is cst.Call and id(expr) in self.sampler_index:
             return {"sampler": self.sampler_index[id(expr)]}
-        if type(expr) is cst.Call and id(expr) in self.site_index:
+        if type(expr) is cst.Call and id(expr) in self.site_index and results:
             return {"call": self.site_index[id(expr)], "index": None}
+        if type(expr) is cst.Lambda:
+            # Passed to another module's factory: its workers must pickle it (LL007).
+            return {"lambda": True}
         value = evaluate(expr, scope)
         if value is not UNKNOWN and _jsonable(value):
             return {"value": value}
@@ -241,10 +261,13 @@ class _Function:
             }
             out["defaults"] = {k: v for k, v in defaults.items() if v}
             out["has_default"] = sorted(defaults)
+        # The calls first: a loader argument may be a call's result (a
+        # sampler a helper returns), which the calls' summary numbers.
+        calls = self._calls(imports, module_defs)
         out["loaders"] = [self._loader(call) for call in self.loaders]
         if self.samplers:
             out["samplers"] = [self._sampler(call) for call in self.samplers]
-        out["calls"] = self._calls(imports, module_defs)
+        out["calls"] = calls
         out["uses"] = self._uses()
         returns = [value for owner, value in self.facts.calls_between.returns if owner is fn and fn is not None]
         if returns:
@@ -267,7 +290,9 @@ class _Function:
             if value is MISSING:
                 continue
             expr = call.expr(name)
-            values[name] = self.describe(expr, call.scope) if expr is not None else {}
+            # Only a sampler is taken from a call's result (a helper's); the
+            # other settings are described as before the calls were numbered.
+            values[name] = self.describe(expr, call.scope, results=name == "sampler") if expr is not None else {}
         return {"at": self.ref_of(call.node), "kw": kw, "values": values, "var": call.key[1] if call.key else None}
 
     def _sampler(self, call: SamplerCall) -> dict[str, Any]:
@@ -335,10 +360,17 @@ class _Function:
             if who is None:
                 continue
             if kind == "iter":
-                out.append({
+                use = {
                     "kind": kind, "of": who, "at": self.ref_of(item.node.iter), "in_loop": bool(item.outer),
                     "guarded": item.in_main_guard,
-                })
+                }
+                inner = item.scope
+                if self.fn is None and inner is not self.scope:
+                    if id(inner) not in self.groups.function_of:
+                        continue  # a nested function's: when it runs is unknown
+                    # A module-level loader iterated in a function: a use of the function's frame.
+                    use["in_function"] = self.groups.function_of[id(inner)]
+                out.append(use)
             elif kind == "next_iter":
                 out.append({
                     "kind": kind, "of": who, "at": self.ref_of(item.node), "in_loop": item.in_loop,
@@ -395,6 +427,8 @@ def _expression(descriptor: dict[str, Any], param: cst.Param, facts: ModuleFacts
         node = cst.parse_expression("os.cpu_count()")
         facts.loaders.cpu_count_calls.add(id(node))
         return node
+    if descriptor.get("lambda"):
+        return cst.parse_expression("lambda *args: None")
     return None
 
 

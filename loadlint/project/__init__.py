@@ -36,6 +36,9 @@ from loadlint.types import Finding, Options
 
 __all__ = ["Project", "project_root"]
 
+#: Phase 2's LL201 fixes to withhold (adding workers would introduce a
+#: finding elsewhere), kept beside its findings under this prefix and the path.
+HELD = "\0held\0"
 #: Files searched for imports of a loader-building module, at most.
 MAX_FILES = 20000
 
@@ -90,7 +93,14 @@ class Project:
         report = Reporter(self, wanted, flags, walk.entered)
         for ref in walk.loaders:
             report.loader(ref)
-        return report.done()
+        found = report.done()
+        for path, held in report.held().items():
+            found[HELD + path] = held
+        if report.changes:
+            from loadlint.project.fixing import decide
+
+            decide(found, report.changes, self.read_text, self.options_for)
+        return found
 
     def mentions(self, word: bytes) -> bool:
         """Whether any project file contains ``word`` (a byte search, for a

@@ -37,6 +37,9 @@ class Frame:
     in_loop: bool
     #: The ``DistributedSampler``s this frame builds, in summary order.
     samplers: list[SamplerRef] = field(default_factory=list)
+    #: What each of its calls returned, in summary order (a loader's
+    #: argument may be one: a sampler a helper builds).
+    results: list[Value] = field(default_factory=list)
 
     @property
     def root(self) -> Frame:
@@ -88,7 +91,7 @@ class LoaderRef:
         values = self.summary.get("values", {})
         if name not in values:
             return MISSING_VALUE
-        return resolve(values[name], self.frame, [], [])
+        return resolve(values[name], self.frame, [], self.frame.results)
 
 
 @dataclass(eq=False)
@@ -148,6 +151,9 @@ class Walk:
         self.loaders: list[LoaderRef] = []
         #: Every frame entered, in order (what a walk from one root reached).
         self.entered: list[Frame] = []
+        #: (module, function) -> uses of the module body's loaders in that
+        #: function (``for x in loader`` over a global), for the frames that enter it.
+        self.global_uses: dict[tuple[str, str], list[tuple[dict[str, Any], LoaderRef]]] = {}
 
     def function(self, path: str, name: str) -> dict[str, Any] | None:
         summary = self.summary_of(path)
@@ -173,10 +179,18 @@ class Walk:
         frame.samplers = [SamplerRef(frame, sampler) for sampler in fn.get("samplers", [])]
         loaders = [LoaderRef(frame, i, loader) for i, loader in enumerate(fn.get("loaders", []))]
         self.loaders.extend(loaders)
-        results: list[Value] = []
+        uses = fn.get("uses", [])
+        if frame.function == MODULE and frame.parent is None:
+            for use in uses:
+                subject = resolve(use.get("of", {}), frame, loaders, []) if "in_function" in use else None
+                if isinstance(subject, LoaderRef):
+                    self.global_uses.setdefault((frame.path, str(use["in_function"])), []).append((use, subject))
+        results: list[Value] = frame.results
         for call in fn.get("calls", []):
             results.append(self._call(frame, call, loaders, results, depth))
-        for use in fn.get("uses", []):
+        for use in uses:
+            if "in_function" in use:
+                continue  # the function's frames have it
             subject = resolve(use.get("of", {}), frame, loaders, results)
             if isinstance(subject, LoaderRef):
                 repeated = frame.in_loop or bool(use.get("in_loop"))
@@ -201,7 +215,12 @@ class Walk:
             # parsing every module a project calls would cost a cold run.
             return None
         fn = self.function(*target)
-        if fn is None or not (fn.get("loaders") or fn.get("uses") or fn.get("calls") or self._sets_epoch(target[0])):
+        root = frame.root
+        # The module body's loaders its functions iterate, when the walk started at that body.
+        globals_used = self.global_uses.get(target, []) if root.path == target[0] and root.function == MODULE else []
+        if fn is None or not (
+            fn.get("loaders") or fn.get("uses") or fn.get("calls") or globals_used or self._sets_epoch(target[0])
+        ):
             return None
         params: list[str] = fn.get("params", [])
         env: dict[str, Value] = {}
@@ -216,6 +235,8 @@ class Walk:
             if name not in env:
                 env[name] = {**defaults.get(name, {}), "default": True}
         child = Frame(target[0], target[1], env, frame, call, frame.in_loop or bool(call.get("in_loop")))
+        for use, loader in globals_used:
+            loader.events.append(Event(use, child, child.in_loop or bool(use.get("in_loop"))))
         return self._enter(child, fn, depth + 1)
 
 

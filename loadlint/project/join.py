@@ -24,7 +24,7 @@ from loadlint.summaries import summarise_text
 from loadlint.files import read_source
 from loadlint.notebook import joined_text, to_cells
 from loadlint.pipeline import ProfileCache, options_for
-from loadlint.project import MAX_FILES, Project
+from loadlint.project import HELD, MAX_FILES, Project
 from loadlint.project.modules import Resolver, project_root
 from loadlint.project.values import Constants, constant_findings
 from loadlint.source import DecodeError, decode
@@ -38,20 +38,62 @@ SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", "venv", "
 #: The cache's configuration fingerprint for a summary made on demand.
 SUMMARY_ONLY = "project-summary"
 NOTEBOOK = ".ipynb"
+#: Phase 2's findings to take back from a file's own, kept beside the ones it
+#: adds (and cached with them) under this prefix and the file's path.
+WITHDRAWN = "\0withdrawn\0"
 
 
-def python_files(root: Path, limit: int = MAX_FILES) -> Iterator[str]:
-    """Python files under ``root``, sorted, at most ``limit``; hidden and
-    environment folders skipped, links to folders not followed."""
-    count = 0
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIP_DIRS)
-        for name in sorted(files):
-            if name.endswith((".py", NOTEBOOK)):
-                yield os.path.join(folder, name)
-                count += 1
-                if count >= limit:
-                    return
+class Listing:
+    """The Python files under each root of a run and their ``stat``, shared
+    by its roots: a tree without root markers makes every folder a root of
+    its own, and a root nested in one walked already takes its files from
+    that walk (in the same order: folders top-down, names sorted) instead of walking
+    and stating its subtree again."""
+
+    def __init__(self) -> None:
+        #: Walks that listed every file: (files, folder -> its files' span).
+        self.walks: list[tuple[list[str], dict[str, tuple[int, int]]]] = []
+        self.stats: dict[str, tuple[int, int] | None] = {}
+
+    def files(self, root: Path) -> list[str]:
+        top = str(root)
+        for files, spans in self.walks:
+            span = spans.get(top)
+            if span is not None:
+                return files[span[0] : span[1]]
+        files, starts = [], []
+        for folder, dirs, names in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIP_DIRS)
+            starts.append((folder, len(files)))
+            files.extend(os.path.join(folder, name) for name in sorted(names) if name.endswith((".py", NOTEBOOK)))
+            if len(files) >= MAX_FILES:
+                return files[:MAX_FILES]  # cut short: no subtree can be taken from it
+        self.walks.append((files, _spans(starts, len(files))))
+        return files
+
+    def stat(self, path: str) -> tuple[int, int] | None:
+        if path not in self.stats:
+            try:
+                st = os.stat(path)
+                self.stats[path] = (st.st_size, st.st_mtime_ns)
+            except OSError:
+                self.stats[path] = None
+        return self.stats[path]
+
+
+def _spans(starts: list[tuple[str, int]], total: int) -> dict[str, tuple[int, int]]:
+    """Each folder's files in a top-down walk: from its start to the start
+    of the next folder outside it."""
+    spans: dict[str, tuple[int, int]] = {}
+    open_folders: list[tuple[str, int]] = []
+    for folder, start in starts:
+        while open_folders and not folder.startswith(open_folders[-1][0].rstrip(os.sep) + os.sep):
+            done, begun = open_folders.pop()
+            spans[done] = (begun, start)
+        open_folders.append((folder, start))
+    for done, begun in open_folders:
+        spans[done] = (begun, total)
+    return spans
 
 
 def join_project(
@@ -59,38 +101,48 @@ def join_project(
     results: list[FileResult | None],
     profiles: ProfileCache,
     cache: Callable[[], Cache] | None,
+    withdrawn: dict[str, frozenset[tuple[str, int, int]]] | None = None,
 ) -> None:
     """Add project findings to ``results`` (parallel to ``candidates``;
-    None where the run's pre-filter skipped the file)."""
+    None where the run's pre-filter skipped the file); the (code, row,
+    column) of the findings it takes back go to ``withdrawn``, by absolute path."""
     groups: dict[Path, list[int]] = {}
-    roots: dict[Path, Path] = {}
-    above: dict[Path, Path | None] = {}
+    roots: dict[str, Path] = {}
+    above: dict[str, Path | None] = {}
+    #: Whether each file of the run may build a loader (the pre-filter's verdict).
+    builds: dict[str, bool] = {}
     for index, candidate in enumerate(candidates):
-        folder = Path(os.path.abspath(candidate.path)).parent
+        path = os.path.abspath(candidate.path)
+        builds[path] = results[index] is not None or path.endswith(NOTEBOOK)
+        folder = os.path.dirname(path)
         if folder not in roots:
-            roots[folder] = project_root(folder, above)
+            roots[folder] = project_root(Path(folder), above)
         groups.setdefault(roots[folder], []).append(index)
+    listing = Listing()
     for root, indexes in groups.items():
+        # No file of the project can build a loader: nothing to join (a tree
+        # without root markers has a project per folder, most of them so).
+        if not any(builds.get(path, True) for path in listing.files(root)):
+            continue
         try:
-            _join_one(root, indexes, candidates, results, profiles, cache)
+            _join_one(root, indexes, candidates, results, profiles, cache, withdrawn, listing)
         except (OSError, ValueError, RecursionError, MemoryError):
             # Project findings are extra: a project that cannot be read
             # whole still gets every file's own findings.
             continue
 
 
-def project_key(root: Path, files: list[str], settings: str) -> str:
+def project_key(root: Path, files: list[str], settings: str, listing: Listing | None = None) -> str:
     """A digest of every project file's name, size and modification time,
     and the settings: equal keys, equal project findings."""
     import hashlib
 
+    stat = (listing or Listing()).stat
     digest = hashlib.blake2b(f"{root}\0{settings}".encode(), digest_size=20)
     for path in files:
-        try:
-            st = os.stat(path)
-        except OSError:
-            continue
-        digest.update(f"\0{path}\0{st.st_size}\0{st.st_mtime_ns}".encode(errors="surrogateescape"))
+        found = stat(path)
+        if found is not None:
+            digest.update(f"\0{path}\0{found[0]}\0{found[1]}".encode(errors="surrogateescape"))
     return digest.hexdigest()
 
 
@@ -101,16 +153,19 @@ def _join_one(
     results: list[FileResult | None],
     profiles: ProfileCache,
     cache: Callable[[], Cache] | None,
+    withdrawn: dict[str, frozenset[tuple[str, int, int]]] | None = None,
+    listing: Listing | None = None,
 ) -> None:
     original: dict[str, int] = {os.path.abspath(candidates[i].path): i for i in indexes}
-    files = list(python_files(root))
+    listing = listing or Listing()
+    files = listing.files(root)
     first = candidates[indexes[0]]
     phase1 = cache() if cache is not None else None
     opened = phase1.sub("project") if phase1 is not None else None
     # The settings as the root sees them: one key whichever files a run is given.
     # Messages quote paths from the current folder, so it is part of the key.
     settings_key = f"{first.settings.fingerprint(str(root / '__init__.py'))}\0{first.settings.target!r}\0{os.getcwd()}"
-    key = project_key(root, files, settings_key)
+    key = project_key(root, files, settings_key, listing)
     found: dict[str, list[Finding]] | None = None
     if opened is not None:
         from loadlint.cache import ProjectCache
@@ -120,8 +175,26 @@ def _join_one(
         found = _analyse(root, files, original, candidates, _given_summaries(original, results), profiles, opened, phase1, results)
         if opened is not None:
             ProjectCache(opened).store(str(root), key, found)
+    from loadlint.project.fixing import read_as
+
+    for path in found:
+        if not path.startswith("\0"):  # not the prefixed places taken back or withheld
+            read_as[path] = listing.stat(path)
     for path, findings in found.items():
-        if path in original:
+        if path.startswith(WITHDRAWN):
+            index = original.get(path[len(WITHDRAWN):])
+            if index is not None:
+                _withdraw(results[index], findings)
+                if withdrawn is not None:
+                    withdrawn[path[len(WITHDRAWN):]] = withdrawn.get(path[len(WITHDRAWN):], frozenset()) | {
+                        _place(f) for f in findings
+                    }
+        elif path.startswith(HELD):
+            index = original.get(path[len(HELD):])
+            held = _hold(results[index], findings) if index is not None else set()
+            if held and withdrawn is not None:
+                withdrawn[path[len(HELD):]] = withdrawn.get(path[len(HELD):], frozenset()) | held
+        elif path in original:
             _add(results, original[path], candidates, findings)
 
 
@@ -239,7 +312,79 @@ def _analyse(
         text = read_text(path) if path.endswith(NOTEBOOK) else None
         if text is not None:
             found[path] = to_cells(findings, text)
+    withdrawn = _in_memory_elsewhere(root, summaries, summary_of, read_text, original, own_findings)
+    for path, gone in withdrawn.items():
+        places = {_place(f) for f in gone}
+        if path in found:
+            found[path] = [f for f in found[path] if _place(f) not in places]
+        found[WITHDRAWN + path] = gone
     return found
+
+
+def _place(finding: Finding) -> tuple[str, int, int]:
+    return finding.code, finding.location.row, finding.location.column
+
+
+def _in_memory_elsewhere(
+    root: Path,
+    summaries: dict[str, dict[str, Any]],
+    summary_of: Callable[[str], dict[str, Any] | None],
+    read_text: Callable[[str], str | None],
+    original: dict[str, int],
+    own_findings: Callable[[str], list[Finding] | None],
+) -> dict[str, list[Finding]]:
+    """LL201 findings to take back: on loaders of the run's files whose
+    dataset is built from a class of another project module that holds its
+    data in memory (the test a class of the same module passes)."""
+    from loadlint.summaries import locate
+
+    resolver = Resolver(root)
+    out: dict[str, list[Finding]] = {}
+    for path in original:
+        summary = summaries.get(path)
+        if summary is None or path.endswith(NOTEBOOK) or not summary.get("imported_datasets"):
+            continue
+        # Locating the loaders parses the file again: only where there is something to take back.
+        own = own_findings(path)
+        if own is not None and not any(f.code == "LL201" for f in own):
+            continue
+        refs = []
+        for loader in summary.get("imported_datasets", []):
+            name = loader.get("class")
+            found = resolver.module_file(path, name) if isinstance(name, str) else None
+            if found is None or "." in found[1]:
+                continue
+            module = summary_of(found[0])
+            if module is not None and found[1] in module.get("in_memory_classes", ()):
+                refs.append(int(loader.get("at", -1)))
+        text = read_text(path) if refs else None
+        if text is None:
+            continue
+        spans = locate(text, refs)
+        out[path] = [
+            Finding("LL201", "synchronous-loading", "", path, spans[ref][0], spans[ref][1]) for ref in refs if ref in spans
+        ]
+    return out
+
+
+def _hold(result: FileResult | None, held: list[Finding]) -> set[tuple[str, int, int]]:
+    """Withhold the fixes of ``result``'s findings at ``held``'s places, with
+    their reasons; the places withheld."""
+    reasons = {_place(f): f.fix_withheld for f in held}
+    out = set()
+    for finding in result.findings if result is not None else []:
+        reason = reasons.get(_place(finding))
+        if reason is not None and finding.fix is not None:
+            finding.fix, finding.fix_withheld = None, reason
+            out.add(_place(finding))
+    return out
+
+
+def _withdraw(result: FileResult | None, gone: list[Finding]) -> None:
+    if result is None:
+        return
+    places = {_place(f) for f in gone}
+    result.findings = [f for f in result.findings if _place(f) not in places]
 
 
 def _constant_findings(

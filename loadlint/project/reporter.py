@@ -54,6 +54,8 @@ def show(value: Value) -> str:
             return repr(value["value"])
         if value.get("cpu_count"):
             return "cpu_count()"
+        if value.get("lambda"):
+            return "lambda ..."
     return "?"
 
 
@@ -139,12 +141,22 @@ class Reporter:
         self.reanalysed: dict[tuple[str, str], list[Finding]] = {}
         #: Whether any project file mentions ``set_epoch`` (read once, on demand).
         self.set_epoch_anywhere: bool | None = None
+        #: The fix each finding asks for, by (path, code, row, column):
+        #: (node ref, keywords to set, applicability, label); decided in ``fixing``.
+        self.changes: dict[tuple[str, str, int, int], Change] = {}
+        #: A loader whose file's fix would add workers, while its findings are tried.
+        self.what_if: LoaderRef | None = None
+        #: (path, loader ref) -> (code, message, place) of the first finding such a fix would introduce.
+        self.blocked: dict[tuple[str, int], tuple[str, str, str]] = {}
         #: The modules each walk (by its root frame) entered.
         self.reached: dict[int, set[str]] = {}
         for frame in entered:
             self.reached.setdefault(id(frame.root), set()).add(frame.path)
 
-    def _add(self, path: str, code: str, ref: int, message: str) -> None:
+    def _add(self, path: str, code: str, ref: int, message: str, change: Change | None = None) -> None:
+        if self.what_if is not None:
+            self._would_add(path, code, ref, message, self.what_if)
+            return
         if path not in self.wanted:
             return
         options = self.project.options_for(path)
@@ -153,7 +165,18 @@ class Reporter:
         span = self.where.span(path, ref)
         if span is None or (code, span[0].row) in self._own(path, options):
             return
+        if change is not None and not path.endswith(NOTEBOOK):
+            self.changes.setdefault((path, code, span[0].row, span[0].column), change)
         self._keep(Finding(code, name_of(code), message, path, span[0], span[1]))
+
+    def _would_add(self, path: str, code: str, ref: int, message: str, loader: LoaderRef) -> None:
+        """Record, by the loader's place, the first finding its file's fix
+        adding workers would introduce (anywhere in the project, selected or not)."""
+        span = self.where.span(path, ref)
+        if span is None or (code, span[0].row) in self._own(path, self.project.options_for(path)):
+            return
+        key = (loader.frame.path, int(loader.summary.get("at", -1)))
+        self.blocked.setdefault(key, (code, message, self.where.place(path, ref)))
 
     def _own(self, path: str, options: Options) -> set[tuple[str, int]]:
         """(code, line) of the file's own findings: those it reports already."""
@@ -205,13 +228,23 @@ class Reporter:
         self._set_epoch(ref)
         workers = _workers(ref)
         if workers is None:
+            count = ref.setting("num_workers")
+            if count is MISSING_VALUE or isinstance(count, dict) and count.get("value") == 0:
+                # What the file's own fix adding workers (LL201) would make
+                # the project report: a crash there withholds that fix.
+                self.what_if = ref
+                self._with_workers(ref, "the fix's")
+                self.what_if = None
             return
+        self._with_workers(ref, workers)
+
+    def _with_workers(self, ref: LoaderRef, workers: str) -> None:
         for event in ref.events:
             if event.frame is ref.frame or not event.repeated:
                 continue  # the file's own rules see what happens where it is built
             kind = event.use.get("kind")
-            if kind == "iter":
-                self._epoch(ref, event, workers)
+            if kind == "iter" and self.what_if is None:
+                self._epoch(ref, event, workers)  # LL204 has a fix: not a reason to withhold
             elif kind == "next_iter":
                 self._next_iter(ref, event, workers)
         self._main_guard(ref, workers)
@@ -288,7 +321,7 @@ class Reporter:
             f"set `persistent_workers=True` (iterated every epoch by `{event.frame.function}` ({use})"
             + (f" {calls})" if calls else ")")
         )
-        self._add(ref.frame.path, "LL204", int(ref.summary.get("at", -1)), message)
+        self._add(ref.frame.path, "LL204", int(ref.summary.get("at", -1)), message, _persistent_change(ref))
 
     def _transfers(self, ref: LoaderRef) -> None:
         """LL205 on a blocking ``.cuda()`` or ``.to(<CUDA device>)`` of a pinned
@@ -309,7 +342,8 @@ class Reporter:
                 f"`.{method}()` of a pinned batch without `non_blocking=True`: the copy blocks and cannot overlap "
                 f"compute, so pinning buys nothing; pass `non_blocking=True` (the loader is built at {self._built(ref)})"
             )
-            self._add(event.frame.path, "LL205", int(use.get("at", -1)), message)
+            change = (int(use.get("at", -1)), {"non_blocking": "True"}, "safe", "Pass `non_blocking=True`")
+            self._add(event.frame.path, "LL205", int(use.get("at", -1)), message, change)
 
     def _pinning(self, ref: LoaderRef) -> None:
         """LL202 on a loader that is not pinned whose batches another module
@@ -340,7 +374,10 @@ class Reporter:
                 f"{what} but batches go to the GPU: copies from pageable memory block and cannot overlap compute; "
                 f"set `pin_memory=True` (batches moved to the GPU by {self._by(event)})"
             )
-            self._add(ref.frame.path, "LL202", int(ref.summary.get("at", -1)), message)
+            at = int(ref.summary.get("at", -1))
+            # A value passed in is the caller's to choose.
+            change = None if "pin_memory" in ref.summary.get("kw", {}) else (at, {"pin_memory": "True"}, "safe", "Set `pin_memory=True`")
+            self._add(ref.frame.path, "LL202", at, message, change)
             return
 
     def _set_epoch(self, ref: LoaderRef) -> None:
@@ -445,6 +482,20 @@ class Reporter:
             return True
         return _PERCENT_CELL.search(self.project.read_text(path) or "") is not None
 
+    def held(self) -> dict[str, list[Finding]]:
+        """By path, the places of loaders whose LL201 fix (adding workers)
+        would introduce a finding elsewhere: LL201 with the reason as ``fix_withheld``."""
+        out: dict[str, list[Finding]] = {}
+        for (path, at), (code, message, place) in sorted(self.blocked.items()):
+            span = self.where.span(path, at)
+            if span is None or path.endswith(NOTEBOOK):
+                continue
+            reason = f"no fix: adding workers would introduce {code} ({name_of(code)}) at {place}: {message}"
+            out.setdefault(path, []).append(
+                Finding("LL201", name_of("LL201"), "", path, span[0], span[1], fix_withheld=reason)
+            )
+        return out
+
     def done(self) -> dict[str, list[Finding]]:
         """The findings, noqa comments honoured."""
         out: dict[str, list[Finding]] = {}
@@ -465,6 +516,31 @@ class Reporter:
             if kept:
                 out[path] = kept
         return out
+
+
+#: A fix a project finding asks for: (summary node ref of the call, keywords
+#: to set with their code, applicability, label).
+Change = tuple[int, dict[str, str], str, str]
+
+
+def _persistent_change(ref: LoaderRef) -> Change | None:
+    """``persistent_workers=True``, or ``=<param> > 0`` where the worker
+    count is the factory's parameter: another caller may pass 0, and
+    persistent workers without workers raise."""
+    kw = ref.summary.get("kw", {})
+    if "persistent_workers" in kw:
+        return None  # the caller's to choose
+    at = int(ref.summary.get("at", -1))
+    param = kw.get("num_workers")
+    if isinstance(param, str) and param.isidentifier():
+        code = f"{param} > 0"
+    else:
+        raw = ref.summary.get("values", {}).get("num_workers")
+        certain = isinstance(raw, dict) and (raw.get("cpu_count") or type(raw.get("value")) is int and raw["value"] > 0)
+        if not certain:
+            return None
+        code = "True"
+    return at, {"persistent_workers": code}, "safe", f"Set `persistent_workers={code}`"
 
 
 def _sig(finding: Finding) -> tuple[str, int, int]:

@@ -206,6 +206,11 @@ class UnpicklableWorkerFunction(Rule):
     It is silent with `multiprocessing_context="fork"`, without workers, and
     when the number of workers cannot be resolved.
 
+    Project analysis follows a lambda passed to a loader factory of another
+    module (`make_loader(ds, collate_fn=lambda b: b)`): the finding is on
+    the factory's `DataLoader(` line, naming the call, with the worker count
+    that call gives.
+
     ## Why is this bad?
     Spawned workers start a fresh interpreter and receive the dataset, the
     `collate_fn` and the `worker_init_fn` by pickle, which stores functions

@@ -43,9 +43,12 @@ class MissingMainGuard(Rule):
 
     A `for` loop over the loader, `next(iter(loader))` or `iter(loader)`
     written at module level is seen here; a training function called at
-    module level, and a loader built by a factory, are followed by project
-    analysis (the finding is then on the module-level line that starts the
-    iteration).
+    module level, a loader built by a factory, and a module-level loader
+    that a function iterates (`for epoch in ...: train(epoch)` where `train`
+    loops over the global `trainloader`, the shape of a much-copied CIFAR
+    script) are followed by project analysis (the finding is then on the
+    module-level line that starts the iteration).  A loop in a nested
+    function is not followed: when it runs is unknown.
 
     ## Example
     ```python

@@ -43,7 +43,10 @@ class MissingDistributedSampler(Rule):
     or `batch_sampler` in a module that sets up distributed training
     (`init_process_group`, `DistributedDataParallel`, `mp.spawn`,
     `get_rank`/`get_world_size`, the torchrun variables `LOCAL_RANK` and
-    `WORLD_SIZE`).
+    `WORLD_SIZE`).  A rank variable read from the environment is no evidence
+    in a module that trains with JAX (it imports `jax`, `flax` or `optax`)
+    and shows nothing else: Flax training scripts read `LOCAL_RANK` as
+    boilerplate, and JAX runs one process per host.
 
     ## Why is this bad?
     Without a `DistributedSampler`, every rank iterates the whole dataset:
@@ -200,6 +203,15 @@ class MissingDistributedSampler(Rule):
             kwargs = DistributedDataParallelKwargs(find_unused_parameters=True)
             loader = DataLoader(ds, batch_size=8, num_workers=2)
         """),
+        # A Flax script reading the rank as boilerplate: JAX, not torch.distributed.
+        Valid("""
+            import os
+            import jax
+            from flax.training import train_state
+            from torch.utils.data import DataLoader
+            env_local_rank = int(os.environ.get("LOCAL_RANK", -1))
+            loader = DataLoader(MyData(), batch_size=32, num_workers=2, collate_fn=numpy_collate)
+        """),
         # Batch samplers shard too.
         Valid("""
             import torch.distributed as dist
@@ -278,6 +290,18 @@ class MissingDistributedSampler(Rule):
             import os
             from torch.utils.data import DataLoader
             local_rank = int(os.environ["LOCAL_RANK"])
+            loader = DataLoader(MyData(), batch_size=32)
+            """,
+        ),
+        # JAX imported, but torch.distributed is started too: evidence.
+        Invalid(
+            """
+            import os
+            import jax
+            import torch.distributed as dist
+            from torch.utils.data import DataLoader
+            local_rank = int(os.environ["LOCAL_RANK"])
+            dist.init_process_group("nccl")
             loader = DataLoader(MyData(), batch_size=32)
             """,
         ),

@@ -48,7 +48,8 @@ class MissingSetEpoch(Rule):
     the loader is not iterated in a loop.
 
     Project analysis follows the sampler and its loader across functions
-    and modules (a factory builds them, another module's training function
+    and modules (a factory builds them, a helper returns the sampler that a
+    loader of another module draws from, another module's training function
     iterates the loader every epoch): the finding is on the
     `DistributedSampler(` line with the chain, and no module the walk passes
     through may call `set_epoch`.

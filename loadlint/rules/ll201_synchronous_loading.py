@@ -203,6 +203,11 @@ class SynchronousLoading(Rule):
     containers that its `__init__` builds from such values.  Any other call
     in `__getitem__` (beyond `len`, `int` and the like), a file read in
     `__init__`, or a container passed in from outside keeps the finding.
+    Project analysis applies the same test to a class imported from another
+    module of the project (`DataLoader(RandomDataset(32, 64))` with
+    `from helpers.datasets import RandomDataset`): the finding is taken back,
+    and `fix` leaves that loader alone.  A class from an installed package
+    is not read, and keeps the finding.
 
     A command-line default counts (`num_workers=args.workers` with
     `parser.add_argument("--workers", default=0)`, dataclass fields parsed by

@@ -163,8 +163,52 @@ class WorkerOversubscription(Rule):
             from transformers import TrainingArguments
             args = TrainingArguments(output_dir="out", dataloader_num_workers=3)
         """, profile=_T1),
+        # The parser's own default overrides the one its parent declares.
+        Valid("""
+            import argparse
+            from torch.utils.data import DataLoader
+            def common():
+                parser = argparse.ArgumentParser(add_help=False)
+                parser.add_argument("--workers", type=int, default=16)
+                return parser
+            parser = argparse.ArgumentParser(parents=[common()])
+            parser.set_defaults(workers=2)
+            args = parser.parse_args()
+            loader = DataLoader(ds, batch_size=2, num_workers=args.workers)
+        """, profile=_T1),
     ]
     INVALID = [
+        # An option declared on a parent parser (``parents=``), as helpers return them.
+        Invalid(
+            """
+            import argparse
+            from torch.utils.data import DataLoader
+            def common():
+                parser = argparse.ArgumentParser(add_help=False)
+                parser.add_argument("--workers", type=int, default=16)
+                return parser
+            parser = argparse.ArgumentParser(parents=[common()])
+            parser.add_argument("--lr", type=float, default=0.1)
+            args = parser.parse_args()
+            loader = DataLoader(ds, batch_size=2, num_workers=args.workers)
+            """,
+            message="`num_workers=16` (with the default `--workers 16`) on 4 usable CPUs: workers compete for cores "
+            "and memory; use `num_workers=2` (target: 4 CPUs, 1 GPU)",
+            fixed="""
+            import argparse
+            from torch.utils.data import DataLoader
+            def common():
+                parser = argparse.ArgumentParser(add_help=False)
+                parser.add_argument("--workers", type=int, default=2)
+                return parser
+            parser = argparse.ArgumentParser(parents=[common()])
+            parser.add_argument("--lr", type=float, default=0.1)
+            args = parser.parse_args()
+            loader = DataLoader(ds, batch_size=2, num_workers=args.workers)
+            """,
+            profile=_T1,
+            line=10,
+        ),
         Invalid(
             """
             from torch.utils.data import DataLoader

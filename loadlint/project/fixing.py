@@ -1,0 +1,144 @@
+"""The fixes of project findings: decided where the findings are made, so
+that ``[*]`` means what ``fix`` does, and written by ``fix`` between the
+rounds of a run until none is left.
+
+A project finding asks for keywords set on one call (``non_blocking=True``
+at a ``.to()``, ``persistent_workers=True`` or ``pin_memory=True`` at a
+``DataLoader(``).  The fix is rendered like a rule's, in the file where the
+finding is, and tried there: a fix after which every rule (selected or not)
+finds something new in that file that has no fix of its own is withheld,
+with the reason.  What a fix implies elsewhere (``non_blocking=True`` at the
+transfers of a loader just pinned) is a project finding of the next round,
+with its own fix.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+from loadlint.engine import analyse, guard_options
+from loadlint.files import read_source, write_fixes
+from loadlint.source import DecodeError, decode
+from loadlint.summaries import numbered
+from loadlint.types import Edit, FileResult, Finding, Fix, Options
+
+if TYPE_CHECKING:
+    from loadlint.project.reporter import Change
+
+#: (path, code, row, column) of a project finding.
+Key = tuple[str, str, int, int]
+#: By absolute path, the (size, modification time) of each file as the last
+#: join read it: a project fix is written only to a file still so (another
+#: process may have changed it, and the fix's offsets with it).
+read_as: dict[str, tuple[int, int] | None] = {}
+
+
+def decide(
+    found: dict[str, list[Finding]],
+    changes: dict[Key, Change],
+    read_text: Callable[[str], str | None],
+    options_for: Callable[[str], Options],
+) -> None:
+    """Give each finding of ``found`` the fix its change asks for, or the
+    reason it is withheld."""
+    for path, findings in found.items():
+        asked = [(f, changes[_key(f)]) for f in findings if _key(f) in changes]
+        if asked:
+            _decide_file(path, asked, read_text(path), options_for(path))
+
+
+def _key(finding: Finding) -> Key:
+    return finding.path, finding.code, finding.location.row, finding.location.column
+
+
+def _decide_file(path: str, asked: list[tuple[Finding, Change]], text: str | None, options: Options) -> None:
+    import libcst as cst
+
+    from loadlint.fixes import Builder, FixError, apply_edits
+    from loadlint.rules.base import CallChange, FixSpec
+    from loadlint.withhold import introduced, reason
+
+    found = None if text is None else numbered(text)
+    if text is None or found is None:
+        return
+    positions, nodes = found
+    builder = Builder(positions.module, positions)
+    guard = guard_options(options)
+    before: list[Finding] | None = None
+    for finding, (ref, keywords, applicability, label) in asked:
+        node = nodes[ref] if 0 <= ref < len(nodes) else None
+        # ``**kwargs`` may hold the keyword already.
+        if type(node) is not cst.Call or any(arg.star for arg in node.args):
+            continue
+        spec = FixSpec("safe" if applicability == "safe" else "unsafe", label, calls=[CallChange(node, dict(keywords))])
+        try:
+            fix = builder.build(spec)
+            fixed = apply_edits(text, list(fix.edits))
+        except (FixError, ValueError):
+            continue
+        if before is None:
+            before = analyse(text, path, guard)[0]
+        after = analyse(fixed, path, guard)[0]
+        new = introduced(before, after, lambda f: f.fix is not None)
+        if new is not None:
+            finding.fix_withheld = reason(spec, new)
+            continue
+        finding.fix = fix
+
+
+def write(results: list[FileResult], unsafe: bool) -> bool:
+    """Apply the fixes ``results``' findings carry to the files on disk (at
+    most one per call: the next round renders the others again on the
+    fixed text); counted on each result's ``applied``.  Whether any file
+    was written."""
+    wrote = False
+    for result in results:
+        chosen = [
+            f for f in result.findings
+            if f.fix is not None and (unsafe or f.fix.applicability == "safe") and f.cell is None
+        ]
+        if not chosen or result.error is not None:
+            continue
+        path = Path(result.path)
+        try:
+            data = read_source(path)
+            source = decode(data)
+            st = os.stat(path)
+        except (OSError, DecodeError):
+            continue
+        if read_as.get(os.path.abspath(path)) != (st.st_size, st.st_mtime_ns):
+            continue  # changed since the fixes were made: the next run makes them again
+        edits: list[Edit] = []
+        applied: list[Finding] = []
+        for finding in sorted(chosen, key=lambda f: _start(f.fix)):
+            assert finding.fix is not None
+            if any(_overlaps(e, mine) for e in finding.fix.edits for mine in edits):
+                continue
+            edits.extend(finding.fix.edits)
+            applied.append(finding)
+        from loadlint.fixes import FixError, apply_edits
+
+        try:
+            text = apply_edits(source.text, edits)
+            new = source.encode(text)
+        except (FixError, UnicodeEncodeError):
+            continue
+        error = write_fixes(path, data, new)
+        if error is not None:
+            result.error = error
+            continue
+        wrote = True
+        result.fixed = text
+        for finding in applied:
+            result.applied[finding.code] = result.applied.get(finding.code, 0) + 1
+    return wrote
+
+
+def _start(fix: Fix | None) -> int:
+    return min((e.start for e in fix.edits), default=0) if fix is not None else 0
+
+
+def _overlaps(a: Edit, b: Edit) -> bool:
+    return a.start < b.end and b.start < a.end or a.start == b.start
