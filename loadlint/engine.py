@@ -27,6 +27,7 @@ from loadlint.syntax import interpreter_error, syntax_error
 from loadlint.syntax import too_deep_at as too_deep_at  # re-exported
 from loadlint.syntax import nesting_depth as nesting_depth  # re-exported
 from loadlint.source import DecodeError, decode, line_starts, position_of_offset
+from loadlint.suppress import file_suppressions, is_suppressed
 from loadlint.types import FileResult as FileResult  # re-exported: callers of lint_bytes name it
 from loadlint.types import Applied, Finding, Fix, Location
 from loadlint.types import Options as Options  # re-exported: the engine's entry points take it
@@ -38,43 +39,6 @@ if TYPE_CHECKING:
     from loadlint.facts.collect import ModuleFacts
     from loadlint.fixes import Positions
     from loadlint.rules.base import FixSpec, Report
-
-_NOQA = re.compile(r"#\s*noqa(?::[ \t]*(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*))?", re.IGNORECASE)
-_FILE_NOQA = re.compile(
-    r"^[ \t]*#\s*loadlint:\s*noqa(?::[ \t]*(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*))?\s*$",
-    re.IGNORECASE | re.MULTILINE,
-)
-_CODE = re.compile(r"[A-Za-z]+[0-9]+")
-
-
-def suppressed_codes(line: str) -> set[str] | None:
-    """Codes a ``# noqa`` comment on this line suppresses; {"*"} for a bare one."""
-    if "#" not in line:
-        return None
-    match = _NOQA.search(line)
-    if match is None:
-        return None
-    codes = match.group("codes")
-    return {"*"} if not codes else {c.upper() for c in _CODE.findall(codes)}
-
-
-def file_suppressions(text: str) -> set[str]:
-    """Codes a ``# loadlint: noqa`` line suppresses for the whole file; {"*"} for all."""
-    out: set[str] = set()
-    if "loadlint" not in text:
-        return out
-    for match in _FILE_NOQA.finditer(text):
-        codes = match.group("codes")
-        out |= {"*"} if not codes else {c.upper() for c in _CODE.findall(codes)}
-    return out
-
-
-def _is_suppressed(finding: Finding, line: str, file_level: set[str]) -> bool:
-    if "*" in file_level or finding.code in file_level:
-        return True
-    codes = suppressed_codes(line)
-    return codes is not None and ("*" in codes or finding.code in codes)
-
 
 #: Unused or invalid ``# noqa`` codes (``loadlint.noqa``), judged after the rules ran.
 LL902 = "LL902"
@@ -257,7 +221,7 @@ def _run_rules(
             finding = Finding(code, rule_name, report.message, path, start, end, fix)
             # The reported line only: splitting the whole text per finding
             # made suppression quadratic in big files.
-            if options.noqa and _is_suppressed(finding, positions.line_text(start.row), file_level):
+            if options.noqa and is_suppressed(finding, positions.line_text(start.row), file_level):
                 continue
             pairs.append((finding, (code, report)))
     except RecursionError:

@@ -24,17 +24,18 @@ from __future__ import annotations
 import dataclasses
 import gc
 import sys
-import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, TextIO
 
 from loadlint import cpus, pipeline
 from loadlint.config import Resolver
+from loadlint.deadline import OutOfTime, time_limit
 from loadlint.discover import Candidate, discover
 from loadlint.engine import passes_prefilter
 from loadlint.files import read_source
 from loadlint.pipeline import ProfileCache, Target, options_for
+from loadlint.progress import Progress
 from loadlint.rules import name_of
 from loadlint.types import HUMAN_FORMATS, CheckOptions, FileResult, Finding, FixRequest, HardwareProfile, Location, Options, Run
 
@@ -101,37 +102,6 @@ def default_jobs() -> int:
     return cpus.usable_here()
 
 
-class Progress:
-    """``Checking 12/66 files`` on one line of stderr, redrawn at most ten
-    times a second, drawn only once a run has lasted a moment (a quick run
-    should not flicker) and erased before the report is printed."""
-
-    DELAY = 0.3
-
-    def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
-        self.total = 0
-        self.done = 0
-        self.start = time.monotonic()
-        self.last = 0.0
-        self.drawn = False
-
-    def advance(self) -> None:
-        self.done += 1
-        now = time.monotonic()
-        if now - self.start < self.DELAY or (now - self.last < 0.1 and self.done < self.total):
-            return
-        self.last = now
-        self.stream.write(f"\rChecking {self.done}/{self.total} files")
-        self.stream.flush()
-        self.drawn = True
-
-    def close(self) -> None:
-        if self.drawn:
-            self.stream.write("\r\x1b[K")
-            self.stream.flush()
-
-
 @dataclasses.dataclass
 class _Work:
     index: int
@@ -178,42 +148,15 @@ FILE_TIME_LIMIT = 60.0
 OUT_OF_TIME = "analysis did not finish within"
 
 
-class _OutOfTime(Exception):
-    pass
-
-
-@contextmanager
-def _time_limit(seconds: float) -> Iterator[None]:
-    """Raise ``_OutOfTime`` in this thread after ``seconds`` (where a timer
-    signal can be had: the main thread of a Unix process)."""
-    import signal
-    import threading
-
-    if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def expire(signum: int, frame: Any) -> None:
-        raise _OutOfTime
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
 def lint_one(candidate: Candidate, data: bytes | None, profiles: ProfileCache, request: FixRequest | None) -> Done:
     """(result, whether the profile was consulted) for one file; ``data``
     None means the pipeline reads the file itself (a notebook).  A file
     that takes longer than ``FILE_TIME_LIMIT`` is reported, not waited for."""
     base = options_for(candidate.settings, str(candidate.path), profiles)
     try:
-        with _time_limit(FILE_TIME_LIMIT):
+        with time_limit(FILE_TIME_LIMIT):
             return _lint_one(candidate, data, profiles, request, base)
-    except _OutOfTime:
+    except OutOfTime:
         path = str(candidate.path)
         result = FileResult(path)
         if "LL900" in base.select:

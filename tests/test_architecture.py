@@ -49,7 +49,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("facts", "callsites", "resolve", "walk", "hardware"),
     # Plain types and leaf helpers: import nothing from loadlint above them.
     ("slicing", "syntax", "prefilter"),
-    ("types", "signature", "cpus", "source", "files", "boundary", "wildmatch", "nbjson", "constructors", "codegen", "__init__"),
+    ("types", "signature", "cpus", "source", "files", "boundary", "wildmatch", "deadline", "progress", "suppress", "nbjson", "constructors", "codegen", "__init__"),
 ]
 
 #: Modules outside the static core: they may import click, torch, NVML and

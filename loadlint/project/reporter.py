@@ -14,7 +14,8 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
-from loadlint.engine import Bindings, analyse, file_suppressions, suppressed_codes
+from loadlint.engine import Bindings, analyse
+from loadlint.suppress import file_suppressions, suppressed_codes
 from loadlint.notebook import cell_of
 from loadlint.project.flow import MISSING_VALUE, MODULE, Event, Frame, LoaderRef, SamplerRef, Value, resolve
 from loadlint.project.modules import shown_path
