@@ -158,12 +158,12 @@ def test_symlink_loop_and_large_tree_stay_bounded(tmp_path: Path) -> None:
 
 
 def test_project_roots_are_memoised_per_folder_in_a_tree_without_markers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from loadlint.project import modules
+    from loadlint import boundary
 
     deep = tmp_path / "a" / "b" / "c"
     deep.mkdir(parents=True)
     checked: list[str] = []
-    monkeypatch.setattr(modules, "_marks_root", lambda folder: checked.append(folder) or False)
+    monkeypatch.setattr(boundary, "_marks_root", lambda folder: checked.append(folder) or False)
     memo: dict[str, Path | None] = {}
     assert project_root(deep, memo) == deep
     first = len(checked)

@@ -62,10 +62,10 @@ def test_fix_then_fix_and_check_agree(case: str, unsafe: list[str], tmp_path: Pa
 def test_fix_applies_project_fixes_in_whatever_module(tmp_path: Path) -> None:
     folder = copy_of("examples", tmp_path) / "modular"
     check_out, check_code = run(folder, "check", "--no-cache")
-    assert "data_setup.py:15:20: LL204 [*]" in check_out and "engine.py:10:26: LL205 [*]" in check_out
+    assert "data_setup.py:39:20: LL204 [*]" in check_out and "engine.py:10:26: LL205 [*]" in check_out
     assert "[*] 6 fixable with the `--fix` option." in check_out or "6 fixable" in check_out
     out, code = run(folder, "fix", "--no-cache")
-    assert (out.splitlines()[-1], code) == ("Found 7 errors (6 fixed, 1 remaining).", 1)
+    assert (out.splitlines()[-1], code) == ("Found 7 problems (6 fixed, 1 remaining: 1 error, 0 warnings).", 1)
     assert findings(out) == [line for line in findings(check_out) if "LL013" in line]
     engine = (folder / "engine.py").read_text()
     assert "images.to(device, non_blocking=True), labels.to(device, non_blocking=True)" in engine
@@ -120,7 +120,7 @@ def test_a_fix_and_the_fixes_it_implies_apply_in_one_run(tmp_path: Path) -> None
     root = write_project(tmp_path, PINNED_ELSEWHERE)
     out, code = run(root, "fix", "--no-cache", "--show-fixes")
     # pin_memory=True in data.py, then non_blocking=True at both transfers in steps.py.
-    assert code == 0 and "Found 3 errors (3 fixed, 0 remaining)." in out
+    assert code == 0 and "Found 3 problems (3 fixed, 0 remaining)." in out
     assert "1 × LL202" in out and "2 × LL205" in out
     assert "pin_memory=True" in (root / "data.py").read_text()
     assert 'model(x.cuda(non_blocking=True), y.to("cuda", non_blocking=True))' in (root / "steps.py").read_text()
