@@ -44,9 +44,17 @@ from pathlib import Path
 from typing import Any
 
 from loadlint import __version__
+from loadlint.boundary import project_root
 from loadlint.types import Edit, Finding, Fix, HardwareProfile, Location
 
 DEFAULT_DIR = ".loadlint_cache"
+
+
+def default_dir(start: Path | None = None) -> Path:
+    """The cache of the project ``start`` (default: the current folder) is
+    in: one per project at its root, wherever inside it loadlint runs."""
+    return project_root(start or Path.cwd()) / DEFAULT_DIR
+
 #: Bumped whenever the entry layout changes.
 SCHEMA = 4
 CACHEDIR_TAG = (

@@ -148,7 +148,7 @@ def check_options(func: _Command) -> _Command:
         click.option("-o", "--output-file", type=click.Path(dir_okay=False, path_type=str), help="Write the report to FILE."),
         click.option("--statistics", is_flag=True, help="Count findings per rule."),
         click.option("--no-cache", is_flag=True, help="Do not read or write the cache."),
-        click.option("--cache-dir", type=click.Path(file_okay=False, path_type=str), envvar="LOADLINT_CACHE_DIR", help="Cache folder (default .loadlint_cache)."),
+        click.option("--cache-dir", type=click.Path(file_okay=False, path_type=str), envvar="LOADLINT_CACHE_DIR", help="Cache folder (default .loadlint_cache at the project root)."),
         click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False, path_type=str), help="Use this configuration file only."),
         click.option("--isolated", is_flag=True, help="Ignore all configuration files."),
         click.option("--stdin-filename", type=str, help="The file name to use for source read from stdin (-)."),
@@ -476,17 +476,20 @@ def rule_command(code: str | None, all_rules: bool, output_format: str) -> None:
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=str), envvar="LOADLINT_CACHE_DIR", help="The cache folder to remove.")
 def clean_command(paths: tuple[str, ...], cache_dir: str | None) -> None:
     """Remove the cache folder."""
-    from loadlint.cache import DEFAULT_DIR, clean, is_cache_dir
+    from loadlint.cache import DEFAULT_DIR, clean, default_dir, is_cache_dir
 
-    folders = [Path(cache_dir)] if cache_dir else [Path(p) / DEFAULT_DIR for p in (paths or (".",))]
-    for folder in folders:
+    # The project's cache (at its root), and one a path holds itself (left by older versions).
+    folders = [Path(cache_dir)] if cache_dir else [default_dir(Path(p)) for p in (paths or (".",))]
+    folders += [] if cache_dir else [Path(p) / DEFAULT_DIR for p in paths]
+    for folder in dict.fromkeys(f.absolute() for f in folders):
         if not folder.is_dir():
             continue
         # --cache-dir can name any folder; only one loadlint tagged is deleted.
         if not is_cache_dir(folder):
             click.echo(f"loadlint: warning: not removing {folder}: it is not a loadlint cache (no CACHEDIR.TAG)", err=True)
             continue
-        click.echo(f"Removing cache at: {folder}")
+        shown = os.path.relpath(folder)
+        click.echo(f"Removing cache at: {folder if shown.startswith('..') else shown}")
         clean(folder)
 
 

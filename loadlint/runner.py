@@ -89,9 +89,9 @@ def lazy_cache(directory: str | Path | None) -> Callable[[], Cache]:
 
     def get() -> Cache:
         if not opened:
-            from loadlint.cache import DEFAULT_DIR, Cache
+            from loadlint.cache import Cache, default_dir
 
-            opened.append(Cache(directory or DEFAULT_DIR))
+            opened.append(Cache(directory or default_dir()))
         return opened[0]
 
     return get

@@ -396,6 +396,18 @@ def test_clean_removes_the_cache(tree):
     assert not (project / ".loadlint_cache").exists()
 
 
+def test_the_cache_is_at_the_project_root_wherever_loadlint_runs_inside(tree):
+    project = tree.parent
+    (project / "pyproject.toml").write_text("[tool.loadlint]\n")
+    invoke([*ARGS, "."], tree)
+    assert (project / ".loadlint_cache" / "CACHEDIR.TAG").is_file()
+    assert not (tree / ".loadlint_cache").exists()
+    # clean from a subfolder removes the project's cache (outside the current folder: named in full).
+    result = invoke(["clean"], tree)
+    assert (result.exit_code, result.output) == (0, f"Removing cache at: {project / '.loadlint_cache'}\n")
+    assert not (project / ".loadlint_cache").exists()
+
+
 def test_clean_refuses_a_folder_that_is_not_a_cache(tmp_path):
     precious = tmp_path / "precious"
     precious.mkdir()
