@@ -248,7 +248,8 @@ def _decision(current: list[measure.Run], candidate: list[measure.Run]) -> dict[
             "threshold": d.threshold, "reason": d.reason, "pairs": d.pairs, "noise": d.noise,
             "interval": None if iv is None else [iv.low, iv.high],
             "level": None if iv is None else iv.level,
-            "method": "exact sign test on the paired ratios", "cpu_ratio": d.cpu_ratio}
+            "method": measure.METHOD, "cpu_ratio": d.cpu_ratio,
+            "favoured": measure.favoured(current, candidate)}
 
 
 def _site_verdict(summaries: list[dict[str, Any]]) -> dict[str, Any]:

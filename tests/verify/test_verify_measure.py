@@ -72,14 +72,40 @@ def test_current_noise_raises_the_threshold():
 
 
 def test_too_few_pairs_never_give_a_verdict():
-    d = measure.decide(runs([1.0] * 5), runs([2.0] * 5))
-    assert d.verdict == "inconclusive" and "6 are needed" in d.reason
+    d = measure.decide(runs([1.0] * 2), runs([2.0] * 2))
+    assert d.verdict == "inconclusive" and "3 are needed" in d.reason and d.interval is None
     assert measure.decide([], runs([2.0] * 6)).verdict == "inconclusive"
+
+
+def test_a_large_consistent_gain_is_confirmed_from_few_pairs():
+    # The image folder: four pairs, every one at least 1.72x.
+    d = measure.decide(runs([1.0, 1.02, 0.98, 1.0]), runs([1.72, 2.2, 1.9, 2.0]))
+    assert d.verdict == "confirmed" and d.pairs == 4
+    assert d.interval.level == 0.99 and 1.4 < d.interval.low < 1.72 < 2.2 < d.interval.high
+    # Three pairs suffice when they agree; with a spread they do not.
+    assert measure.decide(runs([1.0] * 3), runs([8.1, 8.7, 8.4])).verdict == "confirmed"
+    assert measure.decide(runs([1.0] * 3), runs([1.2, 2.5, 1.4])).verdict == "inconclusive"
+
+
+def test_t_interval_is_on_the_log_scale():
+    iv = measure.t_interval([2.0, 2.0, 2.0])
+    assert (iv.low, iv.high) == pytest.approx((2.0, 2.0))
+    iv = measure.t_interval([0.5, 2.0, 1.0])  # a 2x loss and a 2x gain cancel
+    assert math.sqrt(iv.low * iv.high) == pytest.approx(1.0)
+    assert measure.t_interval([1.0, 2.0]) is None
+    assert measure.t_quantile(2) == pytest.approx(9.925) and measure.t_quantile(60) == pytest.approx(2.66, abs=0.01)
+
+
+def test_one_outlying_pair_cannot_carry_a_verdict_past_six_pairs():
+    # The mean of the logs clears the threshold, but one pair of seven is
+    # below 1: the exact sign test does not confirm the side.
+    d = measure.decide(runs([1.0] * 7), runs([1.5, 1.45, 1.55, 1.5, 1.5, 1.48, 0.98]))
+    assert d.verdict == "inconclusive" and "sign test" in d.reason
 
 
 def test_contended_only_when_busy_and_no_interval():
     busy = dict(foreign_share=0.8)
-    d = measure.decide(runs([1.0] * 3, **busy), runs([2.0] * 3, **busy))
+    d = measure.decide(runs([1.0] * 2, **busy), runs([2.0] * 2, **busy))
     assert d.verdict == "contended" and "80%" in d.reason
     d = measure.decide(runs([1.0] * 6, **busy), runs([2.0] * 6, **busy))
     assert d.verdict == "confirmed"  # a busy machine still gives an interval
@@ -221,7 +247,9 @@ def test_report_confirmed_carries_best_for_fix_from_verify():
     text = report.render_text(rep)
     assert "CONFIRMED" in text and "runs suggested: 1.9 1.95 1.88 1.9 1.9 1.9" in text
     assert text.splitlines()[1].startswith("answer: num_workers=2, persistent_workers=True is 1.90x")
-    assert site["decision"]["interval"] == pytest.approx([1.88 / 0.99, 1.95 / 1.01])
+    low, high = site["decision"]["interval"]
+    assert 1.88 / 0.99 - 0.02 < low < 1.9 < high < 1.95 / 1.01 + 0.02
+    assert site["decision"]["favoured"] == 6 and site["decision"]["method"].startswith("t-interval")
 
 
 def test_report_refuted_keeps_current_as_best():
@@ -233,7 +261,7 @@ def test_report_refuted_keeps_current_as_best():
 
 
 def test_report_contended_is_never_a_verdict():
-    raw = _raw([1.0, 1.0], [2.0, 2.1])
+    raw = _raw([1.0, 1.0], [0.9, 1.1])
     for c in raw["candidates"]:
         for r in c["runs"]:
             r["gate"] = {"contended": True, "foreign_share": 0.9, "reason": "busy"}
