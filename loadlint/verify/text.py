@@ -89,7 +89,7 @@ def answer(site: dict[str, Any], output: str | None = None) -> list[str]:
     sp = site.get("speedup")
     pairs_n = (d or {}).get("pairs") or 0
     won = (d or {}).get("favoured")
-    if other is not None and sp and sp > 1.0 and pairs_n and won == pairs_n:
+    if d and other is not None and sp and sp > 1.0 and pairs_n and won == pairs_n:
         # Every pair favours the candidate: say so, never "keep the call".
         why = (f"{_interval(d)}, not clear of the {d['threshold']:.2f}x threshold"
                if d.get("interval") else
@@ -182,7 +182,7 @@ def render_text(report: dict[str, Any], output: str | None = None, width: int | 
                 + (" (dropped)" if p["dropped"] and p["rate"] is not None else "")
                 for p in site["sweep"])
             out.append(f"search points ({unit}, one run each; in brackets its ratio to the "
-                       f"current run just before it): {pts}")
+                       f"current run of its round): {pts}")
         for c in site["candidates"]:
             if c.get("h2d_gbps"):
                 out.append(f"host-to-device in the loop, {c['name']}: {c['h2d_gbps']:.1f} GB/s "

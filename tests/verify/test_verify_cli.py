@@ -246,9 +246,9 @@ def test_tune_sweeps_and_keeps_finalists(vf):
                      env=PLUMBING)
     site = rep["call_sites"][0]
     names = [p["name"] for p in site["sweep"]]
-    # The loader waits, so the sweep goes past the 2 CPUs (up to 4x them).
-    assert {"nw=1", "nw=2", "nw=4", "nw=8"} <= set(names)
-    assert site["search"]["max_workers"] == 8 and site["search"]["mode"] == "sweep"
+    # The loader waits, so the sweep goes past the 2 CPUs (memory permitting).
+    assert {"nw=1", "nw=2", "nw=4", "nw=8", "nw=16"} <= set(names)
+    assert site["search"]["max_workers"] > 8 and site["search"]["mode"] == "sweep"
     # persistent_workers x prefetch_factor on the two best worker counts
     # (pw=0,pf=2 is the worker count's own point: prefetch_factor 2 is the default).
     ranked = sorted((p for p in site["sweep"] if p["name"].count("=") == 1 and p["rate"]),
@@ -266,9 +266,13 @@ def test_tune_sweeps_and_keeps_finalists(vf):
 def test_default_run_searches_past_the_cpus_for_a_waiting_loader(vf):
     _, rep = vf.json(vf.fixture("io_bound.py"), "--budget", "60", "--repeats", "6", "--", "1.5")
     site = rep["call_sites"][0]
-    assert site["search"]["mode"] == "search" and site["search"]["max_workers"] == 8
+    assert site["search"]["mode"] == "search" and site["search"]["max_workers"] > 8
     assert "waits" in site["search"]["reason"]
-    assert any(p["name"] == "nw=4" for p in site["sweep"])
+    # High first: 8 workers (4x the CPUs) is the first point, then doubling.
+    points = [p["name"] for p in site["sweep"] if p["name"].startswith("nw=")]
+    assert points[:2] == ["nw=8", "nw=16"], points
+    # One run of the call as written per round of points, not one per point.
+    assert site["search"]["reference_runs"] < site["search"]["points"]
     names = [c["name"] for c in site["candidates"]]
     assert names[0] == "current" and "tuned1" in names
     vf.skip_if_contended(rep)
@@ -276,7 +280,7 @@ def test_default_run_searches_past_the_cpus_for_a_waiting_loader(vf):
     assert site["best"]["num_workers"] > 2  # past the 2 CPUs: the work is waiting
     assert site["speedup"] > 2.0
     d = site["decision"]
-    assert d["pairs"] >= 6 and d["interval"][0] > 1.05 and d["method"].startswith("exact sign")
+    assert d["pairs"] >= 3 and d["interval"][0] > 1.05 and d["method"].startswith("t-interval")
 
 
 def test_no_tune_compares_the_call_and_the_suggestion(vf):

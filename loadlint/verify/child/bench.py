@@ -211,7 +211,9 @@ class Bench:
             self.state.beat(epochs=len(epochs))
             if nb == 0:
                 break
-            if len(epochs) >= 2 and steady_s >= seconds_min and steady_b >= need:
+            # Two epochs measure the workers' restart; without workers
+            # there is nothing to restart and one is enough.
+            if len(epochs) >= (2 if nw else 1) and steady_s >= seconds_min and steady_b >= need:
                 break
             if now() > deadline and len(epochs) >= 2:
                 break
@@ -308,7 +310,10 @@ class Bench:
                 self.state.progress("verdict", candidate=c["name"], round=done + 1)
                 self.measure_run(c, base, done, seconds)
             done += 1
-            # A round that would end past the budget is not started.
+            # The minimal proof was planned for (the search left room for
+            # it); past it, a round that would end after the budget is not started.
+            if done < measure.MIN_PAIRS:
+                continue
             if now() + (now() - started) > deadline:
                 break
             if done < self.protocol.repeats:
