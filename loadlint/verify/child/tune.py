@@ -63,6 +63,7 @@ class Explorer:
         self.seconds = seconds
         self.epoch, _ = bench.prepare(current, calib, seconds)
         self.reference = None if bench.iterable else bench.index_stream(current["config"], 100000)
+        self.ref_digests: dict[str, Any] | None = None
         self.rounds = 0
         self.base: dict[str, Any] = {"name": "current", "config": current["config"], "runs": []}
         #: The latest reference run's rate, points measured since, and the
@@ -111,9 +112,10 @@ class Explorer:
         point: dict[str, Any] = {"name": name, "config": config, "origin": "search", "runs": []}
         self.points.append(point)
         if self.reference is None:
+            if self.ref_digests is None:
+                self.ref_digests = self.bench.iterable_digests(self.current["config"], 30.0)
             point["equivalence"] = identity.compare_iterable(
-                self.bench.iterable_digests(self.current["config"], 30.0),
-                self.bench.iterable_digests(config, 30.0))
+                self.ref_digests, self.bench.iterable_digests(config, 30.0))
         else:
             got, n = self.bench.index_stream(config, 100000)
             point["equivalence"] = identity.compare_streams(*self.reference, got, n, detail=False)
