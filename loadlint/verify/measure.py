@@ -18,6 +18,10 @@ from typing import Any, Sequence
 #: A candidate must beat the current configuration by at least this much,
 #: or by the current configuration's own round-to-round noise when larger.
 MIN_GAIN = 0.05
+#: The most that noise raises the threshold: the pairs already cancel the
+#: drift from round to round (on a machine shared with bursty work it
+#: reaches 40 %, which would hide a 2x gain the interval proves).
+MAX_NOISE_GAIN = 0.2
 
 #: CPU time not ours on our CPUs, as a share of their capacity, above which
 #: a run is reported as taken under load (it is kept: the paired decision
@@ -280,7 +284,7 @@ def decide(
     """
     matched = pairs(current, candidate)
     drift = noise(current)
-    threshold = 1.0 + max(min_gain, drift)
+    threshold = 1.0 + max(min_gain, min(drift, MAX_NOISE_GAIN))
     ratios = [b.rate / a.rate for a, b in matched]
     cpu = [b.cpu_per_batch / a.cpu_per_batch for a, b in matched
            if a.cpu_per_batch and b.cpu_per_batch]

@@ -89,14 +89,17 @@ def answer(site: dict[str, Any], output: str | None = None) -> list[str]:
     sp = site.get("speedup")
     pairs_n = (d or {}).get("pairs") or 0
     won = (d or {}).get("favoured")
-    if d and other is not None and sp and sp > 1.0 and pairs_n and won == pairs_n:
-        # Every pair favours the candidate: say so, never "keep the call".
+    above_one = bool(d and d.get("interval") and d["interval"][0] > 1.0)
+    if d and other is not None and sp and sp > 1.0 and pairs_n and (won == pairs_n or above_one):
+        # Every pair, or the interval, favours the candidate: say so, never "keep the call".
         why = (f"{_interval(d)}, not clear of the {d['threshold']:.2f}x threshold"
                if d.get("interval") else
                f"{pairs_n} pair{'s' * (pairs_n != 1)}: too few for an interval")
         busy = "; the machine was busy with other work" if verdict == "contended" else ""
+        where = (f"in all {pairs_n} pair{'s' * (pairs_n != 1)}" if won == pairs_n
+                 else f"in {won} of {pairs_n} pairs")
         out.append(f"answer: {format_config(other['config'], None)} measured "
-                   f"{sp:.2f}x faster in all {pairs_n} pair{'s' * (pairs_n != 1)}, UNCONFIRMED "
+                   f"{sp:.2f}x faster {where}, UNCONFIRMED "
                    f"({why}{busy}); confirm with a larger --budget or on a quieter machine")
     elif verdict == "contended":
         seen = f" (best other measured {sp:.2f}x over {pairs_n} pairs)" if sp else ""

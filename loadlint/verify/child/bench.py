@@ -18,6 +18,10 @@ from loadlint.verify.child.probes import WindowMeter, attributable, pss, shm_use
 from loadlint.verify.child.state import State
 
 now = time.perf_counter
+#: Fewest steady batches of a run once its time window is full (slow
+#: batches: the protocol's batch minimum would make a run last many seconds);
+#: with workers, at least two per worker.
+MIN_WINDOW = 8
 
 
 class Bench:
@@ -196,6 +200,13 @@ class Bench:
                     steady_b += 1
                     steady_s += t2 - t0
                     wait_s += t1 - t0
+                if not nw and steady_s >= seconds_min and steady_b >= MIN_WINDOW:
+                    # Without workers there is no restart to see: a slow
+                    # call as written stops once its window is full (the
+                    # run is bounded by time and batches, not by epochs).
+                    del batch
+                    stop_s = 0.0
+                    break
                 if t2 - last_sample > 0.5:
                     last_sample = t2
                     pids = workers_of(it)
@@ -213,7 +224,8 @@ class Bench:
                 break
             # Two epochs measure the workers' restart; without workers
             # there is nothing to restart and one is enough.
-            if len(epochs) >= (2 if nw else 1) and steady_s >= seconds_min and steady_b >= need:
+            if len(epochs) >= (2 if nw else 1) and steady_s >= seconds_min and (
+                    steady_b >= need or steady_b >= max(MIN_WINDOW, 2 * nw)):
                 break
             if now() > deadline and len(epochs) >= 2:
                 break

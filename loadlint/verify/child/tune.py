@@ -150,12 +150,15 @@ def _max_workers(bench: Bench, run: dict[str, Any], config: dict[str, Any]) -> t
     the CPUs."""
     usable = max(1, int(bench.usable))
     could = min(usable, _nw(config) + 1)
-    # Time spent waiting for a CPU is other work's doing, not the loader's.
-    ran = run["wall_s"] - run["window"]["runq_wait_s"] / could
-    busy = run["cpu_s"] / max(ran * could, 1e-9)
+    # Time spent waiting for a CPU is other work's doing, not the loader's
+    # (on a busy machine that wait can exceed the wall time: never less
+    # than the CPU time itself ran).
+    ran = max(run["wall_s"] - run["window"]["runq_wait_s"] / could, run["cpu_s"] / could, 1e-9)
+    busy = min(1.0, run["cpu_s"] / (ran * could))
     if busy >= WAITING:
-        return usable, busy, (f"a batch keeps {busy:.0%} of the CPUs busy: CPU-bound, "
-                              f"num_workers up to the {usable} usable CPUs")
+        return 2 * usable, busy, (f"a batch keeps {busy:.0%} of the CPUs busy: CPU-bound, "
+                                  f"num_workers from the {usable} usable CPUs, more only while "
+                                  "the rate rises")
     limit = MAX_WORKERS
     memory = getattr(bench.profile, "memory_available")
     why = ""
@@ -235,11 +238,10 @@ class Plan:
 
     def affords(self, leaders: list[dict[str, Any]], next_s: float) -> bool:
         """Room for one more point (``next_s`` seconds) and the planned
-        proof; once the search has a leader, the minimal proof must fit."""
+        proof. The first point is always measured: without one there is
+        nothing to prove (a budget too short says so in a note)."""
         left = self.deadline - now()
-        if left > next_s + self.proof_s(leaders):
-            return True
-        return not leaders and left > next_s + self.proof_s(leaders, measure.MIN_PAIRS)
+        return not leaders or left > next_s + self.proof_s(leaders)
 
 
 def _ranked(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -288,13 +290,14 @@ def search(bench: Bench, cands: list[dict[str, Any]], deadline: float
         return p
 
     suggested = next((c for c in cands[1:] if c["name"] == "suggested"), None)
-    if suggested is not None and plan.affords([], plan.first_s):
-        ex.probe(suggested["config"], "suggested")
+    # The most promising point first (the suggestion is a guess).
     if waiting:
         _climb(by_nw, probe_nw, start=min(limit, max(8, 4 * usable)), limit=limit,
                room=lambda p: _room(bench, p))
     else:
-        _climb(by_nw, probe_nw, start=usable, limit=usable, room=lambda p: None)
+        _climb(by_nw, probe_nw, start=usable, limit=limit, room=lambda p: None)
+    if suggested is not None and plan.affords(leaders(), plan.first_s):
+        ex.probe(suggested["config"], "suggested")
     top = leaders()
     lead = next((p for p in top if _nw(p["config"])), None)
     if lead is not None:
