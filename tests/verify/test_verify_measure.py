@@ -324,3 +324,65 @@ def test_ddp_padding_is_not_overlap():
     v = ddp.compare([_rank(0, [[0, 2, 4]], padded=1, dataset_len=5),
                      _rank(1, [[1, 3, 0]], padded=1, dataset_len=5)])
     assert v["verdict"] == "pass", v
+
+
+# -- the answer's wording (issue: verify answers that never contradict themselves)
+
+
+def _site_of(cur, cand, **gate):
+    raw = _raw(cur, cand)
+    if gate:
+        for c in raw["candidates"]:
+            for r in c["runs"]:
+                r["gate"] = gate
+    return report.analyse(raw, mode="loader", command=[])
+
+
+def test_answer_says_unconfirmed_when_every_pair_favours_the_candidate():
+    # Two pairs, both 1.9x: no interval yet, but never "keep the call as written".
+    rep = _site_of([1.0, 1.0], [1.9, 1.95])
+    answer = report.render_text(rep).splitlines()[1]
+    assert answer == ("answer: num_workers=2, persistent_workers=True measured 1.92x faster in all 2 "
+                      "pairs, UNCONFIRMED (2 pairs: too few for an interval); confirm with a larger "
+                      "--budget or on a quieter machine")
+
+
+def test_answer_when_contended_is_one_voice():
+    rep = _site_of([1.0, 1.0], [0.9, 1.1], contended=True, foreign_share=0.9, reason="busy")
+    answer = report.render_text(rep).splitlines()[1]
+    assert answer == ("answer: none: the machine was too busy with other work to compare (best "
+                      "other measured 1.00x over 2 pairs); rerun on a quieter machine or with a "
+                      "larger --budget")
+    assert "keep the call" not in report.render_text(rep)
+
+
+def test_answer_keeps_the_call_when_the_alternatives_measured_slower():
+    rep = _site_of([1, 1.01, 0.99, 1, 1, 1], [0.38, 0.4, 0.37, 0.4, 0.4, 0.4])
+    assert report.render_text(rep).splitlines()[1].startswith(
+        "answer: keep the call as written: every alternative measured slower (best other: 0.40x; 99% interval")
+
+
+def test_apply_with_names_the_report_written_with_o():
+    rep = _site_of([1, 1.01, 0.99, 1, 1, 1], [1.9, 1.95, 1.88, 1.9, 1.9, 1.9])
+    assert "  apply with: loadlint fix --from-verify out.json" in report.render_text(rep, output="out.json")
+    assert "(write the report with -o REPORT.json)" in report.render_text(rep)
+
+
+def test_the_table_fits_the_terminal_unless_wide():
+    rep = _site_of([1, 1.01, 0.99, 1, 1, 1], [1.9, 1.95, 1.88, 1.9, 1.9, 1.9])
+    narrow = report.render_text(rep, width=80)
+    assert max(len(line) for line in narrow.splitlines()) <= 80
+    assert "    num_workers=2, persistent_workers=True" in narrow.splitlines()
+    wide = report.render_text(rep, wide=True)
+    assert max(len(line) for line in wide.splitlines()) > 120 and "PSS wrk" in wide
+
+
+def test_exit_status_for_ci():
+    from loadlint.verify.command import exit_status
+
+    assert exit_status(_site_of([1, 1.01, 0.99, 1, 1, 1], [1.9, 1.95, 1.88, 1.9, 1.9, 1.9])) == 0
+    assert exit_status(_site_of([1, 1.01, 0.99, 1, 1, 1], [0.38, 0.4, 0.37, 0.4, 0.4, 0.4])) == 1
+    assert exit_status(_site_of([1.0, 1.0], [0.9, 1.1], contended=True, foreign_share=0.9,
+                                reason="busy")) == 1
+    assert exit_status({"mode": "ddp", "distributed": {"verdict": "fail"}}) == 1
+    assert exit_status({"mode": "ddp", "distributed": {"verdict": "pass"}}) == 0
