@@ -218,9 +218,10 @@ def test_in_situ(tmp_path, vf):
     ("ddp_no_set_epoch.py", "fail", ["order per epoch"]),
 ])
 def test_nproc_2(script, verdict, failing, vf):
-    _, rep = vf.json("--nproc", "2", vf.fixture(script))
+    proc, rep = vf.json("--nproc", "2", vf.fixture(script))
     d = rep["distributed"]
     assert d["verdict"] == verdict, d["checks"]
+    assert proc.returncode == (1 if verdict == "fail" else 0)  # a FAIL is visible to CI
     assert [c["name"] for c in d["checks"] if c["status"] == "FAIL"] == failing
     assert not d["simulated"]
     assert rep["call_sites"] == []
