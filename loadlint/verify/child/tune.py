@@ -376,13 +376,13 @@ def _best_nw(by_nw: dict[int, dict[str, Any]]) -> int:
 
 def sweep(bench: Bench, cands: list[dict[str, Any]]
           ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
-    """``--tune``: every worker count of the ladder (past the CPUs when the
-    loader waits), then persistent_workers x prefetch_factor on the two
-    best, one run each; the two best points become finalists."""
+    """``--tune``: every worker count of the ladder (past the CPUs, up to
+    32, when the loader waits), then persistent_workers x prefetch_factor
+    on the two best, one run each; the two best points become finalists."""
     current = cands[0]
     first_run, limit, busy, why = first_look(bench, current, "sweep", None)
     ex = Explorer(bench, current, first_run, None)
-    by_nw = [p for nw in measure.num_workers_sweep(min(limit, 64))
+    by_nw = [p for nw in measure.num_workers_sweep(min(limit, 32))
              if (p := ex.probe(dict(current["config"], num_workers=nw, persistent_workers=False,
                                     prefetch_factor=None), f"nw={nw}")) is not None]
     for p in sorted((q for q in by_nw if _nw(q["config"])), key=lambda q: -_score(q))[:2]:
