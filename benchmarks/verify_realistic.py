@@ -279,7 +279,8 @@ def main() -> None:
                         help="verify's --budget (default: verify's own default)")
     parser.add_argument("--oracle-seconds", type=float, default=6.0,
                         help="minimum seconds of an oracle run (whole epochs)")
-    parser.add_argument("--keep", action="store_true", help="print and keep the data folder")
+    parser.add_argument("--keep", action="store_true",
+                        help="print and keep the data folder (with each verify report)")
     opts = parser.parse_args()
     names = [n for n in LOADERS if not opts.only or n in opts.only.split(",")]
     usable = len(os.sched_getaffinity(0))
@@ -294,6 +295,7 @@ def main() -> None:
         script = root / f"{name.replace('-', '_')}.py"
         load = f"{os.getloadavg()[0]:.2f}"
         rep, wall, _ = run_verify(script, opts.budget)
+        (root / f"{script.stem}.report.json").write_text(json.dumps(rep, indent=1))
         site = rep["call_sites"][0]
         found = _tunable(site["best"])
         waiting = "waits" in ((site.get("search") or {}).get("reason") or "")
