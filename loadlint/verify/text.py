@@ -145,7 +145,9 @@ def render_text(report: dict[str, Any], output: str | None = None, width: int | 
         if site.get("search"):
             sr = site["search"]
             how = "search" if sr.get("mode") == "search" else "sweep (--tune)"
-            out.append(f"{how}: {sr.get('reason')}; {sr.get('points')} points measured")
+            refs = f", {sr['reference_runs']} runs of the call as written" if sr.get("reference_runs") else ""
+            stop = f"; stopped: {sr['stopped']}" if sr.get("stopped") else ""
+            out.append(f"{how}: {sr.get('reason')}; {sr.get('points')} points measured{refs}{stop}")
         unit = site["rate_unit"]
         if site.get("len") and unit == "epochs/s":
             out.append(f"epoch: {site['len']} batches as written; projected epoch = start-up + "
