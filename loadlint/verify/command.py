@@ -11,9 +11,10 @@ import os
 import shlex
 import shutil
 import sys
+import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import click
 
@@ -227,7 +228,7 @@ def _base_spec(opts: dict[str, Any], mode: str) -> dict[str, Any]:
 
     target: dict[str, Any] = {"at": opts["at"], "finding_rows": None, "file": opts["script"]}
     if not opts["at"] and opts["script"]:
-        target["finding_rows"] = finding_rows(opts["script"])
+        target["finding_rows"] = _within(finding_rows, opts["script"], min(opts["timeout"], 60.0))
     p = opts["protocol"]
     return {
         "mode": mode, "script": opts["script"], "args": opts["args"], "entry": opts["entry"],
@@ -240,6 +241,26 @@ def _base_spec(opts: dict[str, Any], mode: str) -> dict[str, Any]:
         "tries": opts["tries"], "tune": opts["tune"], "step_ms": opts["step_ms"],
         "budget_s": opts["budget"], "aa": opts["aa"],
     }
+
+
+def _within(work: Callable[[str], list[int] | None], path: str, seconds: float) -> list[int] | None:
+    """The static pre-check under the watchdog too: a project file that
+    blocks a read (a FIFO named ``*.py``) must not hang verify before its
+    child starts. After ``seconds`` it is abandoned (its daemon thread
+    cannot keep the process alive) and the first loader built is measured."""
+    box: dict[str, list[int] | None] = {}
+
+    def run() -> None:
+        box["rows"] = work(path)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        click.echo(f"loadlint verify: note: the static pre-check of {os.path.relpath(path)} did not "
+                   f"finish within {seconds:g} s; measuring the first loader built", err=True)
+        return None
+    return box.get("rows")
 
 
 def execute(opts: dict[str, Any]) -> dict[str, Any]:

@@ -386,3 +386,20 @@ def test_exit_status_for_ci():
                                 reason="busy")) == 1
     assert exit_status({"mode": "ddp", "distributed": {"verdict": "fail"}}) == 1
     assert exit_status({"mode": "ddp", "distributed": {"verdict": "pass"}}) == 0
+
+
+def test_the_static_pre_check_is_under_the_watchdog(capsys):
+    import time as _time
+
+    from loadlint.verify.command import _within
+
+    def blocked(path):
+        _time.sleep(30)  # a read of a FIFO named *.py never returns
+        return [1]
+
+    t0 = _time.monotonic()
+    assert _within(blocked, "x.py", 0.2) is None
+    assert _time.monotonic() - t0 < 5
+    assert capsys.readouterr().err == ("loadlint verify: note: the static pre-check of x.py did not "
+                                       "finish within 0.2 s; measuring the first loader built\n")
+    assert _within(lambda p: [3, 7], "x.py", 5) == [3, 7]
