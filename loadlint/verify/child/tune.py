@@ -276,6 +276,10 @@ def search(bench: Bench, cands: list[dict[str, Any]], deadline: float
         known = ex.point_s.get(by_nw[near]["name"]) if near is not None else None
         return (known or plan.first_s) + (0.0 if ex.since_ref < REF_EVERY else plan.first_s)
 
+    #: The keywords every worker-count point shares: plain first, then
+    #: persistent workers once they measured faster on the leader.
+    variant: dict[str, Any] = {"persistent_workers": False, "prefetch_factor": None}
+
     def probe_nw(nw: int) -> dict[str, Any] | None:
         nonlocal stopped
         if nw in by_nw or nw < 1:
@@ -283,8 +287,9 @@ def search(bench: Bench, cands: list[dict[str, Any]], deadline: float
         if not plan.affords(leaders(), cost(nw)):
             stopped = stopped or "the budget's share for the search was spent"
             return None
-        p = ex.probe(dict(current["config"], num_workers=nw, persistent_workers=False,
-                          prefetch_factor=None), f"nw={nw}")
+        pw = variant["persistent_workers"]
+        p = ex.probe(dict(current["config"], num_workers=nw, **variant),
+                     f"nw={nw}" + (",pw=1,pf=2" if pw else ""))
         if p is not None:
             by_nw[nw] = p
         return p
@@ -296,18 +301,31 @@ def search(bench: Bench, cands: list[dict[str, Any]], deadline: float
                room=lambda p: _room(bench, p))
     else:
         _climb(by_nw, probe_nw, start=usable, limit=limit, room=lambda p: None)
+    plain = dict(by_nw)
+    if plain:
+        # Persistent workers on the leader before the bisection: with many
+        # workers their start at every epoch is often the largest cost left.
+        nw = _best_nw(plain)
+        lead = plain[nw]
+        if plan.affords(leaders(), ex.point_s.get(lead["name"], plan.first_s)):
+            p = ex.probe(dict(lead["config"], persistent_workers=True, prefetch_factor=2),
+                         f"nw={nw},pw=1,pf=2")
+            if p is not None and _score(p) > _score(lead):
+                variant = {"persistent_workers": True, "prefetch_factor": 2}
+                by_nw = {nw: p}
+        else:
+            stopped = stopped or "the budget's share for the search was spent"
+        _bisect(plain, probe_nw)
     if suggested is not None and plan.affords(leaders(), plan.first_s):
         ex.probe(suggested["config"], "suggested")
-    top = leaders()
-    lead = next((p for p in top if _nw(p["config"])), None)
-    if lead is not None:
+    lead = next((p for p in leaders() if _nw(p["config"])), None)
+    if lead is not None and lead["config"].get("prefetch_factor") != 4:
         nw = _nw(lead["config"])
-        for persistent, pf in ((True, 2), (True, 4)):
-            name = f"nw={nw},pw={int(persistent)},pf={pf}"
-            if not plan.affords(leaders(), ex.point_s.get(lead["name"], plan.first_s)):
-                stopped = stopped or "the budget's share for the search was spent"
-                break
-            ex.probe(dict(lead["config"], persistent_workers=persistent, prefetch_factor=pf), name)
+        if plan.affords(leaders(), ex.point_s.get(lead["name"], plan.first_s)):
+            pw = bool(lead["config"].get("persistent_workers"))
+            ex.probe(dict(lead["config"], prefetch_factor=4), f"nw={nw},pw={int(pw)},pf=4")
+        else:
+            stopped = stopped or "the budget's share for the search was spent"
     measured = [p for p in ex.points if _score(p)]
     best = _ranked(measured)[:1]
     if suggested is not None and best:
@@ -338,7 +356,7 @@ def _climb(by_nw: dict[int, dict[str, Any]], probe: Any, *, start: int, limit: i
     """The worker count: ``start`` first, then doubling while the rate
     rises by :data:`PLATEAU` and ``room`` (workers that fit, from the last
     point's memory) permits, or halving when ``start`` was already past the
-    top; then one bisection step each side of the best."""
+    top. Stops only on a measured plateau (or the budget)."""
     first = probe(start)
     if first is None:
         return
@@ -361,10 +379,15 @@ def _climb(by_nw: dict[int, dict[str, Any]], probe: Any, *, start: int, limit: i
             if p is None or _score(p) < PLATEAU * _score(by_nw[down]):
                 break
             down = max(1, down // 2)
-    best = _best_nw(by_nw)
-    # One bisection step toward each measured neighbour of the best.
-    lower = max((n for n in by_nw if n < best), default=None)
-    upper = min((n for n in by_nw if n > best), default=None)
+
+
+def _bisect(plain: dict[int, dict[str, Any]], probe: Any) -> None:
+    """One bisection step from the best worker count toward each of its
+    measured neighbours (``plain``: the climb's points), with the keywords
+    ``probe`` now uses."""
+    best = _best_nw(plain)
+    lower = max((n for n in plain if n < best), default=None)
+    upper = min((n for n in plain if n > best), default=None)
     for other in (upper, lower):
         if other is not None and abs(other - best) > 1:
             probe((other + best) // 2)
