@@ -125,13 +125,15 @@ def test_cpu_bound_text_report(tmp_path, vf):
     proc = vf.run(vf.fixture("cpu_bound.py"), "--no-tune", "--repeats", "3", "--try",
                   "num_workers=2,persistent_workers=True", "-o", str(out), "--plot", str(plot),
                   "--", "--items", "1024", "--work", "2000", env=PLUMBING)
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode in (0, 1), proc.stderr
     text = proc.stdout
     assert "ceiling: at most 2.0x on 2 usable CPUs" in text
     assert "verdict:" in text and "runs current:" in text and "runs try:" in text
     assert "no CUDA device: host-to-device copy not measured" in text
     rep = json.loads(out.read_text())
     assert rep["call_sites"][0]["verdict"] in ("confirmed", "inconclusive", "refuted", "contended")
+    # Exit 1 only for an answer CI should see (the suggestion slower, or no answer).
+    assert proc.returncode == (1 if rep["call_sites"][0]["verdict"] in ("refuted", "contended") else 0)
     assert plot.stat().st_size > 1000
 
 
@@ -335,7 +337,7 @@ def test_io_bound_confirmed_under_background_load(vf):
 
 def test_progress_line_only_on_a_terminal(vf):
     proc = vf.run(vf.fixture("io_bound.py"), "--no-tune", "--repeats", "1", "--", "1")
-    assert proc.returncode == 0 and "\r" not in proc.stderr  # piped: no live line
+    assert proc.returncode in (0, 1) and "\r" not in proc.stderr  # piped: no live line
     proc = vf.run("--output-format", "json", vf.fixture("io_bound.py"), "--no-tune",
                   "--repeats", "1", "--", "1")
     assert "\r" not in proc.stderr and "\r" not in proc.stdout
