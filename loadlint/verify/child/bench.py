@@ -222,9 +222,12 @@ class Bench:
             self.state.beat(epochs=len(epochs))
             if nb == 0:
                 break
-            # Two epochs measure the workers' restart; without workers
-            # there is nothing to restart and one is enough.
-            if len(epochs) >= (2 if nw else 1) and steady_s >= seconds_min and (
+            # Two epochs measure persistent workers' cheaper restart; other
+            # loaders start every epoch as they started the first, so one
+            # is enough once the window is full (a run is bounded by time
+            # and batches, not by epochs).
+            restart = nw and bool(config.get("persistent_workers"))
+            if len(epochs) >= (2 if restart else 1) and steady_s >= seconds_min and (
                     steady_b >= need or steady_b >= max(MIN_WINDOW, 2 * nw)):
                 break
             if now() > deadline and len(epochs) >= 2:
