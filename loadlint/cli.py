@@ -327,6 +327,10 @@ def _fix_from_verify(resolver: Resolver, options: CheckOptions, report: str) -> 
         fail(str(exc))
     for note in skipped:
         click.echo(f"loadlint: {note}", err=True)
+    if skipped and first is None:
+        # Nothing confirmed: not a clean run (a contended or refuted report).
+        click.echo(f"loadlint: {report} has no confirmed configuration: nothing was written", err=True)
+        return EXIT_FINDINGS
     return _finish(run, first or resolver.for_path(Path(".")), options, unsafe=False)
 
 

@@ -183,6 +183,10 @@ def _run_rules(
     settings = Settings(options.profile)
     # A rule reads the profile only if it declares so (detection is lazy).
     contexts = {flag: Context(info, settings, path, notebook, hardware=flag) for flag in (False, True)}
+    if "loadlint: measured" in text:  # fix --from-verify's mark: the rules that guess defer to it
+        marks = {id(c.node): m for c in info.loaders.calls if (m := _measured_at(positions, c.node))}
+        for ctx in contexts.values():
+            ctx.measured = marks
     builder = Builder(analysis.module, positions)
     file_level = file_suppressions(text)
     pairs: list[tuple[Finding, tuple[str, Report]]] = []
@@ -231,6 +235,14 @@ def _run_rules(
     analysis.findings = [f for f, _ in pairs]
     analysis.reports = [r for _, r in pairs]
     return True
+
+
+def _measured_at(positions: Positions, node: libcst.CSTNode) -> Any:
+    """The measured mark on one of the lines a call spans, if any."""
+    from loadlint.rules.base import Measured
+
+    start, end = positions.range(node)
+    return next((m for row in range(start.row, end.row + 1) if (m := Measured.parse(positions.line_text(row)))), None)
 
 
 def sliced(text: str) -> Slice | None:

@@ -16,7 +16,7 @@ from typing import TypeVar, cast
 import libcst as cst
 
 from loadlint.codegen import code_for_node
-from loadlint.rules.base import CallChange, FixSpec
+from loadlint.rules.base import MEASURED_MARK, CallChange, FixSpec
 from loadlint.signature import DEFAULTS, POSITIONAL
 from loadlint.source import LINE_BREAK, line_starts
 from loadlint.positions import Positions as Positions  # re-exported: fixes are built on it
@@ -370,6 +370,8 @@ class Builder:
                     continue
                 done_prepend.add((id(node), code))
                 edits.extend(self._hoist(node, code))
+            for node, code in spec.comment:
+                edits.append(self._comment(node, code))
         imports = []
         for spec in specs:
             for statement in spec.imports:
@@ -461,6 +463,19 @@ class Builder:
                 raise FixError("code follows the definition on its last line")
             edits.append(self._edit(begin, stop, ""))
         return edits
+
+    def _comment(self, node: cst.CSTNode, text: str) -> Edit:
+        """``text`` as the trailing comment of the line where ``node`` ends,
+        in place of a measured mark already there."""
+        _, _, _, end = self.positions.span(node)
+        line = self.positions.line_text(end.row)
+        begin = line_starts(self.positions.text)[end.row - 1]
+        if line.rstrip().endswith("\\"):
+            raise FixError("the line continues with a backslash: no room for a comment")
+        old = MEASURED_MARK.search(line)
+        if old is not None:
+            return self._edit(begin + old.start(), begin + old.end(), text)
+        return self._edit(begin + len(line.rstrip()), begin + len(line), f"  {text}")
 
     def _edit(self, start: int, end: int, content: str) -> Edit:
         return Edit(

@@ -10,6 +10,7 @@ yields reports; it never walks the tree itself.
 from __future__ import annotations
 
 import abc
+import re
 import textwrap
 from dataclasses import dataclass, field
 from typing import Callable, ClassVar, Iterator, Literal
@@ -28,6 +29,41 @@ from loadlint.facts.names import ClassFacts, Key, LoopFrame, NameFacts
 from loadlint.types import HardwareProfile
 
 FixAvailability = Literal["always", "sometimes", "none"]
+
+#: The comment ``loadlint fix --from-verify`` leaves next to a call whose
+#: configuration it wrote: ``# loadlint: measured 8.65x on 2 CPUs, 2026-12-04``
+#: (``, 1 GPU`` after the CPUs when the machine had GPUs).
+MEASURED_MARK = re.compile(
+    r"#\s*loadlint:\s*measured\s+(?P<speedup>[0-9]+(?:\.[0-9]+)?)x\s+on\s+(?P<cpus>[0-9]+)\s+CPUs?"
+    r"(?:,\s*(?P<gpus>[0-9]+)\s+GPUs?)?,\s*(?P<date>[0-9]{4}-[0-9]{2}-[0-9]{2})"
+)
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A configuration measured by ``loadlint verify`` on a machine: the
+    static rules that guess defer to it on that hardware."""
+
+    text: str
+    speedup: float
+    cpus: int
+    gpus: int | None
+    date: str
+
+    @classmethod
+    def parse(cls, line: str) -> "Measured | None":
+        m = MEASURED_MARK.search(line)
+        if m is None:
+            return None
+        gpus = m.group("gpus")
+        return cls(m.group(0).lstrip("#").strip(), float(m.group("speedup")), int(m.group("cpus")),
+                   None if gpus is None else int(gpus), m.group("date"))
+
+    def matches(self, profile: HardwareProfile) -> bool:
+        """The target has the measured machine's CPUs (and GPUs, when counted)."""
+        if profile.usable_cpus != self.cpus:
+            return False
+        return self.gpus is None or profile.gpu_count is None or (profile.gpu_count or 0) == self.gpus
 
 
 @dataclass
@@ -62,6 +98,9 @@ class FixSpec:
     #: Set when the rule's own condition says the fix must not be applied
     #: here: why ("no fix: ..."), shown instead of the fix.
     withheld: str | None = None
+    #: A trailing comment for the line where the node ends; one already
+    #: there that ``MEASURED_MARK`` matches is replaced.
+    comment: list[tuple[cst.CSTNode, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -118,6 +157,8 @@ class Context:
         self.datasets: DatasetFacts = facts.datasets
         #: Command-line defaults and the framework argument calls.
         self.values: CliFacts = facts.cli
+        #: Calls (by node id) with a measured configuration next to them.
+        self.measured: dict[int, Measured] = {}
 
     @property
     def profile(self) -> HardwareProfile:

@@ -10,8 +10,8 @@ from loadlint.resolve import MISSING, Origin, follow_name
 from loadlint.rules import worker_hazards
 from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
 from loadlint.rules.shared import (
-    module_spawn_reason, origin_note, origin_of, set_workers_fix, suggested_workers, trainer_workers, use_workers,
-    WORKERS_CONSTANT, waits, workers_code,
+    measured_defers, module_spawn_reason, origin_note, origin_of, set_workers_fix, suggested_workers, trainer_workers,
+    use_workers, WORKERS_CONSTANT, waits, workers_code,
 )
 from loadlint.types import HardwareProfile
 from loadlint.walk import find_all
@@ -227,6 +227,12 @@ class SynchronousLoading(Rule):
     queue) that this code keeps changing, and that never calls
     `get_worker_info()`.  Each worker would sample its own frozen copy.
 
+    A call that `loadlint fix --from-verify` rewrote carries a mark such as
+    `# loadlint: measured 8.65x on 2 CPUs, 2026-12-04`: measured beats
+    guessed, so the rule stays silent while the target has the measured
+    machine's CPUs (and GPUs), and on other hardware it says the
+    measurement was made elsewhere.
+
     ## Example
     ```python
     from torch.utils.data import DataLoader
@@ -293,10 +299,13 @@ class SynchronousLoading(Rule):
                 )
                 yield Report(call.node, message)
                 continue
+            defers, elsewhere = measured_defers(ctx, call)
+            if defers:
+                continue  # measured on this hardware: the measurement wins over the guess
             n = suggested_workers(ctx, call)
             message = (
                 f"{what}: batches are loaded in the training process, {waits(ctx)}; "
-                f"{use_workers(ctx, 'num_workers', n)}"
+                f"{use_workers(ctx, 'num_workers', n)}{elsewhere}"
             )
             hazards = worker_hazards(ctx, call)
             if found is None:

@@ -4,7 +4,7 @@ from typing import Iterator
 
 from loadlint.resolve import MISSING
 from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
-from loadlint.rules.shared import origin_note, origin_of, set_argument_fix, workers_on
+from loadlint.rules.shared import measured_defers, origin_note, origin_of, set_argument_fix, workers_on
 
 
 def _training_arguments(ctx: Context) -> Iterator[Report]:
@@ -55,6 +55,10 @@ class NonPersistentWorkers(Rule):
     `dataloader_persistent_workers=True` is reported unless it trains a
     single epoch.
 
+    A call that `loadlint fix --from-verify` rewrote carries a mark such as
+    `# loadlint: measured 1.90x on 2 CPUs, 2026-12-04`: measured beats
+    guessed, so the rule stays silent on it.
+
     ## Example
     ```python
     loader = DataLoader(dataset, batch_size=32, num_workers=8)
@@ -95,6 +99,8 @@ class NonPersistentWorkers(Rule):
                 continue
             if not ctx.epoch_uses(call, outlived=True) and not ctx.lightning_hook(call):
                 continue
+            if measured_defers(ctx, call)[0]:
+                continue  # loadlint verify measured this configuration
             n = call.workers()
             found = origin_of(call, "persistent_workers")
             what = ("`persistent_workers` is not set" if value is MISSING

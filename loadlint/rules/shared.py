@@ -98,6 +98,22 @@ def oversubscribed(name: str, value: int, found: Origin | None, per_node: int) -
     return started + (f" × {per_node} ranks = {value * per_node} workers" if per_node > 1 else "")
 
 
+def measured_defers(ctx: Context, call: LoaderCall) -> tuple[bool, str]:
+    """Whether a hardware guess about ``call`` defers to the configuration
+    ``loadlint verify`` measured there (the target is the measured machine),
+    and otherwise what to add to the message ("" when nothing was measured)."""
+    mark = ctx.measured.get(id(call.node))
+    if mark is None:
+        return False, ""
+    # A rule that does not read the hardware (LL204) defers to any measurement.
+    if not ctx.hardware or mark.matches(ctx.profile):
+        return True, ""
+    gpus = "" if mark.gpus is None else f", {mark.gpus} GPU{'s' * (mark.gpus != 1)}"
+    return False, (f"; the call's configuration was measured ({mark.speedup:g}x on {mark.cpus} "
+                   f"CPU{'s' * (mark.cpus != 1)}{gpus}, {mark.date}) on other hardware than the "
+                   "target: re-measure with `loadlint verify` there")
+
+
 def profile_note(ctx: Context) -> str:
     """The target, as messages name it."""
     note = ctx.profile.label

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import sys
+import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import click
 
@@ -21,6 +23,9 @@ from loadlint.verify.progress import ProgressLine
 from loadlint.verify.runner import Outcome, Workdir, run_shim
 
 EXIT_OK = 0
+#: The answer is a problem for CI: a --nproc check failed, or the suggested
+#: configuration measured slower (refuted), or no answer (contended).
+EXIT_PROBLEM = 1
 EXIT_FAILED = 2
 DEFAULT_BUDGET_S = 90.0
 
@@ -114,6 +119,11 @@ def _parse_try(values: tuple[str, ...]) -> list[dict[str, Any]]:
               help="Draw every run per candidate, the paired ratios with their interval and, "
                    "when sampled, GPU utilisation (needs matplotlib).")
 @click.option("--show-output", is_flag=True, help="Show the script's own output on stderr.")
+@click.option("--wide", is_flag=True,
+              help="Print every column of the table and never wrap (default: fit the terminal).")
+@click.option("--exit-zero", is_flag=True,
+              help="Exit 0 whatever the answer (default: 1 when a --nproc check fails, the "
+                   "suggestion measured slower or the machine was too busy to answer).")
 @click.option("--aa", is_flag=True, hidden=True,
               help="A/A test of the verdict: the configuration as written against itself.")
 def verify(script: str | None, args: tuple[str, ...], entry: str | None, at: str | None,
@@ -121,7 +131,8 @@ def verify(script: str | None, args: tuple[str, ...], entry: str | None, at: str
            in_situ: bool,
            steps: int | None, nproc: int | None, repeats: int, timeout: float,
            min_seconds: float | None, min_batches: int | None, output_format: str,
-           output: str | None, plot: str | None, show_output: bool, aa: bool) -> None:
+           output: str | None, plot: str | None, show_output: bool, wide: bool,
+           exit_zero: bool, aa: bool) -> None:
     """Find the fastest DataLoader configuration of SCRIPT (run as `python
     SCRIPT ARGS`) that yields the same data: the configuration as written,
     the one `loadlint fix` would write and an adaptive search around them,
@@ -176,9 +187,18 @@ def verify(script: str | None, args: tuple[str, ...], entry: str | None, at: str
             except rep.PlotUnavailable as exc:
                 click.echo(f"loadlint verify: error: {exc}", err=True)
                 sys.exit(EXIT_FAILED)
-    click.echo(rep.render_json(report) if output_format == "json" else rep.render_text(report),
-               nl=False)
-    sys.exit(EXIT_OK)
+    width = None if wide or not sys.stdout.isatty() else shutil.get_terminal_size().columns
+    click.echo(rep.render_json(report) if output_format == "json"
+               else rep.render_text(report, output=output, width=width, wide=wide), nl=False)
+    sys.exit(EXIT_OK if exit_zero or aa else exit_status(report))
+
+
+def exit_status(report: dict[str, Any]) -> int:
+    """1 when the answer is a problem CI should see, else 0."""
+    if report["mode"] == "ddp":
+        return EXIT_PROBLEM if (report.get("distributed") or {}).get("verdict") == "fail" else EXIT_OK
+    verdicts = {s.get("verdict") for s in report.get("call_sites", [])}
+    return EXIT_PROBLEM if verdicts & {"refuted", "contended"} else EXIT_OK
 
 
 def _version() -> str:
@@ -208,7 +228,7 @@ def _base_spec(opts: dict[str, Any], mode: str) -> dict[str, Any]:
 
     target: dict[str, Any] = {"at": opts["at"], "finding_rows": None, "file": opts["script"]}
     if not opts["at"] and opts["script"]:
-        target["finding_rows"] = finding_rows(opts["script"])
+        target["finding_rows"] = _within(finding_rows, opts["script"], min(opts["timeout"], 60.0))
     p = opts["protocol"]
     return {
         "mode": mode, "script": opts["script"], "args": opts["args"], "entry": opts["entry"],
@@ -221,6 +241,26 @@ def _base_spec(opts: dict[str, Any], mode: str) -> dict[str, Any]:
         "tries": opts["tries"], "tune": opts["tune"], "step_ms": opts["step_ms"],
         "budget_s": opts["budget"], "aa": opts["aa"],
     }
+
+
+def _within(work: Callable[[str], list[int] | None], path: str, seconds: float) -> list[int] | None:
+    """The static pre-check under the watchdog too: a project file that
+    blocks a read (a FIFO named ``*.py``) must not hang verify before its
+    child starts. After ``seconds`` it is abandoned (its daemon thread
+    cannot keep the process alive) and the first loader built is measured."""
+    box: dict[str, list[int] | None] = {}
+
+    def run() -> None:
+        box["rows"] = work(path)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        click.echo(f"loadlint verify: note: the static pre-check of {os.path.relpath(path)} did not "
+                   f"finish within {seconds:g} s; measuring the first loader built", err=True)
+        return None
+    return box.get("rows")
 
 
 def execute(opts: dict[str, Any]) -> dict[str, Any]:

@@ -5,6 +5,7 @@ JSON schema (``"schema": "loadlint.verify/1"``)::
     {
       "schema": "loadlint.verify/1",
       "loadlint": "0.1.0",
+      "date": "2026-12-04",                         # UTC; fix --from-verify writes it in its mark
       "mode": "loader" | "step" | "in-situ" | "ddp",
       "command": ["python", "train.py", ...],      # what was executed
       "machine": {usable_cpus, affinity_cpus, cgroup_cpus, loadavg,
@@ -69,6 +70,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import time
 from typing import Any
 
 from loadlint.signature import TUNABLE_DEFAULTS
@@ -225,6 +227,7 @@ def analyse(raw: dict[str, Any], *, mode: str, command: list[str],
     report = {
         "schema": SCHEMA,
         "loadlint": version,
+        "date": time.strftime("%Y-%m-%d", time.gmtime()),
         "mode": mode,
         "command": command,
         "machine": pre,
@@ -248,7 +251,8 @@ def _decision(current: list[measure.Run], candidate: list[measure.Run]) -> dict[
             "threshold": d.threshold, "reason": d.reason, "pairs": d.pairs, "noise": d.noise,
             "interval": None if iv is None else [iv.low, iv.high],
             "level": None if iv is None else iv.level,
-            "method": "exact sign test on the paired ratios", "cpu_ratio": d.cpu_ratio}
+            "method": measure.METHOD, "cpu_ratio": d.cpu_ratio,
+            "favoured": measure.favoured(current, candidate)}
 
 
 def _site_verdict(summaries: list[dict[str, Any]]) -> dict[str, Any]:

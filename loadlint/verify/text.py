@@ -5,6 +5,7 @@ machine, the table of candidates and the evidence."""
 from __future__ import annotations
 
 import os
+import textwrap
 from typing import Any
 
 from loadlint.signature import TUNABLE_DEFAULTS
@@ -53,12 +54,17 @@ def _interval(d: dict[str, Any] | None) -> str:
     low, high = d["interval"]
     # The nominal level; the exact coverage of the order statistics is in
     # the JSON report.
-    level = "95%" if d["level"] >= 0.95 else f"{d['level']:.0%}"
-    return f"{level} interval {low:.2f}x-{high:.2f}x, {d['pairs']} pairs, exact sign test"
+    level = f"{d['level']:.0%}"
+    return f"{level} interval {low:.2f}x-{high:.2f}x, {d['pairs']} pairs"
 
 
-def answer(site: dict[str, Any]) -> list[str]:
-    """The lines that lead the report: what to do and how sure it is."""
+def _compared(site: dict[str, Any]) -> dict[str, Any] | None:
+    return next((c for c in site.get("candidates", []) if c["name"] == site.get("compared")), None)
+
+
+def answer(site: dict[str, Any], output: str | None = None) -> list[str]:
+    """The lines that lead the report: what to do and how sure it is.
+    ``output``: where the JSON report was written (-o), if it was."""
     d = site.get("decision")
     verdict = site["verdict"]
     epoch = site.get("epoch_s") or {}
@@ -75,21 +81,46 @@ def answer(site: dict[str, Any]) -> list[str]:
                        f"{d['cpu_ratio']:.2f}x the current configuration's")
         if site["removed"]:
             out.append(f"  remove {', '.join(site['removed'])} from the call")
-        out.append("  apply with: loadlint fix --from-verify REPORT.json "
+        out.append(f"  apply with: loadlint fix --from-verify {output}" if output else
+                   "  apply with: loadlint fix --from-verify REPORT.json "
                    "(write the report with -o REPORT.json)")
         return out
-    speed = f" (best other: {site['speedup']:.2f}x; {_interval(d)})" if site.get("speedup") else ""
-    head = {"refuted": "no faster configuration found: the alternatives measured slower",
-            "contended": "no answer: the machine was too busy to compare",
-            }.get(verdict, "no faster configuration found that the measurements confirm")
-    out.append(f"answer: keep the call as written; {head}{speed}")
+    other = _compared(site)
+    sp = site.get("speedup")
+    pairs_n = (d or {}).get("pairs") or 0
+    won = (d or {}).get("favoured")
+    above_one = bool(d and d.get("interval") and d["interval"][0] > 1.0)
+    if d and other is not None and sp and sp > 1.0 and pairs_n and (won == pairs_n or above_one):
+        # Every pair, or the interval, favours the candidate: say so, never "keep the call".
+        why = (f"{_interval(d)}, not clear of the {d['threshold']:.2f}x threshold"
+               if d.get("interval") else
+               f"{pairs_n} pair{'s' * (pairs_n != 1)}: too few for an interval")
+        busy = "; the machine was busy with other work" if verdict == "contended" else ""
+        where = (f"in all {pairs_n} pair{'s' * (pairs_n != 1)}" if won == pairs_n
+                 else f"in {won} of {pairs_n} pairs")
+        out.append(f"answer: {format_config(other['config'], None)} measured "
+                   f"{sp:.2f}x faster {where}, UNCONFIRMED "
+                   f"({why}{busy}); confirm with a larger --budget or on a quieter machine")
+    elif verdict == "contended":
+        seen = f" (best other measured {sp:.2f}x over {pairs_n} pairs)" if sp else ""
+        out.append(f"answer: none: the machine was too busy with other work to compare{seen}; "
+                   "rerun on a quieter machine or with a larger --budget")
+    else:
+        speed = f" (best other: {sp:.2f}x; {_interval(d) or f'{pairs_n} pairs'})" if sp else ""
+        head = ("every alternative measured slower" if verdict == "refuted"
+                else "no faster configuration found that the measurements confirm")
+        out.append(f"answer: keep the call as written: {head}{speed}")
     if epoch.get("current"):
         out.append(f"  projected epoch as written: {_s(epoch['current'])}")
     return out
 
 
-def render_text(report: dict[str, Any]) -> str:
-    """The human report of a loader, step or in-situ run."""
+def render_text(report: dict[str, Any], output: str | None = None, width: int | None = None,
+                wide: bool = False) -> str:
+    """The human report of a loader, step or in-situ run. ``output``: the
+    -o file; ``width``: the terminal's columns (None: no limit), to which
+    long lines wrap; ``wide``: every column of the table (else the columns
+    a decision reads, the configuration on a line of its own)."""
     if report["mode"] == "ddp":
         return render_ddp_text(report)
     out: list[str] = []
@@ -99,7 +130,7 @@ def render_text(report: dict[str, Any]) -> str:
         cls = (site.get("class") or "DataLoader").rsplit(".", 1)[-1]
         out.append(f"loadlint verify: {_rel(site['file'])}:{span}  {cls}({site.get('dataset')}, "
                    f"batch_size={site.get('batch_size')})  [{report['mode']} mode]")
-        out.extend(answer(site))
+        out.extend(answer(site, output))
         out.append("")
         load = m.get("loadavg")
         out.append(
@@ -114,40 +145,15 @@ def render_text(report: dict[str, Any]) -> str:
         if site.get("search"):
             sr = site["search"]
             how = "search" if sr.get("mode") == "search" else "sweep (--tune)"
-            out.append(f"{how}: {sr.get('reason')}; {sr.get('points')} points measured")
+            refs = f", {sr['reference_runs']} runs of the call as written" if sr.get("reference_runs") else ""
+            stop = f"; stopped: {sr['stopped']}" if sr.get("stopped") else ""
+            out.append(f"{how}: {sr.get('reason')}; {sr.get('points')} points measured{refs}{stop}")
         unit = site["rate_unit"]
         if site.get("len") and unit == "epochs/s":
             out.append(f"epoch: {site['len']} batches as written; projected epoch = start-up + "
                        "len / steady rate")
         out.append("")
-        header = f"  {'candidate':<11} {'n':>2} {'median':>10} {'spread':>7} {'vs current':>19} {'interval':>13}  "
-        if report["mode"] == "in-situ":
-            header += f"{'steps/s':>8} {'blocked':>8} {'GPU util':>9}  config"
-        else:
-            header += f"{'epoch':>9} {'TTFB':>7} {'restart':>8} {'batch/s':>8} {'CPU':>7} {'PSS wrk':>8} {'shm':>7}  config"
-        out.append(header)
-        base = site["candidates"][0]["config"] if site["candidates"] else None
-        for c in site["candidates"]:
-            d = c["decision"]
-            vs = "-" if not d else (f"{d['speedup']:.2f}x {d['verdict'][:7]}" if d.get("speedup")
-                                    else d["verdict"])
-            med = "-" if c["median_rate"] is None else f"{c['median_rate']:.4g}"
-            spread = "-" if c["spread"] is None else f"{c['spread']:.1%}"
-            iv = (d or {}).get("interval")
-            ivs = "-" if not iv else f"{iv[0]:.2f}-{iv[1]:.2f}x"
-            row = f"  {c['name']:<11} {c['n']:>2} {med:>10} {spread:>7} {vs:>19} {ivs:>13}  "
-            if report["mode"] == "in-situ":
-                blocked = "-" if c["data_wait_share"] is None else f"{c['data_wait_share']:.0%}"
-                gpu = "-" if c["gpu_util_mean"] is None else f"{c['gpu_util_mean']:.0f}±{c['gpu_util_stdev']:.0f}%"
-                row += f"{med:>8} {blocked:>8} {gpu:>9}  "
-            else:
-                bps = "-" if c["median_steady_bps"] is None else f"{c['median_steady_bps']:.1f}"
-                cpu = "-" if c["median_cpu_s"] is None else f"{c['median_cpu_s']:.1f}s"
-                row += (f"{_s(c['median_epoch_s']):>9} {_s(c['median_ttfb_s']):>7} "
-                        f"{_s(c['median_restart_s']):>8} {bps:>8} {cpu:>7} "
-                        f"{_bytes(c['median_worker_pss']):>8} {_bytes(c['median_shm_growth']):>7}  ")
-            row += format_config(c["config"], None if c is site["candidates"][0] else base)
-            out.append(row)
+        out.extend(_table(report, site, wide))
         out.append(f"  (median and runs in {unit}; higher is better; vs current: median of the "
                    "ratios to the current run of the same round, interleaved A B / B A)")
         for c in site["candidates"]:
@@ -181,7 +187,7 @@ def render_text(report: dict[str, Any]) -> str:
                 + (" (dropped)" if p["dropped"] and p["rate"] is not None else "")
                 for p in site["sweep"])
             out.append(f"search points ({unit}, one run each; in brackets its ratio to the "
-                       f"current run just before it): {pts}")
+                       f"current run of its round): {pts}")
         for c in site["candidates"]:
             if c.get("h2d_gbps"):
                 out.append(f"host-to-device in the loop, {c['name']}: {c['h2d_gbps']:.1f} GB/s "
@@ -203,7 +209,69 @@ def render_text(report: dict[str, Any]) -> str:
             verdict = "CONTENDED - not comparable"
         sp = f" ({site['speedup']:.2f}x)" if site.get("speedup") else ""
         out.append(f"verdict: {verdict}{sp}: {site['reason']}")
-    return "\n".join(out).rstrip() + "\n"
+    return "\n".join(_wrap(out, width)).rstrip() + "\n"
+
+
+def _wrap(lines: list[str], width: int | None) -> list[str]:
+    """Lines longer than ``width`` folded, continuation indented."""
+    if not width:
+        return lines
+    out: list[str] = []
+    for line in lines:
+        if len(line) <= width:
+            out.append(line)
+            continue
+        lead = " " * (len(line) - len(line.lstrip()))
+        out.extend(textwrap.wrap(line, width=max(20, width), initial_indent="",
+                                 subsequent_indent=lead + "    ", break_on_hyphens=False)
+                   or [line])
+    return out
+
+
+def _table(report: dict[str, Any], site: dict[str, Any], wide: bool) -> list[str]:
+    """The candidates' table: with ``wide`` every column and the
+    configuration on the row (about 170 columns); else the columns a
+    decision reads (under 80) and the configuration on the next line."""
+    out = []
+    insitu = report["mode"] == "in-situ"
+    header = f"  {'candidate':<11} {'n':>2} {'median':>10} {'spread':>7} {'vs current':>19} {'interval':>13}  "
+    if not wide:
+        header = f"  {'candidate':<11} {'n':>2} {'median':>9} {'vs current':>19} {'interval':>13}  "
+        header += f"{'blocked':>8}" if insitu else f"{'epoch':>9} {'batch/s':>8}"
+    elif insitu:
+        header += f"{'steps/s':>8} {'blocked':>8} {'GPU util':>9}  config"
+    else:
+        header += f"{'epoch':>9} {'TTFB':>7} {'restart':>8} {'batch/s':>8} {'CPU':>7} {'PSS wrk':>8} {'shm':>7}  config"
+    out.append(header.rstrip())
+    base = site["candidates"][0]["config"] if site["candidates"] else None
+    for c in site["candidates"]:
+        d = c["decision"]
+        vs = "-" if not d else (f"{d['speedup']:.2f}x {d['verdict'][:7]}" if d.get("speedup")
+                                else d["verdict"])
+        med = "-" if c["median_rate"] is None else f"{c['median_rate']:.4g}"
+        spread = "-" if c["spread"] is None else f"{c['spread']:.1%}"
+        iv = (d or {}).get("interval")
+        ivs = "-" if not iv else f"{iv[0]:.2f}-{iv[1]:.2f}x"
+        bps = "-" if c["median_steady_bps"] is None else f"{c['median_steady_bps']:.1f}"
+        blocked = "-" if c["data_wait_share"] is None else f"{c['data_wait_share']:.0%}"
+        config = format_config(c["config"], None if c is site["candidates"][0] else base)
+        if not wide:
+            row = f"  {c['name']:<11} {c['n']:>2} {med:>9} {vs:>19} {ivs:>13}  "
+            row += f"{blocked:>8}" if insitu else f"{_s(c['median_epoch_s']):>9} {bps:>8}"
+            out.append(row.rstrip())
+            out.append(f"    {config}")
+            continue
+        row = f"  {c['name']:<11} {c['n']:>2} {med:>10} {spread:>7} {vs:>19} {ivs:>13}  "
+        if insitu:
+            gpu = "-" if c["gpu_util_mean"] is None else f"{c['gpu_util_mean']:.0f}±{c['gpu_util_stdev']:.0f}%"
+            row += f"{med:>8} {blocked:>8} {gpu:>9}  "
+        else:
+            cpu = "-" if c["median_cpu_s"] is None else f"{c['median_cpu_s']:.1f}s"
+            row += (f"{_s(c['median_epoch_s']):>9} {_s(c['median_ttfb_s']):>7} "
+                    f"{_s(c['median_restart_s']):>8} {bps:>8} {cpu:>7} "
+                    f"{_bytes(c['median_worker_pss']):>8} {_bytes(c['median_shm_growth']):>7}  ")
+        out.append(row + config)
+    return out
 
 
 def render_ddp_text(report: dict[str, Any]) -> str:

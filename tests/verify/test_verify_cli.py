@@ -125,13 +125,15 @@ def test_cpu_bound_text_report(tmp_path, vf):
     proc = vf.run(vf.fixture("cpu_bound.py"), "--no-tune", "--repeats", "3", "--try",
                   "num_workers=2,persistent_workers=True", "-o", str(out), "--plot", str(plot),
                   "--", "--items", "1024", "--work", "2000", env=PLUMBING)
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode in (0, 1), proc.stderr
     text = proc.stdout
     assert "ceiling: at most 2.0x on 2 usable CPUs" in text
     assert "verdict:" in text and "runs current:" in text and "runs try:" in text
     assert "no CUDA device: host-to-device copy not measured" in text
     rep = json.loads(out.read_text())
     assert rep["call_sites"][0]["verdict"] in ("confirmed", "inconclusive", "refuted", "contended")
+    # Exit 1 only for an answer CI should see (the suggestion slower, or no answer).
+    assert proc.returncode == (1 if rep["call_sites"][0]["verdict"] in ("refuted", "contended") else 0)
     assert plot.stat().st_size > 1000
 
 
@@ -218,9 +220,10 @@ def test_in_situ(tmp_path, vf):
     ("ddp_no_set_epoch.py", "fail", ["order per epoch"]),
 ])
 def test_nproc_2(script, verdict, failing, vf):
-    _, rep = vf.json("--nproc", "2", vf.fixture(script))
+    proc, rep = vf.json("--nproc", "2", vf.fixture(script))
     d = rep["distributed"]
     assert d["verdict"] == verdict, d["checks"]
+    assert proc.returncode == (1 if verdict == "fail" else 0)  # a FAIL is visible to CI
     assert [c["name"] for c in d["checks"] if c["status"] == "FAIL"] == failing
     assert not d["simulated"]
     assert rep["call_sites"] == []
@@ -246,9 +249,9 @@ def test_tune_sweeps_and_keeps_finalists(vf):
                      env=PLUMBING)
     site = rep["call_sites"][0]
     names = [p["name"] for p in site["sweep"]]
-    # The loader waits, so the sweep goes past the 2 CPUs (up to 4x them).
-    assert {"nw=1", "nw=2", "nw=4", "nw=8"} <= set(names)
-    assert site["search"]["max_workers"] == 8 and site["search"]["mode"] == "sweep"
+    # The loader waits, so the sweep goes past the 2 CPUs (memory permitting).
+    assert {"nw=1", "nw=2", "nw=4", "nw=8", "nw=16"} <= set(names)
+    assert site["search"]["max_workers"] > 8 and site["search"]["mode"] == "sweep"
     # persistent_workers x prefetch_factor on the two best worker counts
     # (pw=0,pf=2 is the worker count's own point: prefetch_factor 2 is the default).
     ranked = sorted((p for p in site["sweep"] if p["name"].count("=") == 1 and p["rate"]),
@@ -266,9 +269,13 @@ def test_tune_sweeps_and_keeps_finalists(vf):
 def test_default_run_searches_past_the_cpus_for_a_waiting_loader(vf):
     _, rep = vf.json(vf.fixture("io_bound.py"), "--budget", "60", "--repeats", "6", "--", "1.5")
     site = rep["call_sites"][0]
-    assert site["search"]["mode"] == "search" and site["search"]["max_workers"] == 8
+    assert site["search"]["mode"] == "search" and site["search"]["max_workers"] > 8
     assert "waits" in site["search"]["reason"]
-    assert any(p["name"] == "nw=4" for p in site["sweep"])
+    # High first: 8 workers (4x the CPUs) is the first point, then doubling.
+    points = [p["name"] for p in site["sweep"] if p["name"].startswith("nw=")]
+    assert points[:2] == ["nw=8", "nw=16"], points
+    # One run of the call as written per round of points, not one per point.
+    assert site["search"]["reference_runs"] < site["search"]["points"]
     names = [c["name"] for c in site["candidates"]]
     assert names[0] == "current" and "tuned1" in names
     vf.skip_if_contended(rep)
@@ -276,7 +283,7 @@ def test_default_run_searches_past_the_cpus_for_a_waiting_loader(vf):
     assert site["best"]["num_workers"] > 2  # past the 2 CPUs: the work is waiting
     assert site["speedup"] > 2.0
     d = site["decision"]
-    assert d["pairs"] >= 6 and d["interval"][0] > 1.05 and d["method"].startswith("exact sign")
+    assert d["pairs"] >= 3 and d["interval"][0] > 1.05 and d["method"].startswith("t-interval")
 
 
 def test_no_tune_compares_the_call_and_the_suggestion(vf):
@@ -330,7 +337,7 @@ def test_io_bound_confirmed_under_background_load(vf):
 
 def test_progress_line_only_on_a_terminal(vf):
     proc = vf.run(vf.fixture("io_bound.py"), "--no-tune", "--repeats", "1", "--", "1")
-    assert proc.returncode == 0 and "\r" not in proc.stderr  # piped: no live line
+    assert proc.returncode in (0, 1) and "\r" not in proc.stderr  # piped: no live line
     proc = vf.run("--output-format", "json", vf.fixture("io_bound.py"), "--no-tune",
                   "--repeats", "1", "--", "1")
     assert "\r" not in proc.stderr and "\r" not in proc.stdout

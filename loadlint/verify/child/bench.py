@@ -18,6 +18,10 @@ from loadlint.verify.child.probes import WindowMeter, attributable, pss, shm_use
 from loadlint.verify.child.state import State
 
 now = time.perf_counter
+#: Fewest steady batches of a run once its time window is full (slow
+#: batches: the protocol's batch minimum would make a run last many seconds);
+#: with workers, at least two per worker.
+MIN_WINDOW = 8
 
 
 class Bench:
@@ -196,6 +200,13 @@ class Bench:
                     steady_b += 1
                     steady_s += t2 - t0
                     wait_s += t1 - t0
+                if not nw and steady_s >= seconds_min and steady_b >= MIN_WINDOW:
+                    # Without workers there is no restart to see: a slow
+                    # call as written stops once its window is full (the
+                    # run is bounded by time and batches, not by epochs).
+                    del batch
+                    stop_s = 0.0
+                    break
                 if t2 - last_sample > 0.5:
                     last_sample = t2
                     pids = workers_of(it)
@@ -211,7 +222,13 @@ class Bench:
             self.state.beat(epochs=len(epochs))
             if nb == 0:
                 break
-            if len(epochs) >= 2 and steady_s >= seconds_min and steady_b >= need:
+            # Two epochs measure persistent workers' cheaper restart; other
+            # loaders start every epoch as they started the first, so one
+            # is enough once the window is full (a run is bounded by time
+            # and batches, not by epochs).
+            restart = nw and bool(config.get("persistent_workers"))
+            if len(epochs) >= (2 if restart else 1) and steady_s >= seconds_min and (
+                    steady_b >= need or steady_b >= max(MIN_WINDOW, 2 * nw)):
                 break
             if now() > deadline and len(epochs) >= 2:
                 break
@@ -308,7 +325,10 @@ class Bench:
                 self.state.progress("verdict", candidate=c["name"], round=done + 1)
                 self.measure_run(c, base, done, seconds)
             done += 1
-            # A round that would end past the budget is not started.
+            # The minimal proof was planned for (the search left room for
+            # it); past it, a round that would end after the budget is not started.
+            if done < measure.MIN_PAIRS:
+                continue
             if now() + (now() - started) > deadline:
                 break
             if done < self.protocol.repeats:
