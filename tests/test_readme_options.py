@@ -27,6 +27,8 @@ def _rows(command: click.Command, ctx: click.Context, label: str, skip: frozense
         if record is None:
             continue
         names, text = record
+        if names == "--help":  # every command has it; the table says so once
+            continue
         text = re.sub(r"\s+", " ", text).replace("|", "\\|")
         rows.append(f"| {label} | `{names}` | {text} |")
     return rows

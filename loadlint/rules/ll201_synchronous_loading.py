@@ -2,19 +2,16 @@ from __future__ import annotations
 
 from typing import Iterator
 
-import libcst as cst
-
 from loadlint.facts.loaders import LoaderCall
-from loadlint.facts.names import FunctionFacts
-from loadlint.resolve import MISSING, Origin, follow_name
+from loadlint.resolve import MISSING, Origin
 from loadlint.rules import worker_hazards
+from loadlint.rules.live_source import live_source
 from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
 from loadlint.rules.shared import (
     measured_defers, module_spawn_reason, origin_note, origin_of, set_workers_fix, suggested_workers, trainer_workers,
     use_workers, WORKERS_CONSTANT, waits, workers_code,
 )
 from loadlint.types import HardwareProfile
-from loadlint.walk import find_all
 
 _DETECTED = HardwareProfile(usable_cpus=8, gpu_count=1)
 _CPU16 = HardwareProfile(usable_cpus=16, gpu_count=0, declared=frozenset({"cpus", "gpus"}))
@@ -32,41 +29,6 @@ def train(buffer):
     for batch in loader:
         buffer.append(step(batch))
 """
-
-#: Methods that change a container in place (a replay buffer, a queue).
-_MUTATORS = frozenset({"append", "appendleft", "extend", "extendleft", "insert", "push", "put", "put_nowait", "add", "update"})
-
-
-def live_source(ctx: Context, call: LoaderCall) -> tuple[str, str, str] | None:
-    """(class, object, mutating method) when the loader's dataset is a local
-    IterableDataset that never asks which worker it runs in and whose
-    ``__iter__`` reads an object passed to its constructor that the code
-    building the loader keeps changing (in the same function, or in any
-    method of the same class for a ``self.`` attribute).  Workers would each
-    sample a frozen copy of that object.  Conservative: None when unsure."""
-    _, cls = ctx.dataset_class(call)
-    if cls is None or ctx.is_iterable_dataset(call) is not True:
-        return None
-    names = ctx.names
-    init, iterate = names.method_of(cls, "__init__"), names.method_of(cls, "__iter__")
-    if init is None or iterate is None:
-        return None
-    callers = ctx.datasets.worker_info_callers
-    if any(fn in callers for klass in names.class_hierarchy(cls) for fn in klass.methods.values()):
-        return None
-    ctor = call.expr("dataset")
-    ctor = follow_name(ctor, call.scope)[0] if ctor is not None else None
-    if type(ctor) is not cst.Call:
-        return None
-    read = {a.attr.value for a in find_all(iterate.node, cst.Attribute) if _is_self(a.value)}
-    for attr, param in _stored_params(init).items():
-        arg = _argument(ctor, init.params, param) if attr in read else None
-        target = _dotted(arg) if arg is not None else None
-        method = _mutation(ctx, call, target) if target is not None else None
-        if target is not None and method is not None:
-            return cls.name, target, method
-    return None
-
 
 def unguarded_script(ctx: Context, call: LoaderCall) -> str | None:
     """Why workers at a loader built at a script's module level may crash:
@@ -91,61 +53,6 @@ def unguarded_script(ctx: Context, call: LoaderCall) -> str | None:
         f"iterated only under `if __name__ == \"__main__\":`; move the code that builds and iterates it there "
         "(e.g. into `main()`) first (LL013)"
     )
-
-
-def _stored_params(init: FunctionFacts) -> dict[str, str]:
-    """``self.attr = param`` assignments of ``__init__``: attr -> param."""
-    out = {}
-    for node in find_all(init.node, cst.Assign):
-        if len(node.targets) != 1:
-            continue
-        target, value = node.targets[0].target, node.value
-        if (
-            type(target) is cst.Attribute and _is_self(target.value)
-            and type(value) is cst.Name and value.value in init.params
-        ):
-            out[target.attr.value] = value.value
-    return out
-
-
-def _is_self(expr: cst.BaseExpression) -> bool:
-    return type(expr) is cst.Name and expr.value == "self"
-
-
-def _argument(ctor: cst.Call, params: list[str], param: str) -> cst.BaseExpression | None:
-    for arg in ctor.args:
-        if arg.keyword is not None and arg.keyword.value == param:
-            return arg.value
-    positional = [a for a in ctor.args if a.keyword is None and not a.star]
-    index = params.index(param)
-    return positional[index].value if index < len(positional) else None
-
-
-def _dotted(expr: cst.BaseExpression) -> str | None:
-    if type(expr) is cst.Name:
-        return expr.value
-    if type(expr) is cst.Attribute and type(expr.value) is cst.Name and expr.value.value == "self":
-        return f"self.{expr.attr.value}"
-    return None
-
-
-def _mutation(ctx: Context, call: LoaderCall, target: str) -> str | None:
-    """The mutating method called on ``target`` where the loader is built."""
-    if call.function is None:
-        return None
-    if target.startswith("self."):
-        cls = ctx.names.classes.get(call.class_name) if call.class_name else None
-        scopes = list(cls.methods.values()) if cls is not None else []
-    else:
-        scopes = [f for f in ctx.names.functions if f.name == call.function and f.class_name == call.class_name]
-    for fn in scopes:
-        for node in find_all(fn.node, cst.Call):
-            if type(node.func) is not cst.Attribute:
-                continue
-            owner = _dotted(node.func.value)
-            if owner == target and node.func.attr.value in _MUTATORS:
-                return node.func.attr.value
-    return None
 
 
 def _default_fix(ctx: Context, call: LoaderCall, n: int, found: Origin, hazards: list[str]) -> FixSpec:

@@ -32,7 +32,7 @@ def _fail(message: str) -> None:
 @click.option("--fix", is_flag=True, help="With --source: apply the mapped call's safe fixes and print the diff.")
 @click.option("--target", "targets", multiple=True, metavar="SPEC",
               help="The hardware the run trained on, for the static findings' suggestions (cpus=64,gpus=8,...).")
-@click.option("--output-format", type=click.Choice(["text", "json"]), default="text")
+@click.option("--output-format", type=click.Choice(["text", "json"]), default="text", help="The diagnosis as text (tables, then findings) or as JSON (the contract in docs/trace.md).")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=str), metavar="FILE.png",
               help="Draw GPU busy and data wait per step (needs the 'plot' extra).")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
