@@ -208,7 +208,8 @@ def lint_candidates(
         _lint_once(candidates, None, cache=cache, jobs=jobs, profiles=profiles, pool_min_saving=pool_min_saving,
                    withdrawn=withdrawn)
         request = dataclasses.replace(request, skip=withdrawn)
-    run = _lint_round(candidates, request, cache, jobs, progress, profiles, pool_min_saving, project)
+    run = _lint_once(candidates, request, cache=cache, jobs=jobs, progress=progress, profiles=profiles,
+                     pool_min_saving=pool_min_saving, project=project)
     if request is None or request.dry_run or not project:
         return run
     from loadlint.project.fixing import write
@@ -221,7 +222,8 @@ def lint_candidates(
         for result in run.results:
             if result.applied or result.fixed is not None:
                 _carry(earlier.setdefault(result.path, FileResult(result.path)), result)
-        run = _lint_round(candidates, request, cache, jobs, None, profiles, pool_min_saving, project)
+        run = _lint_once(candidates, request, cache=cache, jobs=jobs, profiles=profiles,
+                         pool_min_saving=pool_min_saving, project=project)
     for result in run.results:
         before = earlier.pop(result.path, None)
         if before is not None:
@@ -240,22 +242,6 @@ def _carry(into: FileResult, result: FileResult) -> None:
         into.applied[code] = into.applied.get(code, 0) + count
     if result.fixed is not None:
         into.fixed = result.fixed
-
-
-def _lint_round(
-    candidates: list[Candidate],
-    request: FixRequest | None,
-    cache: Callable[[], Cache] | None,
-    jobs: int | None,
-    progress: Progress | None,
-    profiles: ProfileCache,
-    pool_min_saving: int,
-    project: bool,
-) -> Run:
-    return _lint_once(
-        candidates, request, cache=cache, jobs=jobs, progress=progress, profiles=profiles,
-        pool_min_saving=pool_min_saving, project=project,
-    )
 
 
 def _lint_once(
