@@ -98,7 +98,7 @@ def summarize(run: Run, unsafe_enabled: bool, fixing: bool) -> Summary:
     fixed = sum(sum(r.applied.values()) for r in run.results)
     if unsafe_enabled:
         safe, unsafe = safe + unsafe, 0
-    later = sum(getattr(r.applied, "later", 0) for r in run.results)
+    later = run.later if run.later is not None else sum(getattr(r.applied, "later", 0) for r in run.results)
     return Summary(safe, unsafe, fixed, True, unsafe_enabled, later=later)
 
 

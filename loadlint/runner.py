@@ -201,12 +201,15 @@ def lint_candidates(
     would, with every round's fixes counted."""
     profiles = profiles or ProfileCache()
     candidates = list(candidates)
+    offered = 0
     if request is not None and not request.dry_run and project:
         # A fix the project takes back (LL201 on a dataset held in memory by
         # another module) is not for the per-file pass to apply.
         withdrawn: dict[str, frozenset[tuple[str, int, int]]] = {}
-        _lint_once(candidates, None, cache=cache, jobs=jobs, profiles=profiles, pool_min_saving=pool_min_saving,
-                   withdrawn=withdrawn)
+        checked = _lint_once(candidates, None, cache=cache, jobs=jobs, profiles=profiles,
+                             pool_min_saving=pool_min_saving, withdrawn=withdrawn)
+        # What check offered: the summary says how many more the fixes made possible.
+        offered = sum(1 for f in checked.findings if f.fix and (request.unsafe or f.fix.applicability == "safe"))
         request = dataclasses.replace(request, skip=withdrawn)
     run = _lint_once(candidates, request, cache=cache, jobs=jobs, progress=progress, profiles=profiles,
                      pool_min_saving=pool_min_saving, project=project)
@@ -234,6 +237,7 @@ def lint_candidates(
         # Files fixed in an earlier round with nothing left to say.
         fixed, run = run, Run.of(run.results + list(earlier.values()))
         run.files, run.parsed = fixed.files, fixed.parsed
+    run.later = max(0, sum(sum(r.applied.values()) for r in run.results) - offered)
     return run
 
 

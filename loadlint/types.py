@@ -183,6 +183,10 @@ class Run:
     #: Files that were considered (after discovery), for statistics.
     files: int = 0
     parsed: int = 0
+    #: Of the fixes a fix run applied, those ``check`` could not offer before
+    #: it (fixes made possible by others, in the file or across the project);
+    #: None: count each file's own (``Applied.later``).
+    later: int | None = None
 
     @classmethod
     def of(cls, results: list[FileResult]) -> Run:

@@ -433,3 +433,17 @@ def test_the_ddp_example_after_fix_still_names_the_process_group(tmp_path, capsy
     assert code == 1
     assert "the module trains distributed (`torch.distributed.init_process_group`) but this DataLoader" in out
     assert "os.environ.get" not in out
+
+
+def test_fix_names_the_fixes_made_possible_across_the_project(tmp_path, capsys):
+    # check offers 11 fixes on the examples; fixing them makes 3 more possible
+    # (a project fix's cascade and a file's own), and the summary says both.
+    shutil.copytree(REPO / "examples", tmp_path / "examples")
+    code, out, _ = _main(["check", "--no-cache", "examples"], tmp_path, capsys)
+    assert (code, out.splitlines()[-1]) == (1, "[*] 11 fixable with --fix (2 unsafe fixes available with --unsafe-fixes).")
+    code, out, _ = _main(["fix", "--no-cache", "examples"], tmp_path, capsys)
+    assert (code, out.splitlines()[-3:]) == (1, [
+        "Found 17 problems (14 fixed, 3 remaining: 3 errors, 0 warnings).",
+        "3 of the 14 fixes became possible only once the others were applied (`check` counts 11 as fixable).",
+        "No safe fixes available (2 unsafe fixes available with --unsafe-fixes).",
+    ])
