@@ -28,6 +28,7 @@ from loadlint.types import FileResult, Finding, FixRequest, HardwareProfile, Run
 
 __all__ = [
     "FixRequest",
+    "Overrides",
     "ProfileCache",
     "Run",
     "check_paths",
@@ -103,7 +104,8 @@ def suggest_for_call(path: str, line: int, profile: HardwareProfile) -> dict[str
     profile = replace(profile, declared=profile.declared | here)
     data = read_source(path)
     text = decode(data).text
-    settings = Resolver(Overrides()).for_path(Path(path))
+    # The script verify measures is the user's choice, under tests/ or not: its LL2xx count.
+    settings = Resolver(Overrides(performance_in_tests=True)).for_path(Path(path))
     options = options_with_profile(settings, path, profile)
     _, before = analyse(text, path, options)
     if before is None:

@@ -350,6 +350,8 @@ class Overrides:
     output_format: str | None = None
     target: dict[str, Any] = field(default_factory=dict)
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] | None = None
+    #: ``verify`` sets it: a script the user asks to measure is no test to spare.
+    performance_in_tests: bool | None = None
 
     def apply(self, settings: Settings) -> Settings:
         changes: dict[str, Any] = {}
@@ -359,7 +361,7 @@ class Overrides:
             changes["exclude"] = self.exclude
         if self.extend_exclude is not None:
             changes["extend_exclude"] = settings.extend_exclude + self.extend_exclude
-        for name in ("respect_gitignore", "unsafe_fixes", "output_format", "per_file_ignores"):
+        for name in ("respect_gitignore", "unsafe_fixes", "output_format", "per_file_ignores", "performance_in_tests"):
             value = getattr(self, name)
             if value is not None:
                 changes[name] = value

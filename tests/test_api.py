@@ -27,6 +27,14 @@ def test_suggest_for_call_is_what_fix_writes(tmp_path):
     }
 
 
+def test_suggest_for_call_measures_a_script_in_a_tests_folder_too(tmp_path):
+    # check spares test files the LL2xx codes; a script the user asks verify to measure is not spared.
+    (tmp_path / "tests").mkdir()
+    script = tmp_path / "tests" / "train.py"
+    script.write_text(SOURCE)
+    assert suggest_for_call(str(script), 4, PROFILE)["num_workers"] == 7
+
+
 def test_suggest_for_call_keeps_unresolved_values_unknown(tmp_path):
     script = tmp_path / "train.py"
     script.write_text(SOURCE)
