@@ -1,8 +1,10 @@
 """A fix lands whole or not at all.
 
 * Kill test: ``loadlint fix`` over 200 files, SIGKILLed at random moments,
-  many times; every file is always byte-identical to its original or to its
-  fully fixed version, and a following run leaves no temporary file.
+  many times; every file is always byte-identical to its original or to a
+  version one of the fix's rounds writes whole (a fix run applies the
+  project's fixes in rounds: pinning, then the transfers it makes possible),
+  and a following run leaves no temporary file.
 * Two fixes on one tree at once; a file changed between read and write.
 
 ``LOADLINT_KILL_RUNS`` sets the number of killed runs (the ``fuzz_long``
@@ -102,14 +104,37 @@ def reference(tmp_path_factory) -> tuple[dict[str, bytes], dict[str, bytes], flo
     return originals, fixed, duration
 
 
-def check_integrity(tree: Path, originals: dict[str, bytes], fixed: dict[str, bytes]) -> tuple[int, int]:
-    """(files fixed, files original); fails on anything else."""
+@pytest.fixture(scope="module")
+def round_versions(tmp_path_factory, reference) -> dict[str, set[bytes]]:
+    """Each file's versions after each round of a fix run (its rounds
+    stopped after 0, 1, ... of the project rounds), beside the final one."""
+    from loadlint import runner
+    from loadlint.api import FixRequest, Overrides, check_paths
+
+    originals, fixed, _ = reference
+    versions: dict[str, set[bytes]] = {rel: {fixed[rel]} for rel in originals}
+    for rounds in range(runner.FIX_ROUNDS):
+        tree = tmp_path_factory.mktemp(f"rounds{rounds}") / "tree"
+        write_tree(tree, originals)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(runner, "FIX_ROUNDS", rounds)
+            check_paths([tree], Overrides(target={"cpus": 4, "gpus": 1}), isolated=True, fix=FixRequest())
+        for rel, data in read_tree(tree).items():
+            versions[rel].add(data)
+    return versions
+
+
+def check_integrity(
+    tree: Path, originals: dict[str, bytes], fixed: dict[str, bytes], rounds: dict[str, set[bytes]] | None = None
+) -> tuple[int, int]:
+    """(files fixed, files original); fails on anything else (a version a
+    round wrote whole, in ``rounds``, counts as fixed)."""
     now = read_tree(tree)
     now = {k: v for k, v in now.items() if not k.endswith(TEMP_SUFFIX)}
     assert set(now) == set(originals), set(now) ^ set(originals)
     done = original = 0
     for rel, data in now.items():
-        if data == fixed[rel] and data != originals[rel]:
+        if data != originals[rel] and (data == fixed[rel] or (rounds is not None and data in rounds[rel])):
             done += 1
         elif data == originals[rel]:
             original += 1
@@ -147,7 +172,7 @@ def run_killed(tree: Path, cache: Path, rng: random.Random, duration: float) -> 
     return proc.returncode
 
 
-def kill_test(tmp_path: Path, reference, runs: int, seed: int) -> dict[str, int]:
+def kill_test(tmp_path: Path, reference, rounds: dict[str, set[bytes]], runs: int, seed: int) -> dict[str, int]:
     originals, fixed, duration = reference
     rng = random.Random(seed)
     tree, cache = tmp_path / "tree", tmp_path / "cache"
@@ -157,7 +182,7 @@ def kill_test(tmp_path: Path, reference, runs: int, seed: int) -> dict[str, int]
         code = run_killed(tree, cache, rng, duration)
         stats["runs"] += 1
         stats["killed" if code == -signal.SIGKILL else "completed"] += 1
-        done, original = check_integrity(tree, originals, fixed)
+        done, original = check_integrity(tree, originals, fixed, rounds)
         if done and original:
             stats["partial"] += 1
         if temp_files(tree):
@@ -177,17 +202,17 @@ def kill_test(tmp_path: Path, reference, runs: int, seed: int) -> dict[str, int]
 
 
 @pytest.mark.slow
-def test_kill_during_fix(tmp_path, reference):
-    stats = kill_test(tmp_path, reference, KILL_RUNS, seed=KILL_RUNS)
+def test_kill_during_fix(tmp_path, reference, round_versions):
+    stats = kill_test(tmp_path, reference, round_versions, KILL_RUNS, seed=KILL_RUNS)
     print(f"kill test: {stats}")
     assert stats["killed"] >= KILL_RUNS // 2
     assert stats["partial"] >= 1, "no kill landed while files were being written"
 
 
 @pytest.mark.fuzz_long
-def test_kill_during_fix_long(tmp_path, reference):
+def test_kill_during_fix_long(tmp_path, reference, round_versions):
     runs = int(os.environ.get("LOADLINT_KILL_RUNS_LONG", "200"))
-    stats = kill_test(tmp_path, reference, runs, seed=runs)
+    stats = kill_test(tmp_path, reference, round_versions, runs, seed=runs)
     print(f"kill test (long): {stats}")
     assert stats["partial"] >= 1
 
