@@ -90,7 +90,7 @@ def _diagnose(paths: tuple[str, ...], source: str | None, fix: bool, target: dic
                        "point --source at the training script", err=True)
         # The JSON report stays the only thing on stdout.
         click.echo(text, nl=False, err=output_format == "json")
-        click.echo(f"Fixed {count} error{'s' if count != 1 else ''} in the mapped DataLoader call's file.", err=True)
+        click.echo(f"Fixed {count} problem{'s' if count != 1 else ''} in the mapped DataLoader call's file.", err=True)
     return EXIT_FINDINGS if any(d.findings for d in diagnoses) else EXIT_CLEAN
 
 
