@@ -274,7 +274,7 @@ def test_source_fix_applies_the_static_fixes(tmp_path, capsys):
     assert "num_workers=" in after and "num_workers=" in out
     assert f"+++ {root / 'train.py'}" in out or "+++ " in out
     assert (root / "evaluate.py").read_text() == PROJECT["evaluate.py"]
-    assert "Fixed 1 problem in the mapped DataLoader call's file." in err
+    assert "Fixed 2 problems in the mapped DataLoader call's file." in err
 
 
 FIT = """\
