@@ -69,9 +69,11 @@ def is_inside(path: str, folder: str, *, resolved: bool = False) -> bool:
     """Whether ``path`` is ``folder`` or below it, links resolved on both
     (``resolved``: ``path`` is a real path already)."""
     real = path if resolved else os.path.realpath(path)
-    base = _real_folders.get(folder)
+    # Keyed absolute: a relative folder names another place once the current folder changes.
+    key = folder if os.path.isabs(folder) else os.path.abspath(folder)
+    base = _real_folders.get(key)
     if base is None:
-        base = _real_folders[folder] = os.path.realpath(folder)
+        base = _real_folders[key] = os.path.realpath(key)
     return real == base or real.startswith(base.rstrip(os.sep) + os.sep)
 
 
