@@ -26,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from editor_latency import training_script  # noqa: E402
 
-from loadlint import engine  # noqa: E402
-from loadlint.hardware import HardwareProfile  # noqa: E402
+from loadlint.engine import analysis as engine  # noqa: E402
+from loadlint.hardware.detect import HardwareProfile  # noqa: E402
 from loadlint.rules import CODES  # noqa: E402
 from loadlint.types import Options  # noqa: E402
 

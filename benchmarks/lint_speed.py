@@ -371,9 +371,9 @@ def why_silent(path: Path, row: int) -> str:
 
     from loadlint.facts.collect import collect
     from loadlint.facts.datasets import is_tensor_dataset
-    from loadlint.engine import suppressed_codes
-    from loadlint.fixes import Positions
-    from loadlint.resolve import MISSING, UNKNOWN
+    from loadlint.engine.analysis import suppressed_codes
+    from loadlint.engine.fixes import Positions
+    from loadlint.facts.resolve import MISSING, UNKNOWN
 
     text = path.read_text(encoding="utf-8")
     codes = suppressed_codes(text, row)
@@ -410,10 +410,10 @@ TREE_GOALS = {"vs_torchfix": 40.0, "cpu_vs_parse": 1.5, "warm_seconds": 0.5, "on
 PARSE_SCRIPT = """
 import json, sys, time
 from pathlib import Path
-from loadlint.config import Overrides, Resolver
-from loadlint.discover import discover
-from loadlint.engine import passes_prefilter
-from loadlint.source import DecodeError, decode
+from loadlint.workspace.config import Overrides, Resolver
+from loadlint.workspace.discover import discover
+from loadlint.engine.analysis import passes_prefilter
+from loadlint.sources.source import DecodeError, decode
 
 texts, notebooks = [], 0
 if sys.argv[1].endswith(".json"):
@@ -449,8 +449,8 @@ PARSED_SCRIPT = """
 import json, sys
 from pathlib import Path
 import libcst
-from loadlint.notebook import joined_text
-from loadlint.source import DecodeError, decode
+from loadlint.engine.notebook import joined_text
+from loadlint.sources.source import DecodeError, decode
 
 seen = {}
 original = libcst.parse_module
@@ -459,7 +459,7 @@ def recording(source, *args, **kwargs):
         seen.setdefault(source, None)
     return original(source, *args, **kwargs)
 libcst.parse_module = recording
-from loadlint.cli import main
+from loadlint.frontends.cli import main
 try:
     main(sys.argv[2:])
 except SystemExit:

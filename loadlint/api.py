@@ -1,8 +1,8 @@
 """The library API the command line, the language server and the flake8
 plugin share: check or fix paths and sources, never raising for one bad file.
 
-Every file goes through :mod:`loadlint.pipeline`; many files through
-:mod:`loadlint.runner`.
+Every file goes through :mod:`loadlint.engine.pipeline`; many files through
+:mod:`loadlint.run.runner`.
 """
 
 from __future__ import annotations
@@ -13,17 +13,17 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterable
 
-from loadlint.config import Overrides, Resolver, Settings
-from loadlint.discover import discover
-from loadlint.engine import Analysis, Chosen, SpecSource, analyse, fix_text
-from loadlint.measured import MeasuredSite, load_verify_report, measured_specs
-from loadlint.pipeline import ProfileCache, check_text, fix_bytes, fix_source_text, options_for, options_with_profile
-from loadlint.runner import lint_candidates
-from loadlint.slicing import parse_module
-from loadlint.files import read_source
-from loadlint.fixes import Positions
-from loadlint.boundary import project_root
-from loadlint.source import decode, visible
+from loadlint.workspace.config import Overrides, Resolver, Settings
+from loadlint.workspace.discover import discover
+from loadlint.engine.analysis import Analysis, Chosen, SpecSource, analyse, fix_text
+from loadlint.engine.measured import MeasuredSite, load_verify_report, measured_specs
+from loadlint.engine.pipeline import ProfileCache, check_text, fix_bytes, fix_source_text, options_for, options_with_profile
+from loadlint.run.runner import lint_candidates
+from loadlint.cst.slicing import parse_module
+from loadlint.sources.files import read_source
+from loadlint.engine.fixes import Positions
+from loadlint.sources.boundary import project_root
+from loadlint.sources.source import decode, visible
 from loadlint.types import FileResult, Finding, FixRequest, HardwareProfile, Run
 
 __all__ = [
@@ -92,11 +92,11 @@ def suggest_for_call(path: str, line: int, profile: HardwareProfile) -> dict[str
     """The keyword arguments of the DataLoader call starting on ``line`` as
     ``loadlint fix`` (safe fixes) would write it: parameter -> value, removed
     arguments absent, a value that cannot be resolved statically as
-    ``loadlint.resolve.UNKNOWN``.  None when no call starts on that line.
+    ``loadlint.facts.resolve.UNKNOWN``.  None when no call starts on that line.
 
     ``loadlint verify`` measures this configuration against the current one.
     """
-    from loadlint.resolve import UNKNOWN, evaluate
+    from loadlint.facts.resolve import UNKNOWN, evaluate
 
     # The machine verify measures on is the one the loader runs on: the fix
     # writes its numbers, not the run-time constant a portable fix writes.

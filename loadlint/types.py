@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Literal
 
 if TYPE_CHECKING:
-    from loadlint.source import Source
+    from loadlint.sources.source import Source
 
 Applicability = Literal["safe", "unsafe"]
 

@@ -7,9 +7,9 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from loadlint.api import check_paths
-from loadlint.cli import cli
-from loadlint.config import Overrides
-from loadlint.hardware import parse_target
+from loadlint.frontends.cli import cli
+from loadlint.workspace.config import Overrides
+from loadlint.hardware.detect import parse_target
 
 FIXTURES = Path(__file__).parent / "fixtures" / "checker"
 TARGET = "cpus=8,gpus=4,memory=64,shm=16,platform=linux,python=3.12"

@@ -1,6 +1,6 @@
 from loadlint.api import check_source, suggest_for_call
-from loadlint.hardware import parse_target, resolve_profile
-from loadlint.resolve import UNKNOWN
+from loadlint.hardware.detect import parse_target, resolve_profile
+from loadlint.facts.resolve import UNKNOWN
 
 PROFILE = resolve_profile(parse_target("cpus=8,gpus=1,memory=16,shm=8,platform=linux,python=3.12"))
 

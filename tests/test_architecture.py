@@ -4,8 +4,8 @@ The graph is read with ``ast`` from every file, so imports inside functions
 and under ``if TYPE_CHECKING:`` count like any other: an import hidden in a
 function still makes a cycle. Relative imports are resolved.
 
-``LAYERS`` is the contract as data: adjust the module names here (and the
-``[tool.importlinter]`` layers in pyproject.toml) when modules move.
+The layers and the static core are read from ``[tool.importlinter]`` in
+pyproject.toml, where they are written once.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,39 +24,28 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "loadlint"
 
-#: Top to bottom. A module may import modules of its own layer or of a lower
-#: one, never of a higher one (mutual imports within a layer are cycles, which
-#: ``test_no_import_cycle`` forbids). Names are relative to ``loadlint``; a
-#: name covers its submodules; ``__init__`` is ``loadlint/__init__.py``. A
-#: name that does not exist (yet, or any more) is harmless.
-LAYERS: list[tuple[str, ...]] = [
-    # Entry points. ``verify`` runs the user's code and may import torch;
-    # ``trace`` reads profiler traces and runs nothing.
-    ("cli", "lsp", "flake8", "__main__", "verify", "trace"),
-    # The library API; ``testing`` helps rule authors run their examples.
-    ("api", "testing"),
-    # Loops over files (pool, cache) and renders results; never the API or CLI.
-    ("runner", "report", "formats"),
-    # Project analysis: phase 2, joining per-file summaries across modules.
-    ("project",),
-    # One file, path or bytes or stdin, to one file result.
-    ("pipeline",),
-    ("engine", "fixes", "notebook", "measured", "withhold", "virtual", "positions", "summaries"),
-    # Settings, file discovery, the cache and rule documentation: read by the
-    # layers above, built on the rule registry.
-    ("config", "discover", "cache", "docs", "target", "noqa"),
-    ("rules",),
-    # Fact providers: what a rule may know about a file (and the machine).
-    ("facts", "callsites", "resolve", "walk", "hardware"),
-    # Plain types and leaf helpers: import nothing from loadlint above them.
-    ("slicing", "syntax", "prefilter"),
-    ("types", "signature", "cpus", "source", "files", "boundary", "wildmatch", "deadline", "progress", "suppress", "nbjson", "constructors", "codegen", "__init__"),
-]
+def _contracts() -> list[dict[str, object]]:
+    with open(REPO / "pyproject.toml", "rb") as handle:
+        return list(tomllib.load(handle)["tool"]["importlinter"]["contracts"])
 
-#: Modules outside the static core: they may import click, torch, NVML and
-#: ``loadlint.verify``; nothing else may.
-OUTSIDE_CORE = ("cli", "lsp", "flake8", "__main__", "verify", "trace.command")
-FORBIDDEN_IN_CORE = ("click", "torch", "pynvml", "loadlint.verify")
+
+def _contract(kind: str, about: str) -> dict[str, object]:
+    return next(c for c in _contracts() if c["type"] == kind and about in str(c["name"]))
+
+
+#: Top to bottom, read from pyproject.toml's layers contract (written once,
+#: there). A module may import modules of its own layer or of a lower one,
+#: never of a higher one (mutual imports within a layer are cycles, which
+#: ``test_no_import_cycle`` forbids). Names are relative to ``loadlint``; a
+#: name covers its submodules; ``__init__`` is ``loadlint/__init__.py``.
+LAYERS: list[tuple[str, ...]] = [
+    tuple(name.strip() for name in str(line).split(":")) for line in _contract("layers", "Layers")["layers"]  # type: ignore[attr-defined]
+] + [("__init__",)]
+
+#: The static core, read from the forbidden contract: it never imports these.
+_CORE_CONTRACT = _contract("forbidden", "static core")
+CORE = tuple(str(m).removeprefix("loadlint.") for m in _CORE_CONTRACT["source_modules"])  # type: ignore[attr-defined]
+FORBIDDEN_IN_CORE = tuple(str(m) for m in _CORE_CONTRACT["forbidden_modules"])  # type: ignore[attr-defined]
 MAX_LINES = 600
 
 
@@ -63,7 +53,7 @@ MAX_LINES = 600
 class Import:
     """One import statement's target, as written and as resolved."""
 
-    importer: str  # dotted module name, e.g. ``loadlint.cli``
+    importer: str  # dotted module name, e.g. ``loadlint.frontends.cli``
     target: str  # the imported module (``from m import f``: ``m``, or ``m.f`` when that is a module)
     name: str | None  # the name taken by ``from m import name``
     line: int
@@ -207,7 +197,7 @@ def layer_of(module: str) -> int | None:
 
 def in_core(module: str) -> bool:
     relative = module.removeprefix("loadlint.")
-    return not any(relative == name or relative.startswith(name + ".") for name in OUTSIDE_CORE)
+    return any(relative == name or relative.startswith(name + ".") for name in CORE)
 
 
 def is_private(name: str) -> bool:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from loadlint.boundary import is_inside
+from loadlint.sources.boundary import is_inside
 
 
 def test_a_relative_folder_is_where_the_current_folder_is_now(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import loadlint.cache as cache_mod
-import loadlint.runner as runner
-import loadlint.pipeline as pipeline
+import loadlint.workspace.cache as cache_mod
+import loadlint.run.runner as runner
+import loadlint.engine.pipeline as pipeline
 from loadlint.api import ProfileCache
-from loadlint.cache import CACHEDIR_TAG, Cache
-from loadlint.cli import cli
-from loadlint.config import Overrides, Resolver, Settings
-from loadlint.discover import Candidate, discover
+from loadlint.workspace.cache import CACHEDIR_TAG, Cache
+from loadlint.frontends.cli import cli
+from loadlint.workspace.config import Overrides, Resolver, Settings
+from loadlint.workspace.discover import Candidate, discover
 from loadlint.types import HardwareProfile
 
 SLOW = """import torch
@@ -427,7 +427,7 @@ def test_profile_key_does_not_depend_on_string_hashing():
     import sys
 
     script = (
-        "from loadlint.cache import profile_key\n"
+        "from loadlint.workspace.cache import profile_key\n"
         "from loadlint.types import HardwareProfile\n"
         "print(profile_key(HardwareProfile(usable_cpus=4, gpu_count=1, "
         "declared=frozenset({'cpus', 'gpus', 'memory', 'platform', 'python'}))))\n"
@@ -452,7 +452,7 @@ def test_notebook_is_answered_from_the_cache_with_its_cells(tree, tmp_path, monk
     settings = Settings(root=str(tree))
     candidates = [Candidate(p, settings, False) for p in sorted(tree.rglob("*.ip*"))]
     first = runner.lint_candidates(candidates, cache=runner.lazy_cache(tmp_path / "cache"), jobs=1, profiles=profiles_with())
-    import loadlint.notebook as notebook_mod
+    import loadlint.engine.notebook as notebook_mod
 
     checked: list[str] = []
     real = notebook_mod.analyse_cells

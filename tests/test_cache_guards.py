@@ -8,7 +8,7 @@ import os
 import pytest
 
 from loadlint import __version__
-from loadlint.cache import Cache
+from loadlint.workspace.cache import Cache
 
 
 def test_cache_dir_with_missing_parents_is_made(tmp_path):

@@ -8,8 +8,8 @@ import libcst as cst
 import pytest
 
 from loadlint.facts.collect import collect
-from loadlint.fixes import Builder, Positions, apply_edits
-from loadlint.resolve import MISSING, UNKNOWN
+from loadlint.engine.fixes import Builder, Positions, apply_edits
+from loadlint.facts.resolve import MISSING, UNKNOWN
 from loadlint.rules import worker_hazards
 from loadlint.rules.base import Context, FixSpec, Settings
 from loadlint.rules.ll007_unpicklable_worker_function import pickle_problems

@@ -1,4 +1,4 @@
-"""Rendering (loadlint.codegen) gives libcst's code and libcst's positions."""
+"""Rendering (loadlint.cst.codegen) gives libcst's code and libcst's positions."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from loadlint.codegen import code_for_node, code_ranges
+from loadlint.cst.codegen import code_for_node, code_ranges
 from tests.texts import FIXTURES, REPO, decoded
 
 SAMPLES = [

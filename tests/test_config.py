@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from loadlint.api import check_paths, check_source
-from loadlint.config import ConfigError, Overrides, Resolver, Settings, load_settings
+from loadlint.workspace.config import ConfigError, Overrides, Resolver, Settings, load_settings
 
 TARGET = '[tool.loadlint.target]\ncpus = 4\ngpus = 1\n'
 SCRIPT = """\
@@ -65,7 +65,7 @@ def test_one_file_per_folder_order(tmp_path):
 
 def test_settings_are_cached_per_folder(tmp_path, monkeypatch):
     write(tmp_path / "loadlint.toml", 'select = ["LL2"]\n')
-    import loadlint.config as config
+    import loadlint.workspace.config as config
 
     calls = []
     real = config.load_settings
@@ -292,7 +292,7 @@ def test_a_gitignore_ignores_what_pathspec_ignores(tmp_path, lines):
     spec is not compiled); with one, pathspec decides: both as pathspec."""
     import pathspec
 
-    from loadlint.discover import _GitIgnore
+    from loadlint.workspace.discover import _GitIgnore
 
     write(tmp_path / ".gitignore", "\n".join(lines) + "\n")
     gitignore = _GitIgnore()
@@ -347,7 +347,7 @@ CRASH_IN_TEST = SCRIPT.replace("batch_size=32)", "batch_size=32, prefetch_factor
     ],
 )
 def test_what_counts_as_a_test_file(rel: str, test: bool) -> None:
-    from loadlint.config import is_test_file
+    from loadlint.workspace.config import is_test_file
 
     assert is_test_file(rel) is test
 

@@ -1,4 +1,4 @@
-"""The parser's node constructors (loadlint.constructors): what they build
+"""The parser's node constructors (loadlint.cst.constructors): what they build
 must be what libcst's own constructors build; installed once per process,
 they check every node as libcst's do, but while a parse runs."""
 
@@ -14,8 +14,8 @@ from typing import Iterator
 import libcst as cst
 import pytest
 
-from loadlint import slicing
-from loadlint.constructors import constructors
+from loadlint.cst import slicing
+from loadlint.cst.constructors import constructors
 from tests.texts import FIXTURES, REPO, decoded
 
 CONSTRUCTORS, _ = constructors(cst)
@@ -241,7 +241,7 @@ def test_parses_in_threads_leave_every_node_checked() -> None:
 #: Run in a fresh process: libcst's constructors until the fast ones are made.
 BEFORE_AND_AFTER = r"""
 import libcst as cst
-from loadlint import slicing
+from loadlint.cst import slicing
 
 def invalid():
     try:

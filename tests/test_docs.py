@@ -1,7 +1,7 @@
 import re
 from pathlib import Path
 
-from loadlint.docs import SECTIONS, pages, rule_table
+from loadlint.output.docs import SECTIONS, pages, rule_table
 from loadlint.rules import CODES, all_rules
 from loadlint.rules.runtime import RUNTIME_CODES
 
@@ -26,7 +26,7 @@ def test_runtime_codes_are_not_static_rules():
 
 def test_pages_are_generated_from_docstrings():
     for name, text in pages().items():
-        assert (RULES_DIR / name).read_text(encoding="utf-8") == text, f"{name} is stale: run python -m loadlint.docs"
+        assert (RULES_DIR / name).read_text(encoding="utf-8") == text, f"{name} is stale: run python -m loadlint.output.docs"
 
 
 def test_pages_have_ruffs_sections_in_order():
@@ -48,7 +48,7 @@ def test_registry_matches_rule_classes():
 
 def test_readme_rule_table_is_current():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert rule_table() in readme, "README rule table is stale: run python -m loadlint.docs"
+    assert rule_table() in readme, "README rule table is stale: run python -m loadlint.output.docs"
 
 
 def test_codes_are_well_formed():

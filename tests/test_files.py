@@ -1,9 +1,9 @@
-"""Reading and writing files (loadlint.files): the diff both .py files and
+"""Reading and writing files (loadlint.sources.files): the diff both .py files and
 notebook cells use, and the messages for fixes that cannot be written."""
 
 from pathlib import Path
 
-from loadlint.files import unified_diff, write_fixes
+from loadlint.sources.files import unified_diff, write_fixes
 
 
 def test_diff_splits_lines_as_python_does():

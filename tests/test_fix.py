@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from loadlint import engine
-from loadlint.files import FileChanged, write_atomic
-from loadlint.cli import cli
-from loadlint.engine import FixFailed, Options, fix_text
+from loadlint.engine import analysis as engine
+from loadlint.sources.files import FileChanged, write_atomic
+from loadlint.frontends.cli import cli
+from loadlint.engine.analysis import FixFailed, Options, fix_text
 from loadlint.types import Finding, HardwareProfile, Location
 
 TARGET = ["--target", "cpus=4,gpus=1,platform=linux,python=3.11", "--isolated", "--no-cache"]
@@ -174,7 +174,7 @@ def test_stdin_diff() -> None:
 
 
 def test_stdin_fix_echoes_the_source_when_fixing_fails(monkeypatch) -> None:
-    monkeypatch.setattr("loadlint.fixes.apply_edits", lambda text, edits: text + "def (:\n")
+    monkeypatch.setattr("loadlint.engine.fixes.apply_edits", lambda text, edits: text + "def (:\n")
     result = run(["fix", "-", "--stdin-filename", "train.py"], stdin=SIMPLE.encode())
     assert result.exit_code == 1
     assert result.stdout == SIMPLE
@@ -186,7 +186,7 @@ def test_stdin_fix_echoes_the_source_when_fixing_fails(monkeypatch) -> None:
 
 def test_unparsable_result_leaves_the_file_untouched(tmp_path: Path, monkeypatch) -> None:
     path = write(tmp_path, SIMPLE)
-    monkeypatch.setattr("loadlint.fixes.apply_edits", lambda text, edits: text.replace("DataLoader(", "DataLoader((", 1))
+    monkeypatch.setattr("loadlint.engine.fixes.apply_edits", lambda text, edits: text.replace("DataLoader(", "DataLoader((", 1))
     result = run(["fix", str(path)])
     assert result.exit_code == 1
     assert path.read_bytes() == SIMPLE.encode()
@@ -197,7 +197,7 @@ def test_unparsable_result_leaves_the_file_untouched(tmp_path: Path, monkeypatch
 
 def test_diff_reports_a_file_that_cannot_be_fixed(tmp_path: Path, monkeypatch) -> None:
     path = write(tmp_path, SIMPLE)
-    monkeypatch.setattr("loadlint.fixes.apply_edits", lambda text, edits: text + "(\n")
+    monkeypatch.setattr("loadlint.engine.fixes.apply_edits", lambda text, edits: text + "(\n")
     result = run(["fix", "--diff", str(path)])
     assert result.exit_code == 1
     assert result.stdout == ""
@@ -277,7 +277,7 @@ def test_file_changed_during_fix_is_reported(tmp_path: Path, monkeypatch) -> Non
         path.write_text(SIMPLE + "# edited meanwhile\n")
         return out
 
-    monkeypatch.setattr("loadlint.pipeline.fix_text", racing)
+    monkeypatch.setattr("loadlint.engine.pipeline.fix_text", racing)
     result = run(["fix", str(path)])
     assert result.exit_code == 1
     assert "file changed on disk while it was being fixed; not written" in result.output
@@ -361,7 +361,7 @@ def test_ll101_two_loaders_in_one_epoch_loop() -> None:
 
 
 def test_all_fixes_on_one_call_are_one_edit() -> None:
-    from loadlint.fixes import Builder
+    from loadlint.engine.fixes import Builder
 
     src = DISTRIBUTED.replace("pin_memory=True", "num_workers=0").replace("step(batch)", "batch.cuda()")
     findings, analysis = engine.analyse(src, "x.py", Options(CORE, lambda: PROFILE))

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from loadlint.engine import Options, fix_text
-from loadlint.fixes import Builder, Positions, apply_edits
-from loadlint.source import decode
+from loadlint.engine.analysis import Options, fix_text
+from loadlint.engine.fixes import Builder, Positions, apply_edits
+from loadlint.sources.source import decode
 from loadlint.types import HardwareProfile
 
 FIXTURES = Path(__file__).parent / "fixtures" / "fix"
@@ -49,7 +49,7 @@ def options_for(text: str) -> Options:
     """OPTIONS, or the target the fixture's first line declares."""
     if not text.startswith(TARGET_LINE):
         return OPTIONS
-    from loadlint.hardware import parse_target, resolve_profile
+    from loadlint.hardware.detect import parse_target, resolve_profile
 
     profile = resolve_profile(parse_target(text.splitlines()[0][len(TARGET_LINE):]))
     return Options(CODES, lambda: profile)
@@ -86,7 +86,7 @@ def test_only_calls_and_inserted_lines_change(path: Path) -> None:
     """Every edit lies inside a DataLoader call, replaces a node the rule
     named, or inserts whole lines (imports, ``set_epoch``); the rest of the
     file is byte-identical."""
-    from loadlint.engine import analyse
+    from loadlint.engine.analysis import analyse
 
     text = decode(path.read_bytes()).text
     options = options_for(text)

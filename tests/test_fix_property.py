@@ -13,7 +13,7 @@ import libcst as cst
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loadlint.engine import Options, fix_text
+from loadlint.engine.analysis import Options, fix_text
 from loadlint.types import HardwareProfile
 
 PROFILE = HardwareProfile(

@@ -17,8 +17,8 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="torch is not installed: fixed loaders cannot be run")
 
-from loadlint.engine import Options, fix_text  # noqa: E402
-from loadlint.source import decode  # noqa: E402
+from loadlint.engine.analysis import Options, fix_text  # noqa: E402
+from loadlint.sources.source import decode  # noqa: E402
 from loadlint.types import HardwareProfile  # noqa: E402
 
 pytestmark = pytest.mark.torch

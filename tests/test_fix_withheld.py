@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from loadlint.cli import cli
-from loadlint.hardware import parse_target, resolve_profile
-from loadlint.pipeline import check_bytes
+from loadlint.frontends.cli import cli
+from loadlint.hardware.detect import parse_target, resolve_profile
+from loadlint.engine.pipeline import check_bytes
 from loadlint.rules import CODES
 from loadlint.types import Finding, FixRequest, Options
 
@@ -207,7 +207,7 @@ def test_distributed_sampler_fix_is_withheld_where_training_is_distributed_only_
 
 def test_subsets_are_tried_largest_first_then_safest() -> None:
     from loadlint.rules.base import FixSpec
-    from loadlint.withhold import Candidate, subsets
+    from loadlint.engine.withhold import Candidate, subsets
 
     safe, unsafe, other = (Candidate(i, "LL2", FixSpec(kind, str(i))) for i, kind in enumerate(["safe", "unsafe", "safe"]))
     order = [[c.index for c in s] for s in subsets([unsafe, safe, other])]
@@ -218,7 +218,7 @@ def test_subsets_are_tried_largest_first_then_safest() -> None:
 
 def test_a_new_finding_the_next_round_fixes_is_not_introduced() -> None:
     from loadlint.types import Edit, Fix, Location
-    from loadlint.withhold import introduced
+    from loadlint.engine.withhold import introduced
 
     def finding(code: str, fixed: bool = False) -> Finding:
         fix = Fix("safe", "m", (Edit("", 0, 0, Location(1, 1), Location(1, 1)),)) if fixed else None

@@ -46,7 +46,7 @@ def test_columns_match_the_command_line():
     flake8_positions = proc.stdout.splitlines()
     from click.testing import CliRunner
 
-    from loadlint.cli import cli
+    from loadlint.frontends.cli import cli
 
     old = os.getcwd()
     os.chdir(FIXTURES)

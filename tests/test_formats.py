@@ -12,8 +12,8 @@ from xml.etree import ElementTree as ET
 import pytest
 from click.testing import CliRunner
 
-from loadlint.cli import cli
-from loadlint.formats import escape_data, escape_property
+from loadlint.frontends.cli import cli
+from loadlint.output.formats import escape_data, escape_property
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE = REPO / "tests" / "fixtures" / "integrations" / "train_bad.py"

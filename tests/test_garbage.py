@@ -13,8 +13,8 @@ from typing import Callable
 import libcst as cst
 import pytest
 
-from loadlint.hardware import parse_target, resolve_profile
-from loadlint.pipeline import check_bytes
+from loadlint.hardware.detect import parse_target, resolve_profile
+from loadlint.engine.pipeline import check_bytes
 from loadlint.rules import CODES
 from loadlint.types import FixRequest, Options
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from loadlint.api import check_source
-from loadlint.config import Settings
-from loadlint.hardware import parse_target, resolve_profile
+from loadlint.workspace.config import Settings
+from loadlint.hardware.detect import parse_target, resolve_profile
 
 FIXTURES = Path(__file__).parent / "fixtures" / "checker"
 PROFILE = resolve_profile(parse_target("cpus=8,gpus=4,memory=64,shm=16,platform=linux,python=3.12"))

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from loadlint import hardware
-from loadlint.hardware import (
+from loadlint.hardware import detect as hardware
+from loadlint.hardware.detect import (
     GIB,
     Probes,
     TargetError,
@@ -342,7 +342,7 @@ def test_detect_this_machine_is_sane():
 
 def test_import_is_lazy():
     code = (
-        "import sys, loadlint.hardware\n"
+        "import sys, loadlint.hardware.detect\n"
         "heavy = sorted({'psutil', 'pynvml'} & set(sys.modules))\n"
         "print(','.join(heavy))\n"
     )

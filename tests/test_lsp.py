@@ -601,9 +601,9 @@ def test_diagnostics_come_before_the_fix_decision_and_withheld_fixes_are_never_o
 
     from pygls.workspace import Workspace
 
-    from loadlint import engine
-    from loadlint.hardware import parse_target, resolve_profile
-    from loadlint.lsp import documents
+    from loadlint.engine import analysis as engine
+    from loadlint.hardware.detect import parse_target, resolve_profile
+    from loadlint.frontends.lsp import documents
     from loadlint.rules import CODES
     from loadlint.types import Options
 
@@ -664,10 +664,10 @@ def test_notebook_diagnostics_do_not_decide_fixes_and_code_actions_offer_only_ke
 
     from pygls.workspace import Workspace
 
-    from loadlint import notebook as nb
-    from loadlint.hardware import parse_target, resolve_profile
-    from loadlint.lsp import notebooks
-    from loadlint.lsp.documents import State
+    from loadlint.engine import notebook as nb
+    from loadlint.hardware.detect import parse_target, resolve_profile
+    from loadlint.frontends.lsp import notebooks
+    from loadlint.frontends.lsp.documents import State
     from loadlint.rules import CODES
     from loadlint.types import Options
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from loadlint.cli import cli
-from loadlint.engine import Options, lint_bytes
+from loadlint.frontends.cli import cli
+from loadlint.engine.analysis import Options, lint_bytes
 from loadlint.rules.base import Measured
 from loadlint.types import HardwareProfile
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from loadlint.cli import cli
+from loadlint.frontends.cli import cli
 from loadlint.rules.shared import RANK_WORKERS_CONSTANT, WORKERS_CONSTANT
 
 REPO = Path(__file__).resolve().parent.parent
@@ -185,7 +185,7 @@ def test_init_from_this_machine(tmp_path):
 
 
 def _main(args, cwd: Path, capsys):
-    from loadlint.cli import main
+    from loadlint.frontends.cli import main
 
     old = os.getcwd()
     os.chdir(cwd)

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from loadlint.api import FixRequest
-from loadlint.engine import Options
-from loadlint.nbjson import source_spans
-from loadlint.notebook import _Masker, check
+from loadlint.engine.analysis import Options
+from loadlint.sources.nbjson import source_spans
+from loadlint.engine.notebook import _Masker, check
 from loadlint.rules import CODES
 from loadlint.types import HardwareProfile
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from loadlint.hardware import parse_target, resolve_profile
-from loadlint.notebook import check
+from loadlint.hardware.detect import parse_target, resolve_profile
+from loadlint.engine.notebook import check
 from loadlint.types import Options
 
 FIXTURE = Path(__file__).parent / "fixtures" / "notebooks" / "helpers.ipynb"

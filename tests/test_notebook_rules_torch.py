@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from loadlint.api import check_source
-from loadlint.engine import Options
-from loadlint.notebook import check
+from loadlint.engine.analysis import Options
+from loadlint.engine.notebook import check
 from loadlint.rules import CODES
 from loadlint.types import HardwareProfile
 

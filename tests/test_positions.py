@@ -8,7 +8,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from loadlint.fixes import Positions
+from loadlint.engine.fixes import Positions
 from loadlint.types import Location
 
 REPO = Path(__file__).resolve().parents[1]
@@ -168,8 +168,8 @@ for batch in build(None):
 
 
 def test_reparse_parses_only_the_edited_statement_and_matches_a_full_parse() -> None:
-    from loadlint.engine import Options, analyse
-    from loadlint.positions import reparse, statement_bounds
+    from loadlint.engine.analysis import Options, analyse
+    from loadlint.engine.positions import reparse, statement_bounds
     from loadlint.rules import CODES
     from loadlint.types import Edit
 
@@ -210,8 +210,8 @@ def _bounds_cases() -> list[tuple[str, str]]:
 def test_statement_bounds_from_line_numbers_equal_the_rendered_ones(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every golden fixture and rule example: the bounds found from Python's
     line numbers are the ones rendering each statement gives, without falling back."""
-    from loadlint import positions
-    from loadlint.positions import rendered_bounds, statement_bounds
+    from loadlint.engine import positions
+    from loadlint.engine.positions import rendered_bounds, statement_bounds
 
     rendered = rendered_bounds
     fell_back: list[str] = []
@@ -231,7 +231,7 @@ def test_statement_bounds_from_line_numbers_equal_the_rendered_ones(monkeypatch:
 
 
 def test_statement_bounds_fall_back_where_the_parsers_disagree() -> None:
-    from loadlint.positions import rendered_bounds, statement_bounds
+    from loadlint.engine.positions import rendered_bounds, statement_bounds
 
     # A line continuation before a statement: Python starts it a line later.
     for text in ["x = 1\n\\\ny = 2\n", "type X = int\n\nDataLoader(x)\n", "x = 1\n    # indented\n\ny = 2\n  # end\n"]:
@@ -247,8 +247,8 @@ def test_a_call_renders_back_exactly_with_its_block_indent(text: str) -> None:
     rendering the original: with the indent of the block its statement
     stands in, each call (multi-line ones included) reads as in the text;
     inside a match statement no indent is claimed."""
-    from loadlint.fixes import render
-    from loadlint.walk import find_all
+    from loadlint.engine.fixes import render
+    from loadlint.cst.walk import find_all
 
     module = cst.parse_module(text)
     positions = Positions(module, text)
@@ -268,6 +268,6 @@ def test_a_call_renders_back_exactly_with_its_block_indent(text: str) -> None:
 def test_line_starts_follow_pythons_line_breaks_only(text: str) -> None:
     import re
 
-    from loadlint.source import line_starts
+    from loadlint.sources.source import line_starts
 
     assert line_starts(text) == [0, *(m.end() for m in re.finditer(r"\r\n|\r|\n", text))]

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from loadlint.cli import cli
-from loadlint.summaries import summarise_text
+from loadlint.frontends.cli import cli
+from loadlint.engine.summaries import summarise_text
 from loadlint.project.modules import Resolver, project_root
 
 PROJECTS = Path(__file__).parent / "fixtures" / "projects"
@@ -158,7 +158,7 @@ def test_symlink_loop_and_large_tree_stay_bounded(tmp_path: Path) -> None:
 
 
 def test_project_roots_are_memoised_per_folder_in_a_tree_without_markers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from loadlint import boundary
+    from loadlint.sources import boundary
 
     deep = tmp_path / "a" / "b" / "c"
     deep.mkdir(parents=True)

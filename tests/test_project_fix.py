@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from loadlint.cli import cli
+from loadlint.frontends.cli import cli
 
 ROOT = Path(__file__).parents[1]
 PROJECTS = ROOT / "tests" / "fixtures" / "projects"
@@ -142,10 +142,10 @@ def test_pinning_in_a_cpu_only_module_ends_where_check_agrees(tmp_path: Path) ->
 
 
 def test_a_project_fix_that_would_introduce_a_finding_is_withheld(tmp_path: Path) -> None:
-    from loadlint.pipeline import ProfileCache, options_for
-    from loadlint.config import Settings
+    from loadlint.engine.pipeline import ProfileCache, options_for
+    from loadlint.workspace.config import Settings
     from loadlint.project.fixing import decide
-    from loadlint.summaries import numbered
+    from loadlint.engine.summaries import numbered
     from loadlint.types import Finding, Location
 
     text = (
@@ -219,8 +219,8 @@ def test_a_fix_adding_workers_that_would_crash_elsewhere_is_withheld(tmp_path: P
 
 def test_a_project_fix_is_not_written_to_a_file_changed_since(tmp_path: Path) -> None:
     from loadlint.api import check_paths
-    from loadlint.config import Overrides
-    from loadlint.hardware import parse_target
+    from loadlint.workspace.config import Overrides
+    from loadlint.hardware.detect import parse_target
     from loadlint.project.fixing import write
 
     root = write_project(tmp_path, {**PINNED_ELSEWHERE, "data.py": PINNED_ELSEWHERE["data.py"].replace(

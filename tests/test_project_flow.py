@@ -20,7 +20,7 @@ import pytest
 from tests.test_project import PROJECTS, check
 
 from loadlint.facts.summary import VERSION
-from loadlint.summaries import summarise_text
+from loadlint.engine.summaries import summarise_text
 
 
 def project(tmp_path: Path, files: dict[str, str]) -> Path:

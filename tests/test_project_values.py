@@ -13,7 +13,7 @@ from pathlib import Path
 
 from tests.test_project import PROJECTS, check
 
-from loadlint.summaries import summarise_text
+from loadlint.engine.summaries import summarise_text
 
 
 def copy(case: str, tmp_path: Path) -> Path:
@@ -173,7 +173,7 @@ def test_a_dependency_too_long_to_parse_whole_has_no_facts(tmp_path: Path) -> No
 
 def test_a_module_read_for_its_constants_is_parsed_once(tmp_path: Path, monkeypatch, capsys) -> None:
     import loadlint.project.join as join
-    from loadlint.cli import main
+    from loadlint.frontends.cli import main
 
     project = copy("constants", tmp_path)
     parsed: list[str] = []

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from loadlint.cli import cli
+from loadlint.frontends.cli import cli
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 BEGIN, END = "<!-- options: generated from the command line; do not edit by hand -->", "<!-- end of options -->"

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import loadlint.runner as runner
+import loadlint.run.runner as runner
 from loadlint.api import FixRequest, ProfileCache
-from loadlint.cli import cli
-from loadlint.config import Settings
-from loadlint.discover import Candidate
+from loadlint.frontends.cli import cli
+from loadlint.workspace.config import Settings
+from loadlint.workspace.discover import Candidate
 from loadlint.types import HardwareProfile
 
 TEMPLATE = """import torch
@@ -290,7 +290,7 @@ def test_large_files_are_not_parsed_side_by_side(tmp_path, monkeypatch):
 def test_fewer_collections_restores_the_callers_pace():
     import gc
 
-    from loadlint.runner import fewer_collections
+    from loadlint.run.runner import fewer_collections
 
     before = gc.get_threshold()
     with fewer_collections():

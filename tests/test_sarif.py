@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from loadlint.cli import cli
+from loadlint.frontends.cli import cli
 from loadlint.rules import CODES, rule_class
 
 jsonschema = pytest.importorskip("jsonschema", reason="jsonschema is not installed")
@@ -69,7 +69,7 @@ def test_clean_run_validates(validator, tmp_path):
 
 
 def test_every_enabled_rule_with_its_documentation():
-    from loadlint.config import Settings
+    from loadlint.workspace.config import Settings
 
     log = sarif([FIXTURE])
     rules = log["runs"][0]["tool"]["driver"]["rules"]

@@ -1,4 +1,4 @@
-"""Large modules are parsed in slices (loadlint.slicing): the findings must be
+"""Large modules are parsed in slices (loadlint.cst.slicing): the findings must be
 those of a full parse.  Slicing is forced here with a threshold of zero."""
 
 from __future__ import annotations
@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from loadlint import slicing
+from loadlint.cst import slicing
 from loadlint.api import check_source
-from loadlint.config import Settings
-from loadlint.engine import Options, analyse, fix_text
-from loadlint.hardware import parse_target, resolve_profile
-from loadlint.source import decode
+from loadlint.workspace.config import Settings
+from loadlint.engine.analysis import Options, analyse, fix_text
+from loadlint.hardware.detect import parse_target, resolve_profile
+from loadlint.sources.source import decode
 from loadlint.testing import iter_cases, run_case
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -8,9 +8,9 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-import loadlint.engine as engine
-from loadlint.engine import analyse
-from loadlint.syntax import interpreter_error, syntax_error
+import loadlint.engine.analysis as engine
+from loadlint.engine.analysis import analyse
+from loadlint.cst.syntax import interpreter_error, syntax_error
 from loadlint.testing import EXAMPLE_PROFILE
 from loadlint.types import Options
 
@@ -35,7 +35,7 @@ def test_unclosed_bracket_points_at_the_bracket():
 
 
 def test_notebook_error_is_mapped_to_its_cell():
-    from loadlint.notebook import check
+    from loadlint.engine.notebook import check
 
     result = check(FIXTURES / "syntax_error.ipynb", (FIXTURES / "syntax_error.ipynb").read_bytes(), OPTIONS)
     got = [(f.cell, f.location.row, f.location.column, f.message) for f in result.findings]
@@ -46,7 +46,7 @@ def test_notebook_error_is_mapped_to_its_cell():
 
 
 def test_top_level_await_in_a_notebook_is_not_the_error(tmp_path):
-    from loadlint.notebook import check
+    from loadlint.engine.notebook import check
 
     cells = [
         "from torch.utils.data import DataLoader\nawait setup()\n",

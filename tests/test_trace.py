@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from loadlint.cli import main
+from loadlint.frontends.cli import main
 from loadlint.trace import stream
 from loadlint.trace.source import loader_calls
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from loadlint.cli import main
+from loadlint.frontends.cli import main
 
 pytestmark = pytest.mark.torch
 pytest.importorskip("torch")

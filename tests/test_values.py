@@ -8,7 +8,7 @@ import libcst as cst
 import pytest
 
 from loadlint.facts.collect import collect
-from loadlint.resolve import UNKNOWN, origin
+from loadlint.facts.resolve import UNKNOWN, origin
 
 
 def workers(code: str) -> tuple[object, str | None]:

@@ -1,5 +1,5 @@
 """``check`` decides its fix markers with simulated trials where it can
-(``loadlint.virtual``) and tells a round's blamed calls apart (``Blame``):
+(``loadlint.engine.virtual``) and tells a round's blamed calls apart (``Blame``):
 both must decide exactly what real trials of the fixed text decide."""
 
 from __future__ import annotations
@@ -10,16 +10,16 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-import loadlint.positions
-import loadlint.virtual
-from loadlint.engine import analyse, decided_findings
-from loadlint.hardware import parse_target, resolve_profile
+import loadlint.engine.positions
+import loadlint.engine.virtual
+from loadlint.engine.analysis import analyse, decided_findings
+from loadlint.hardware.detect import parse_target, resolve_profile
 from loadlint.rules import CODES, all_rules
 from loadlint.rules.base import CallChange, FixSpec
-from loadlint.source import decode
+from loadlint.sources.source import decode
 from loadlint.testing import EXAMPLE_PROFILE
 from loadlint.types import Finding, Options
-from loadlint.virtual import patched
+from loadlint.engine.virtual import patched
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TARGET_LINE = "# loadlint target: "
@@ -56,20 +56,20 @@ SOURCES = _sources()
 def test_simulated_trials_decide_as_real_ones(monkeypatch: pytest.MonkeyPatch, name: str, text: str, select: str) -> None:
     opts = _options(text, frozenset(CODES) if select == "all" else frozenset({select}))
     simulated = decided_findings(text, name, opts)
-    monkeypatch.setattr(loadlint.virtual, "patched", lambda info, specs: None)
+    monkeypatch.setattr(loadlint.engine.virtual, "patched", lambda info, specs: None)
     real = decided_findings(text, name, opts)
     assert _shown(simulated) == _shown(real)
 
 
 def _reparses(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     calls: list[int] = []
-    real = loadlint.positions.reparse
+    real = loadlint.engine.positions.reparse
 
     def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
         calls.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(loadlint.positions, "reparse", counting)
+    monkeypatch.setattr(loadlint.engine.positions, "reparse", counting)
     return calls
 
 
@@ -104,7 +104,7 @@ def _many(n: int, bad: int) -> str:
 
 def test_blame_tries_the_innocent_calls_together(monkeypatch: pytest.MonkeyPatch) -> None:
     text = _many(12, 5)
-    monkeypatch.setattr(loadlint.virtual, "patched", lambda info, specs: None)
+    monkeypatch.setattr(loadlint.engine.virtual, "patched", lambda info, specs: None)
     trials = _reparses(monkeypatch)
     findings = decided_findings(text, "many.py", _options(text, frozenset({"LL201"})))
     assert len(findings) == 12

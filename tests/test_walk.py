@@ -9,7 +9,7 @@ import libcst as cst
 import libcst.matchers as m
 import pytest
 
-from loadlint.walk import find_all
+from loadlint.cst.walk import find_all
 
 SOURCES = sorted((Path(__file__).parent / "fixtures" / "fix").glob("*.in.py"))[:12]
 
@@ -53,7 +53,7 @@ if sys.version_info >= (3, 11):
 
 @pytest.mark.parametrize("text", list(ROWS_CASES.values()), ids=list(ROWS_CASES))
 def test_scanned_rows_agree_with_pythons_parser(text: str) -> None:
-    from loadlint.walk import parsed_rows, scanned_rows
+    from loadlint.cst.walk import parsed_rows, scanned_rows
 
     module = cst.parse_module(text)
     scanned = scanned_rows(module, text)
@@ -62,7 +62,7 @@ def test_scanned_rows_agree_with_pythons_parser(text: str) -> None:
 
 
 def test_scanned_rows_give_way_where_lines_are_ambiguous() -> None:
-    from loadlint.walk import scanned_rows, statement_rows
+    from loadlint.cst.walk import scanned_rows, statement_rows
 
     # ``case`` lines are not statements; a line starting with a continuation
     # starts its statement on the next line.
@@ -120,7 +120,7 @@ class _Skipping(_Visitor):
 
 
 def test_walk_units_calls_the_hooks_walk_calls_where_one_skips_children() -> None:
-    from loadlint.walk import walk, walk_units
+    from loadlint.cst.walk import walk, walk_units
 
     met: set[str] = set()
     skipped = 0
@@ -142,7 +142,7 @@ def _reference_units(module: cst.Module) -> tuple[dict[int, int], list[tuple[cst
     """The units found another way: from a stack over every code field,
     each statement of an indented block (but inside a match statement) a
     unit of its own, with its blocks' indentation."""
-    from loadlint.walk import _fields
+    from loadlint.cst.walk import _fields
 
     owner: dict[int, int] = {}
     units: list[tuple[cst.BaseStatement, tuple[str, ...]]] = []
@@ -171,7 +171,7 @@ def _reference_units(module: cst.Module) -> tuple[dict[int, int], list[tuple[cst
 @pytest.mark.parametrize("text", [*UNITS_CASES.values(), *(p.read_bytes().decode("utf-8", "replace") for p in SOURCES)],
                          ids=[*UNITS_CASES, *(p.name for p in SOURCES)])
 def test_walk_units_walks_as_walk_does_and_finds_the_statement_units(text: str) -> None:
-    from loadlint.walk import statement_units, walk, walk_units
+    from loadlint.cst.walk import statement_units, walk, walk_units
 
     module = cst.parse_module(text)
     alone, both = _Visitor(), _Visitor()

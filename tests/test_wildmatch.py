@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loadlint.discover import _GitIgnore, _compiled
-from loadlint.wildmatch import LinearSpec, star_runs
+from loadlint.workspace.discover import _GitIgnore, _compiled
+from loadlint.workspace.wildmatch import LinearSpec, star_runs
 
 # "[!a]" is left out: pathspec lets it match "/", git does not.
 ATOMS = ["a", "b", "*", "?", "/", "[ab]", "**", "ab", "\\*", "[a-c]"]

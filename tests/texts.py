@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from loadlint.source import DecodeError, decode
+from loadlint.sources.source import DecodeError, decode
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = sorted((REPO / "tests" / "fixtures").rglob("*.py"))

@@ -11,7 +11,7 @@ from loadlint.facts.cursor import Cursor, Provider
 from loadlint.facts.distributed import LIGHTNING_TRAINERS, in_test
 from loadlint.facts.iteration import TRANSFER_METHODS, transfer_device
 from loadlint.facts.names import FunctionFacts, LambdaFacts
-from loadlint.resolve import ImportTable, Scope, canonical, evaluate, follow_name
+from loadlint.facts.resolve import ImportTable, Scope, canonical, evaluate, follow_name
 
 XLA_DEVICE_CALLS = {"torch_xla.core.xla_model.xla_device", "torch_xla.device"}
 _XLA_LOADERS = {

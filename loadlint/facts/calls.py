@@ -11,7 +11,7 @@ import libcst as cst
 
 from loadlint.facts.cursor import Provider
 from loadlint.facts.names import FunctionFacts
-from loadlint.resolve import Scope, dotted_name, imported_names
+from loadlint.facts.resolve import Scope, dotted_name, imported_names
 
 
 @dataclass(eq=False)

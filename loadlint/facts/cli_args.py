@@ -10,7 +10,7 @@ namespace changed after parsing (``args.workers = ...``, ``setattr``,
 ``vars(args).update``), arguments passed to ``parse_args([...])``.
 
 ``finish`` binds the namespaces to the names that hold them
-(``Scope.namespaces``), which ``loadlint.resolve.evaluate`` reads; the
+(``Scope.namespaces``), which ``loadlint.facts.resolve.evaluate`` reads; the
 module's plain values are exported for the project-wide join.
 """
 
@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from typing import Any
 import libcst as cst
 
-from loadlint.codegen import code_for_node
+from loadlint.cst.codegen import code_for_node
 from loadlint.facts.cursor import Cursor, Provider
 from loadlint.facts.names import ClassFacts, FunctionFacts, NameFacts
-from loadlint.resolve import MISSING, UNKNOWN, Namespace, Option, Origin, Scope, evaluate, is_known, origin
+from loadlint.facts.resolve import MISSING, UNKNOWN, Namespace, Option, Origin, Scope, evaluate, is_known, origin
 
 _PARSERS = {
     "argparse.ArgumentParser": "argparse",

@@ -24,8 +24,8 @@ from loadlint.facts.iteration import IterationFacts, IterationProvider
 from loadlint.facts.loaders import LoaderCall, LoaderFacts, LoaderProvider
 from loadlint.facts.loops import LoopFacts, LoopProvider
 from loadlint.facts.names import NameFacts
-from loadlint.slicing import prepare as prepare_parser
-from loadlint.walk import Unit, prepare_walkers, walk_units
+from loadlint.cst.slicing import prepare as prepare_parser
+from loadlint.cst.walk import Unit, prepare_walkers, walk_units
 
 
 @dataclass

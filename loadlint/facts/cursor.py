@@ -13,8 +13,8 @@ from typing import Generic, Iterator, TypeVar
 import libcst as cst
 
 from loadlint.facts.names import ClassFacts, FunctionFacts, Key, LambdaFacts, LoopFrame, NameFacts
-from loadlint.resolve import DictMutation, Scope, canonical, dotted_name
-from loadlint.signature import DATALOADER
+from loadlint.facts.resolve import DictMutation, Scope, canonical, dotted_name
+from loadlint.facts.signature import DATALOADER
 
 
 def _is_main_guard(test: cst.BaseExpression) -> bool:

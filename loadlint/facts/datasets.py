@@ -11,7 +11,7 @@ import libcst as cst
 from loadlint.facts.cursor import Provider
 from loadlint.facts.loaders import LoaderCall
 from loadlint.facts.names import ClassFacts, FunctionFacts, NameFacts
-from loadlint.resolve import MISSING, Scope, canonical, dotted_name, follow_name
+from loadlint.facts.resolve import MISSING, Scope, canonical, dotted_name, follow_name
 
 ITERABLE_BASES = {
     "torch.utils.data.IterableDataset",

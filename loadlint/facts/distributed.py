@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from loadlint.codegen import code_for_node
+from loadlint.cst.codegen import code_for_node
 from loadlint.facts.cursor import Cursor, Provider
 from loadlint.facts.loaders import LoaderCall
 from loadlint.facts.names import Key, NameFacts
-from loadlint.resolve import Scope, evaluate
+from loadlint.facts.resolve import Scope, evaluate
 
 _DISTRIBUTED_CALLS = {
     "torch.distributed.init_process_group",

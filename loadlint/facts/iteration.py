@@ -10,7 +10,7 @@ import libcst as cst
 
 from loadlint.facts.cursor import Cursor, Provider, root_name
 from loadlint.facts.names import FunctionFacts, Key, LoopFrame
-from loadlint.resolve import Scope, dotted_name, evaluate
+from loadlint.facts.resolve import Scope, dotted_name, evaluate
 
 _ITER_WRAPPERS = {"enumerate", "tqdm", "trange", "zip", "iter", "islice", "track", "chain"}
 TRANSFER_METHODS = ("to", "cuda", "pin_memory")

@@ -11,8 +11,8 @@ import libcst as cst
 
 from loadlint.facts.cursor import Provider
 from loadlint.facts.names import Key, LoopFrame
-from loadlint.resolve import MISSING, UNKNOWN, Scope, evaluate
-from loadlint.signature import DATALOADER, DEFAULTS, POSITIONAL
+from loadlint.facts.resolve import MISSING, UNKNOWN, Scope, evaluate
+from loadlint.facts.signature import DATALOADER, DEFAULTS, POSITIONAL
 
 #: A ``**kwargs`` dict's keys: parameter -> (expression or None when unknown, its scope).
 DictArgs = dict[str, tuple[cst.BaseExpression | None, Scope]]

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from loadlint.resolve import ImportTable, Scope
+from loadlint.facts.resolve import ImportTable, Scope
 
 #: A stable identity for a loader variable: (id of its owning scope, dotted name).
 Key = tuple[int, str]

@@ -35,7 +35,7 @@ from loadlint.facts.collect import ModuleFacts
 from loadlint.facts.datasets import imported_dataset_class, in_memory_classes
 from loadlint.facts.distributed import SamplerCall
 from loadlint.facts.names import FunctionFacts
-from loadlint.resolve import MISSING, UNKNOWN, Binding, Scope, bind_imported, dotted_name, evaluate, follow_name
+from loadlint.facts.resolve import MISSING, UNKNOWN, Binding, Scope, bind_imported, dotted_name, evaluate, follow_name
 
 #: Names a node by a number: ``summarise`` keeps no positions (they cost a
 #: metadata pass); the numbers are turned into positions, for the few nodes

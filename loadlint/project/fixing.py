@@ -18,10 +18,10 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from loadlint.engine import analyse, guard_options
-from loadlint.files import read_source, write_fixes
-from loadlint.source import DecodeError, decode
-from loadlint.summaries import numbered
+from loadlint.engine.analysis import analyse, guard_options
+from loadlint.sources.files import read_source, write_fixes
+from loadlint.sources.source import DecodeError, decode
+from loadlint.engine.summaries import numbered
 from loadlint.types import Edit, FileResult, Finding, Fix, Options
 
 if TYPE_CHECKING:
@@ -56,9 +56,9 @@ def _key(finding: Finding) -> Key:
 def _decide_file(path: str, asked: list[tuple[Finding, Change]], text: str | None, options: Options) -> None:
     import libcst as cst
 
-    from loadlint.fixes import Builder, FixError, apply_edits
+    from loadlint.engine.fixes import Builder, FixError, apply_edits
     from loadlint.rules.base import CallChange, FixSpec
-    from loadlint.withhold import introduced, reason
+    from loadlint.engine.withhold import introduced, reason
 
     found = None if text is None else numbered(text)
     if text is None or found is None:
@@ -118,7 +118,7 @@ def write(results: list[FileResult], unsafe: bool) -> bool:
                 continue
             edits.extend(finding.fix.edits)
             applied.append(finding)
-        from loadlint.fixes import FixError, apply_edits
+        from loadlint.engine.fixes import FixError, apply_edits
 
         try:
             text = apply_edits(source.text, edits)

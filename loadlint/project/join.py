@@ -16,22 +16,22 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from loadlint.cache import summary_from_json
-from loadlint.config import Settings
-from loadlint.discover import Candidate
-from loadlint.engine import passes_prefilter
-from loadlint.summaries import summarise_text
-from loadlint.files import read_source
-from loadlint.notebook import joined_text, to_cells
-from loadlint.pipeline import ProfileCache, options_for
+from loadlint.workspace.cache import summary_from_json
+from loadlint.workspace.config import Settings
+from loadlint.workspace.discover import Candidate
+from loadlint.engine.analysis import passes_prefilter
+from loadlint.engine.summaries import summarise_text
+from loadlint.sources.files import read_source
+from loadlint.engine.notebook import joined_text, to_cells
+from loadlint.engine.pipeline import ProfileCache, options_for
 from loadlint.project import HELD, MAX_FILES, Project
 from loadlint.project.modules import Resolver, project_root
 from loadlint.project.values import Constants, constant_findings
-from loadlint.source import DecodeError, decode
+from loadlint.sources.source import DecodeError, decode
 from loadlint.types import FileResult, Finding, Options
 
 if TYPE_CHECKING:
-    from loadlint.cache import Cache
+    from loadlint.workspace.cache import Cache
 
 #: Folders never read for facts: caches, environments, build output.
 SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", "venv", "env", "build", "dist"})
@@ -168,7 +168,7 @@ def _join_one(
     key = project_key(root, files, settings_key, listing)
     found: dict[str, list[Finding]] | None = None
     if opened is not None:
-        from loadlint.cache import ProjectCache
+        from loadlint.workspace.cache import ProjectCache
 
         found = ProjectCache(opened).load(str(root), key)
     if found is None:
@@ -253,7 +253,7 @@ def _analyse(
             return None
         digest = ""
         if opened is not None:
-            from loadlint.cache import content_hash
+            from loadlint.workspace.cache import content_hash
 
             digest = content_hash(data)
             # Phase 1's entry of a run over the whole project, else our own.
@@ -336,7 +336,7 @@ def _in_memory_elsewhere(
     """LL201 findings to take back: on loaders of the run's files whose
     dataset is built from a class of another project module that holds its
     data in memory (the test a class of the same module passes)."""
-    from loadlint.summaries import locate
+    from loadlint.engine.summaries import locate
 
     resolver = Resolver(root)
     out: dict[str, list[Finding]] = {}
@@ -432,7 +432,7 @@ def _add(results: list[FileResult | None], index: int, candidates: list[Candidat
 def check_in_project(path: Path, settings: Settings, profiles: ProfileCache, cache: Callable[[], Cache] | None) -> FileResult:
     """One file's result with its project findings, from the files on disk
     (the language server's view of a saved document)."""
-    from loadlint.pipeline import check_path
+    from loadlint.engine.pipeline import check_path
 
     candidate = Candidate(path, settings, True)
     results: list[FileResult | None] = [check_path(path, options_for(settings, str(path), profiles))]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from loadlint.boundary import MAX_ASCENT, ROOT_MARKERS, is_inside, project_root
+from loadlint.sources.boundary import MAX_ASCENT, ROOT_MARKERS, is_inside, project_root
 
 
 def shown_path(path: str) -> str:

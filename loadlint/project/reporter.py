@@ -14,13 +14,13 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
-from loadlint.engine import Bindings, analyse
-from loadlint.suppress import file_suppressions, suppressed_codes
-from loadlint.notebook import cell_of
+from loadlint.engine.analysis import Bindings, analyse
+from loadlint.engine.suppress import file_suppressions, suppressed_codes
+from loadlint.engine.notebook import cell_of
 from loadlint.project.flow import MISSING_VALUE, MODULE, Event, Frame, LoaderRef, SamplerRef, Value, resolve
 from loadlint.project.modules import shown_path
 from loadlint.rules import name_of
-from loadlint.summaries import locate
+from loadlint.engine.summaries import locate
 from loadlint.types import Finding, Location, Options
 
 NOTEBOOK = ".ipynb"

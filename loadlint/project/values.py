@@ -22,9 +22,9 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from loadlint.engine import analyse
+from loadlint.engine.analysis import analyse
 from loadlint.project.modules import Resolver, shown_path
-from loadlint.summaries import locate
+from loadlint.engine.summaries import locate
 from loadlint.types import Finding, Options
 
 MODULE = "<module>"

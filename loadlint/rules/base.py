@@ -77,7 +77,7 @@ class CallChange:
 
 @dataclass
 class FixSpec:
-    """What a fix does, declaratively; ``loadlint.fixes`` turns it into edits.
+    """What a fix does, declaratively; ``loadlint.engine.fixes`` turns it into edits.
 
     Several rules may change the same call: their CallChanges are merged so
     that the call is rewritten once.

@@ -8,9 +8,9 @@ import libcst as cst
 
 from loadlint.facts.loaders import LoaderCall
 from loadlint.facts.names import FunctionFacts
-from loadlint.resolve import follow_name
+from loadlint.facts.resolve import follow_name
 from loadlint.rules.base import Context
-from loadlint.walk import find_all
+from loadlint.cst.walk import find_all
 
 #: Methods that change a container in place (a replay buffer, a queue).
 _MUTATORS = frozenset({"append", "appendleft", "extend", "extendleft", "insert", "push", "put", "put_nowait", "add", "update"})

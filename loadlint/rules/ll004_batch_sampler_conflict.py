@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from loadlint.resolve import MISSING, UNKNOWN
+from loadlint.facts.resolve import MISSING, UNKNOWN
 from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
 from loadlint.rules.shared import is_truthy, sampler_presence, value_text
 

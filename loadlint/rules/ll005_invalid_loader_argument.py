@@ -5,7 +5,7 @@ from typing import Iterator
 import libcst as cst
 
 from loadlint.facts.loaders import LoaderCall
-from loadlint.resolve import MISSING, UNKNOWN, follow_name
+from loadlint.facts.resolve import MISSING, UNKNOWN, follow_name
 from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
 from loadlint.rules.shared import code_of, sampler_presence, value_text, written_in_call
 

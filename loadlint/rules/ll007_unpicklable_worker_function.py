@@ -8,7 +8,7 @@ import libcst as cst
 from loadlint.facts.datasets import helper
 from loadlint.facts.loaders import LoaderCall
 from loadlint.facts.names import ClassFacts, FunctionFacts
-from loadlint.resolve import Scope, follow_name
+from loadlint.facts.resolve import Scope, follow_name
 from loadlint.rules.base import Context, FixSpec, Invalid, Report, Rule, Valid
 from loadlint.rules.shared import code_of, module_spawn_reason, workers_on
 from loadlint.types import HardwareProfile

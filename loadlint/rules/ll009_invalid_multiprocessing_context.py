@@ -4,7 +4,7 @@ from typing import Iterator
 
 import libcst as cst
 
-from loadlint.resolve import MISSING, UNKNOWN
+from loadlint.facts.resolve import MISSING, UNKNOWN
 from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
 from loadlint.rules.shared import context_method, value_text, workers_text, written_in_call
 from loadlint.types import HardwareProfile

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from loadlint.resolve import MISSING
+from loadlint.facts.resolve import MISSING
 from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
 from loadlint.rules.shared import is_truthy, sampler_presence, value_text, written_in_call
 

@@ -6,7 +6,7 @@ import libcst as cst
 
 from loadlint.facts.loaders import LoaderCall
 from loadlint.facts.names import Key
-from loadlint.resolve import MISSING, evaluate
+from loadlint.facts.resolve import MISSING, evaluate
 from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
 
 _LOCKED = ("batch_size", "batch_sampler", "sampler", "drop_last", "dataset", "persistent_workers")

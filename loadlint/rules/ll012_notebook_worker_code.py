@@ -7,7 +7,7 @@ import libcst as cst
 from loadlint.facts.datasets import helper, passed_for
 from loadlint.facts.loaders import LoaderCall
 from loadlint.facts.names import ClassFacts, FunctionFacts
-from loadlint.resolve import Scope, follow_name
+from loadlint.facts.resolve import Scope, follow_name
 from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
 from loadlint.rules.shared import module_spawn_reason, workers_on
 from loadlint.types import HardwareProfile

@@ -4,10 +4,10 @@ from typing import Iterator
 
 import libcst as cst
 
-from loadlint.codegen import code_for_node
+from loadlint.cst.codegen import code_for_node
 from loadlint.facts.loaders import LoaderCall
-from loadlint.resolve import MISSING, canonical, dotted_name
-from loadlint.walk import find_all
+from loadlint.facts.resolve import MISSING, canonical, dotted_name
+from loadlint.cst.walk import find_all
 from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
 
 _IMPORT = "from torch.utils.data.distributed import DistributedSampler"

@@ -8,7 +8,7 @@ from loadlint.facts.distributed import SamplerCall
 from loadlint.facts.iteration import Iteration
 from loadlint.facts.loaders import LoaderCall
 from loadlint.facts.names import LoopFrame
-from loadlint.resolve import evaluate, follow_name
+from loadlint.facts.resolve import evaluate, follow_name
 from loadlint.rules.base import Context, FixSpec, Invalid, Report, Rule, Valid
 from loadlint.rules.shared import sampler_presence
 

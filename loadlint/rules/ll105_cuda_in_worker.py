@@ -6,7 +6,7 @@ import libcst as cst
 
 from loadlint.facts.loaders import LoaderCall
 from loadlint.facts.names import FunctionFacts, LambdaFacts
-from loadlint.resolve import Scope, follow_name
+from loadlint.facts.resolve import Scope, follow_name
 from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
 from loadlint.rules.shared import dataset_touches_cuda, workers_on
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from loadlint.facts.loaders import LoaderCall
-from loadlint.resolve import MISSING, Origin
+from loadlint.facts.resolve import MISSING, Origin
 from loadlint.rules import worker_hazards
 from loadlint.rules.live_source import live_source
 from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid

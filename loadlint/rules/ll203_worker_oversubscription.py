@@ -4,8 +4,8 @@ from typing import Iterator
 
 import libcst as cst
 
-from loadlint.codegen import code_for_node
-from loadlint.resolve import follow_name
+from loadlint.cst.codegen import code_for_node
+from loadlint.facts.resolve import follow_name
 from loadlint.rules.base import Context, FixSpec, Invalid, Report, Rule, Valid
 from loadlint.rules.shared import (
     DECLARE_TARGET, RANK_WORKERS_CONSTANT, measured_defers, origin_of, portable, oversubscribed, ranks, set_workers_fix,

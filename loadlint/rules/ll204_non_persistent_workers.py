@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from loadlint.resolve import MISSING
+from loadlint.facts.resolve import MISSING
 from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
 from loadlint.rules.shared import measured_defers, origin_note, origin_of, set_argument_fix, workers_on
 

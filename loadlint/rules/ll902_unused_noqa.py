@@ -52,7 +52,7 @@ class UnusedNoqa(Rule):
     fix_availability = "always"
 
     def check(self, ctx: Context) -> Iterator[Report]:
-        # Judged by the engine once every rule has run (loadlint.noqa).
+        # Judged by the engine once every rule has run (loadlint.engine.noqa).
         return iter(())
 
     VALID = [

@@ -7,12 +7,12 @@ from typing import AbstractSet
 
 import libcst as cst
 
-from loadlint.codegen import code_for_node
+from loadlint.cst.codegen import code_for_node
 from loadlint.facts.cli_args import TrainingArgumentsCall
 from loadlint.facts.datasets import WORKER_METHODS
 from loadlint.facts.loaders import LoaderCall
-from loadlint.hardware import ranks_per_node, suggest_num_workers
-from loadlint.resolve import MISSING, UNKNOWN, Origin, Scope, dotted_name, evaluate, follow_name, origin
+from loadlint.hardware.detect import ranks_per_node, suggest_num_workers
+from loadlint.facts.resolve import MISSING, UNKNOWN, Origin, Scope, dotted_name, evaluate, follow_name, origin
 from loadlint.rules.base import CallChange, Context, FixSpec
 from loadlint.types import HardwareProfile
 

@@ -47,7 +47,7 @@ def trace(paths: tuple[str, ...], compare: tuple[str, str] | None, source: str |
         _fail("give either traces or --compare BEFORE AFTER, not both")
     if not compare and not paths:
         _fail("give a trace file or folder (loadlint trace PATH...)")
-    from loadlint.hardware import TargetError, parse_target
+    from loadlint.hardware.detect import TargetError, parse_target
 
     try:
         target: dict[str, Any] = {}

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from loadlint.api import check_paths
-from loadlint.config import Overrides
-from loadlint.report import diff
+from loadlint.workspace.config import Overrides
+from loadlint.output.report import diff
 from loadlint.trace.analyse import Diagnosis
 from loadlint.trace.source import Match, match
 from loadlint.types import Finding, FixRequest

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from loadlint.files import read_source
+from loadlint.sources.files import read_source
 from loadlint.trace.findings import MULTI, SINGLE
 
 _FRAME = re.compile(r"^(?P<file>.+)\((?P<line>\d+)\): (?P<function>.+)$")

@@ -1,7 +1,7 @@
 """The seams between verify and the static side of loadlint: which calls
 have findings (``loadlint.api.check_paths``) and the configuration
 ``loadlint fix`` would write (``loadlint.api.suggest_for_call``), with the
-machine's worker suggestion (:func:`loadlint.hardware.suggest_num_workers`)
+machine's worker suggestion (:func:`loadlint.hardware.detect.suggest_num_workers`)
 where no fix applies.
 """
 
@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from loadlint.api import Overrides, check_paths, suggest_for_call
-from loadlint.hardware import suggest_num_workers
-from loadlint.signature import TUNABLE_DEFAULTS
+from loadlint.hardware.detect import suggest_num_workers
+from loadlint.facts.signature import TUNABLE_DEFAULTS
 from loadlint.types import HardwareProfile
 
 

@@ -73,7 +73,7 @@ import os
 import time
 from typing import Any
 
-from loadlint.signature import TUNABLE_DEFAULTS
+from loadlint.facts.signature import TUNABLE_DEFAULTS
 from loadlint.verify import measure
 from loadlint.verify.text import format_config, render_ddp_text, render_text
 

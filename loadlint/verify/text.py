@@ -8,7 +8,7 @@ import os
 import textwrap
 from typing import Any
 
-from loadlint.signature import TUNABLE_DEFAULTS
+from loadlint.facts.signature import TUNABLE_DEFAULTS
 
 
 def format_config(config: dict[str, Any], base: dict[str, Any] | None = None) -> str:

@@ -54,7 +54,7 @@ CONFIGS = {
 def test_bad_configuration_is_one_line_and_exit_2(tmp_path, monkeypatch, capfd, case):
     # In this process (a subprocess per case is slow); the subprocess test
     # below shows the same through the real command line.
-    from loadlint.cli import main
+    from loadlint.frontends.cli import main
 
     name, data, needle = CONFIGS[case]
     (tmp_path / name).write_bytes(data)
@@ -90,7 +90,7 @@ def test_bad_configuration_through_the_cli(cli, tmp_path, case):
     ],
 )
 def test_bad_flags_are_one_line_and_exit_2(tmp_path, monkeypatch, capfd, args, needle):
-    from loadlint.cli import main
+    from loadlint.frontends.cli import main
 
     (tmp_path / "train.py").write_bytes(BASIC)
     monkeypatch.chdir(tmp_path)
@@ -174,7 +174,7 @@ def test_entry_from_another_version_or_configuration_is_not_used(cli, warm):
     stamp = json.loads(found["m11.py"].read_bytes())["stamp"]
     findings = by_file(cached_run(cli, cache))
     if {f["message"] for f in findings["m11.py"]} != {"POISONED"}:
-        from loadlint.cache import code_stamp
+        from loadlint.workspace.cache import code_stamp
 
         if stamp != code_stamp():
             pytest.skip("loadlint's own sources changed while the test ran (the cache rightly refused)")

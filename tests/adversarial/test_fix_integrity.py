@@ -24,9 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from loadlint.files import FileChanged, write_atomic
-from loadlint.pipeline import fix_bytes
-from loadlint.engine import Options
+from loadlint.sources.files import FileChanged, write_atomic
+from loadlint.engine.pipeline import fix_bytes
+from loadlint.engine.analysis import Options
 from loadlint.rules import CODES
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -108,7 +108,7 @@ def reference(tmp_path_factory) -> tuple[dict[str, bytes], dict[str, bytes], flo
 def round_versions(tmp_path_factory, reference) -> dict[str, set[bytes]]:
     """Each file's versions after each round of a fix run (its rounds
     stopped after 0, 1, ... of the project rounds), beside the final one."""
-    from loadlint import runner
+    from loadlint.run import runner
     from loadlint.api import FixRequest, Overrides, check_paths
 
     originals, fixed, _ = reference
@@ -226,7 +226,7 @@ def die(src, dst, *a, **k):
         os.kill(os.getpid(), signal.SIGKILL)
     return real_replace(src, dst, *a, **k)
 api.os.replace = die
-from loadlint.cli import main
+from loadlint.frontends.cli import main
 sys.exit(main(["fix", "--no-cache", "--target", "cpus=4,gpus=1", "-j", "1", sys.argv[1]]))
 """
 
@@ -246,7 +246,7 @@ def test_kill_between_temp_file_and_rename_leaves_nothing_after_next_run(tmp_pat
 
 
 def test_temp_file_of_a_live_writer_is_kept(tmp_path):
-    from loadlint.files import remove_stale_temps
+    from loadlint.sources.files import remove_stale_temps
 
     target = tmp_path / "m.py"
     target.write_bytes(b"x = 1\n")

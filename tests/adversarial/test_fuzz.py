@@ -26,7 +26,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loadlint.engine import FixFailed, analyse, fix_text, lint_bytes
+from loadlint.engine.analysis import FixFailed, analyse, fix_text, lint_bytes
 
 #: Loader constructions the rules have something to say about (and fix).
 SNIPPETS = [
@@ -150,7 +150,7 @@ def test_node_programs(options):
 @given(st.text(max_size=300))
 @fuzz_settings(150)
 def test_arbitrary_text_with_a_loader(text):
-    from loadlint.engine import Options
+    from loadlint.engine.analysis import Options
     from loadlint.rules import CODES
     from loadlint.types import HardwareProfile
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from loadlint.engine import MAX_NESTING, analyse, nesting_depth, too_deep_at
-from loadlint.syntax import nesting_bound
+from loadlint.engine.analysis import MAX_NESTING, analyse, nesting_depth, too_deep_at
+from loadlint.cst.syntax import nesting_bound
 
 TARGET = "cpus=4,gpus=1"
 LOADER = b"from torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=8)\n"
@@ -312,9 +312,9 @@ def test_fifo_and_device_are_not_read(cli, tmp_path):
 
 def test_file_removed_during_the_run(tmp_path, monkeypatch):
     from loadlint.api import ProfileCache
-    from loadlint.config import Overrides, Resolver
-    from loadlint.discover import discover
-    from loadlint.runner import lint_candidates
+    from loadlint.workspace.config import Overrides, Resolver
+    from loadlint.workspace.discover import discover
+    from loadlint.run.runner import lint_candidates
 
     for i in range(5):
         (tmp_path / f"m{i}.py").write_bytes(BASIC)
@@ -335,9 +335,9 @@ def test_file_removed_during_the_run(tmp_path, monkeypatch):
 def test_file_made_unreadable_during_the_run(tmp_path, monkeypatch):
     from loadlint import api
     from loadlint.api import ProfileCache
-    from loadlint.config import Overrides, Resolver
-    from loadlint.discover import discover
-    from loadlint.runner import lint_candidates
+    from loadlint.workspace.config import Overrides, Resolver
+    from loadlint.workspace.discover import discover
+    from loadlint.run.runner import lint_candidates
 
     for i in range(3):
         (tmp_path / f"m{i}.py").write_bytes(BASIC)
@@ -373,7 +373,7 @@ FORMATS = ["full", "concise", "json", "json-lines", "sarif", "github", "gitlab",
 
 @NON_UTF8
 def test_non_utf8_file_name(cli, tmp_path, monkeypatch):
-    from loadlint.cli import main
+    from loadlint.frontends.cli import main
 
     with open(os.path.join(os.fsencode(tmp_path), b"caf\xe9_\xff.py"), "wb") as handle:
         handle.write(BASIC)
@@ -471,7 +471,7 @@ def test_lone_surrogate_through_the_api():
 def test_odd_line_breaks_and_spaces_keep_fix_edits_in_place(options, char):
     # Python's str.splitlines breaks at these, Python's tokenizer does not:
     # edits computed from rows and columns must land on the call anyway.
-    from loadlint.engine import fix_text
+    from loadlint.engine.analysis import fix_text
 
     text = BASIC.decode().replace("import torch\n", f'import torch  # a{char}b\nS = "x{char}y"\n')
     fixed, _, applied = fix_text(text, "x.py", options, unsafe=False)

@@ -16,9 +16,9 @@ import libcst as cst
 import pytest
 
 from loadlint.api import FixRequest
-from loadlint.pipeline import fix_bytes
-from loadlint.engine import lint_bytes
-from loadlint.source import LINE_BREAK
+from loadlint.engine.pipeline import fix_bytes
+from loadlint.engine.analysis import lint_bytes
+from loadlint.sources.source import LINE_BREAK
 
 HERE = Path(__file__).parent
 REPO = HERE.parent.parent

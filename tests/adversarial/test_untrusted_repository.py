@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from loadlint import __version__
-from loadlint.cache import content_hash
+from loadlint.workspace.cache import content_hash
 
 SECRET = "sk-live-7f3a9c"
 #: Every output format; the default one is ``full``.
@@ -223,9 +223,9 @@ def test_spawned_workers_do_not_import_the_repository(world, tmp_path):
         "spawn_only = multiprocessing.get_context\n"
         "multiprocessing.get_context = lambda method=None: spawn_only('spawn')\n"
         "from pathlib import Path\n"
-        "import loadlint.runner as runner\n"
-        "from loadlint.config import Overrides, Resolver\n"
-        "from loadlint.discover import discover\n"
+        "import loadlint.run.runner as runner\n"
+        "from loadlint.workspace.config import Overrides, Resolver\n"
+        "from loadlint.workspace.discover import discover\n"
         "runner.START_METHOD = 'spawn'  # as on macOS and Windows\n"
         "if __name__ == '__main__':\n"
         "    found = runner.lint_candidates(discover([Path('.')], Resolver(Overrides()).for_path), jobs=2,\n"
@@ -342,8 +342,8 @@ def test_language_server_project_view_does_not_read_its_own_channel(world, tmp_p
     driver = tmp_path / "server_view.py"
     driver.write_text(
         "from pathlib import Path\n"
-        "from loadlint.config import Overrides, Resolver\n"
-        "from loadlint.pipeline import ProfileCache\n"
+        "from loadlint.workspace.config import Overrides, Resolver\n"
+        "from loadlint.engine.pipeline import ProfileCache\n"
         "from loadlint.project.join import check_in_project\n"
         "path = Path('use.py').resolve()\n"
         "result = check_in_project(path, Resolver(Overrides()).for_path(path), ProfileCache(), None)\n"
@@ -437,9 +437,9 @@ def test_per_file_time_bound_becomes_a_finding(world, tmp_path):
     driver = tmp_path / "slow.py"
     driver.write_text(
         "from pathlib import Path\n"
-        "import loadlint.runner as runner\n"
-        "from loadlint.config import Overrides, Resolver\n"
-        "from loadlint.discover import discover\n"
+        "import loadlint.run.runner as runner\n"
+        "from loadlint.workspace.config import Overrides, Resolver\n"
+        "from loadlint.workspace.discover import discover\n"
         "def forever(*args, **kwargs):\n"
         "    while True:\n"
         "        pass\n"

@@ -10,7 +10,7 @@ import traceback
 import types
 from typing import Any
 
-from loadlint.signature import TUNABLE_DEFAULTS
+from loadlint.facts.signature import TUNABLE_DEFAULTS
 from loadlint.verify.child.state import State, StopScript
 
 #: Frames in this package are verify's own, never the user's call site.

@@ -10,7 +10,7 @@ import time
 import traceback
 from typing import Any
 
-from loadlint.hardware import detect
+from loadlint.hardware.detect import detect
 from loadlint.verify import measure
 from loadlint.verify.child.bench import Bench
 from loadlint.verify.child.capture import describe, install_capture, run_user_code, uninstall_capture

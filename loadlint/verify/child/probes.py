@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from loadlint.cpus import affinity_set
+from loadlint.hardware.cpus import affinity_set
 from loadlint.verify.child.capture import describe
 
 now = time.perf_counter

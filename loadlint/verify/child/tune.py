@@ -14,7 +14,7 @@ import os
 import time
 from typing import Any
 
-from loadlint.hardware import WORKER_MEMORY_BYTES
+from loadlint.hardware.detect import WORKER_MEMORY_BYTES
 from loadlint.verify import measure
 from loadlint.verify.child import identity
 from loadlint.verify.child.bench import Bench

@@ -1,0 +1,509 @@
+"""A fast traversal of a libcst tree for read-only visitors.
+
+``module.visit(visitor)`` rebuilds every node it passes (libcst's visitors
+and transformers share one code path) and walks into every whitespace and
+punctuation node; on a 20 kB file that costs as much as parsing it.  This
+walker calls the same ``visit_<Node>``, ``leave_<Node>`` and
+``visit_<Node>_<field>`` / ``leave_<Node>_<field>`` methods of a
+``CSTVisitor``, but only descends into fields that can hold code, and
+creates nothing.  A ``visit_<Node>`` returning False skips the children, as
+in libcst.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import collections.abc
+import dataclasses
+import functools
+import re
+import typing
+import warnings
+from typing import Any, Callable, TypeVar
+
+import libcst as cst
+
+from loadlint.cst.slicing import logical_lines
+from loadlint.sources.source import line_starts
+
+Hook = Callable[[Any, cst.CSTNode], Any]
+FieldHooks = tuple[tuple[str, Hook | None, Hook | None], ...]
+
+#: Fields that only ever hold whitespace, comments or punctuation.
+_SKIP_PREFIXES = ("whitespace", "lpar", "rpar", "comma", "semicolon", "leading_lines", "lines_after", "header",
+                  "footer", "trailing_whitespace", "lbracket", "rbracket", "lbrace", "rbrace", "equal", "dot",
+                  "colon", "asynchronous", "first_line", "empty_lines", "last_line", "newline", "indent")
+
+_SCALARS = (str, bool, int, "str", "bool", "int")
+
+
+def _fields(node_type: type) -> tuple[str, ...]:
+    names: list[str] = []
+    for field in dataclasses.fields(node_type):
+        name = field.name
+        if name.startswith(_SKIP_PREFIXES) or name in ("operator", "default_indent", "default_newline", "encoding",
+                                                       "has_trailing_newline", "value_raw", "prefix", "quote", "star"):
+            continue
+        if field.type in _SCALARS:  # a name's or a number's text: never a node
+            continue
+        names.append(name)
+    return tuple(names)
+
+
+def _hooks(visitor_type: type, node_type: type) -> tuple[Hook | None, Hook | None, FieldHooks]:
+    """A visitor's hooks for a node type (kept in ``_TABLES`` by ``walk``)."""
+    name = node_type.__name__
+    fields = tuple(
+        (field, getattr(visitor_type, f"visit_{name}_{field}", None), getattr(visitor_type, f"leave_{name}_{field}", None))
+        for field in _fields(node_type)
+    )
+    return getattr(visitor_type, f"visit_{name}", None), getattr(visitor_type, f"leave_{name}", None), fields
+
+
+def walk(node: cst.CSTNode, visitor: object) -> None:
+    """Visit ``node`` and its code-bearing descendants in field order.
+
+    ``visitor`` has ``visit_<Node>``-style methods, as a ``CSTVisitor`` does;
+    it need not be one (a plain class avoids libcst's no-op hooks).
+    """
+    visitor_type = type(visitor)
+    table = _TABLES.get(visitor_type)
+    if table is None:
+        table = _TABLES[visitor_type] = {}
+    _walk(node, visitor, table)
+
+
+#: visitor type -> node type -> its hooks (``_hooks``): one lookup a node.
+_TABLES: dict[type, dict[type, tuple[Hook | None, Hook | None, FieldHooks]]] = {}
+
+
+def _walk(node: cst.CSTNode, visitor: object, table: dict[type, tuple[Hook | None, Hook | None, FieldHooks]]) -> None:
+    hooks = table.get(type(node))
+    if hooks is None:
+        hooks = table[type(node)] = _hooks(type(visitor), type(node))
+    visit, leave, fields = hooks
+    if visit is not None and visit(visitor, node) is False:
+        if leave is not None:
+            leave(visitor, node)
+        return
+    kinds = _KINDS
+    for field, before, after in fields:
+        value = getattr(node, field)
+        if before is not None:
+            before(visitor, node)
+        kind = kinds.get(type(value))
+        if kind is None:
+            kind = _kind(type(value))
+        if kind == _NODE:
+            _walk(value, visitor, table)
+        elif kind == _SEQUENCE:
+            for child in value:
+                child_kind = kinds.get(type(child))
+                if child_kind == _NODE or (child_kind is None and _kind(type(child)) == _NODE):
+                    _walk(child, visitor, table)
+        if after is not None:
+            after(visitor, node)
+    if leave is not None:
+        leave(visitor, node)
+
+
+def walk_units(module: cst.Module, visitor: object) -> tuple[dict[int, int], list[Unit]]:
+    """``walk(module, visitor)``, and ``statement_units(module)`` from the
+    same traversal: each node's unit is known where the walk passes it, so
+    a pass that needs both pays for one.  Where a hook skips a node's
+    children, they are missing from the map (``Positions`` then walks the
+    module itself)."""
+    visitor_type = type(visitor)
+    walkers = _UNIT_WALKERS.get(visitor_type)
+    if walkers is None:
+        walkers = _UNIT_WALKERS[visitor_type] = _UnitWalkers(visitor_type)
+    owner: dict[int, int] = {}
+    units: list[Unit] = []
+    state = (units, module.default_indent)
+    visit, leave, fields = walkers.module_hooks
+    if visit is None or visit(visitor, module) is not False:
+        for field, before, after in fields:
+            if before is not None:
+                before(visitor, module)
+            if field == "body":
+                for stmt in module.body:
+                    units.append((stmt, ()))
+                    walkers[type(stmt)](stmt, visitor, len(units) - 1, False, owner, state)
+            if after is not None:
+                after(visitor, module)
+    if leave is not None:
+        leave(visitor, module)
+    return owner, units
+
+
+class _UnitWalkers(dict[type, Callable[..., None]]):
+    """Node type -> the function that walks a node of it for ``walk_units``
+    (for one visitor type), made when the type is first met.  Each is
+    compiled with the type's fields and the visitor's hooks written out:
+    the generic loop of ``_walk`` (a lookup per field and per value) was a
+    sixth of the facts' traversal.  A value that is not a node gets a
+    function that does nothing."""
+
+    def __init__(self, visitor_type: type) -> None:
+        super().__init__()
+        self.visitor_type = visitor_type
+        #: The module's own hooks: ``walk_units`` walks its body itself.
+        self.module_hooks = _hooks(visitor_type, cst.Module)
+
+    def __missing__(self, node_type: type) -> Callable[..., None]:
+        if cst.CSTNode in node_type.__mro__:  # ``issubclass`` against an abstract class is slow
+            made = _unit_walker(self, self.visitor_type, node_type)
+        elif node_type in (tuple, list):  # where an annotation said a node: walked all the same
+            made = functools.partial(_each, self)
+        else:
+            made = _not_a_node
+        self[node_type] = made
+        return made
+
+
+def _each(walkers: _UnitWalkers, value: Any, visitor: object, unit: int, flat: bool, owner: dict[int, int], state: object) -> None:
+    for child in value:
+        walkers[type(child)](child, visitor, unit, flat, owner, state)
+
+
+def _not_a_node(value: object, visitor: object, unit: int, flat: bool, owner: dict[int, int], state: object) -> None:
+    pass
+
+
+def _unit_walker(walkers: _UnitWalkers, visitor_type: type, node_type: type) -> Callable[..., None]:
+    """The walker of ``node_type`` (see ``_UnitWalkers``): it records the
+    node's unit, calls the hooks ``_walk`` would, in the same order, and
+    walks each code field's nodes.  An indented block's statements are
+    units of their own (but in a match statement, which indents its cases
+    itself); a match statement's nodes all belong to its unit."""
+    visit, leave, fields = _hooks(visitor_type, node_type)
+    namespace: dict[str, Any] = {"W": walkers, "visit": visit, "leave": leave, "SEQUENCES": (tuple, list)}
+    shapes = _shapes(node_type)
+    flat = "True" if node_type is _MATCH else "flat"
+    walk_fields: list[str] = []
+    for i, (field, before, after) in enumerate(fields):
+        if before is not None:
+            namespace[f"before{i}"] = before
+            walk_fields.append(f"before{i}(visitor, node)")
+        walk_fields.append(f"value = node.{field}")
+        one = f"W[type(value)](value, visitor, unit, {flat}, owner, state)"
+        each = ["for child in value:", f"    W[type(child)](child, visitor, unit, {flat}, owner, state)"]
+        shape = shapes.get(field)
+        if shape == _SEQUENCE:
+            walk_fields.extend(each)
+        elif shape == _NODE:
+            walk_fields.append(one)
+        else:  # a union of both, or a field whose type could not be read
+            walk_fields.extend(["if type(value) in SEQUENCES:", *("    " + line for line in each), "else:", "    " + one])
+        if after is not None:
+            namespace[f"after{i}"] = after
+            walk_fields.append(f"after{i}(visitor, node)")
+    lines = ["def walker(node, visitor, unit, flat, owner, state):", "    owner[id(node)] = unit"]
+    if visit is not None:
+        lines.extend(["    if visit(visitor, node) is False:", *(["        leave(visitor, node)"] if leave is not None else []),
+                      "        return"])
+    if node_type is _INDENTED:
+        own_units: list[str] = []
+        for i, (field, before, after) in enumerate(fields):
+            if before is not None:
+                own_units.append(f"before{i}(visitor, node)")
+            if field == "body":
+                own_units.extend([
+                    "units, default = state",
+                    "indent = node.indent",
+                    "indents = units[unit][1] + (default if indent is None else indent,)",
+                    "for child in node.body:",
+                    "    units.append((child, indents))",
+                    "    W[type(child)](child, visitor, len(units) - 1, False, owner, state)",
+                ])
+            if after is not None:
+                own_units.append(f"after{i}(visitor, node)")
+        lines.extend(["    if not flat:", *("        " + line for line in own_units or ["pass"]), "    else:",
+                      *("        " + line for line in walk_fields or ["pass"])])
+    else:
+        lines.extend("    " + line for line in walk_fields)
+    if leave is not None:
+        lines.append("    leave(visitor, node)")
+    exec(compile("\n".join(lines), f"<loadlint walker of {node_type.__name__}>", "exec"), namespace)
+    walker: Callable[..., None] = namespace["walker"]
+    return walker
+
+
+def _shapes(node_type: type) -> dict[str, int]:
+    """Code field -> ``_SEQUENCE`` where its annotation is a sequence of
+    nodes, ``_NODE`` where it holds no sequence; a field missing here may hold
+    either (checked as the walk goes)."""
+    types = {field.name: field.type for field in dataclasses.fields(node_type)}
+    shapes: dict[str, int] = {}
+    for field in _fields(node_type):
+        hint = types.get(field)
+        if hint is None or isinstance(hint, str):  # an annotation left as text: not read
+            continue
+        if typing.get_origin(hint) in _SEQUENCE_TYPES:
+            shapes[field] = _SEQUENCE
+        elif not _holds_sequence(hint):
+            shapes[field] = _NODE
+    return shapes
+
+
+def _holds_sequence(hint: Any) -> bool:
+    return typing.get_origin(hint) in _SEQUENCE_TYPES or any(_holds_sequence(arg) for arg in typing.get_args(hint))
+
+
+_SEQUENCE_TYPES = (collections.abc.Sequence, tuple, list)
+#: visitor type -> its walkers (``walk_units``).
+_UNIT_WALKERS: dict[type, _UnitWalkers] = {}
+
+
+def prepare_walkers(visitor_type: type) -> None:
+    """Make the walkers of every libcst node type for ``visitor_type`` now
+    (about 40 ms of compiling), where forked workers then share them
+    rather than each making the ones it meets."""
+    walkers = _UNIT_WALKERS.get(visitor_type)
+    if walkers is None:
+        walkers = _UNIT_WALKERS[visitor_type] = _UnitWalkers(visitor_type)
+    for name in getattr(cst, "__all__", dir(cst)):
+        node_type = getattr(cst, name, None)
+        if isinstance(node_type, type) and cst.CSTNode in node_type.__mro__ and dataclasses.is_dataclass(node_type):
+            walkers[node_type]
+
+
+_INDENTED, _MATCH = cst.IndentedBlock, cst.Match
+_OTHER, _NODE, _SEQUENCE = 0, 1, 2
+#: What a field value's type is, cached: ``isinstance`` against libcst's
+#: abstract node class is slow.
+_KINDS: dict[type, int] = {}
+
+
+def _kind(value_type: type) -> int:
+    kind = _NODE if issubclass(value_type, cst.CSTNode) else _SEQUENCE if value_type in (tuple, list) else _OTHER
+    _KINDS[value_type] = kind
+    return kind
+
+
+N = TypeVar("N", bound=cst.CSTNode)
+#: kind -> a visitor class collecting nodes of that kind (``find_all``).
+_FINDERS: dict[type, type] = {}
+
+
+def find_all(root: cst.CSTNode, kind: type[N]) -> list[N]:
+    """The nodes of ``kind`` (a concrete node class) in ``root``, itself
+    included, parents first: what ``libcst.matchers.findall`` finds for a
+    node type, without its rebuilding visit (and without importing the
+    matchers, slow to import).  Children come in field order, which is
+    source order but for a few nodes (an argument's value comes before its
+    keyword)."""
+    finder = _FINDERS.get(kind)
+    if finder is None:
+        def visit(self: Any, node: cst.CSTNode) -> None:
+            self.found.append(node)
+
+        finder = _FINDERS[kind] = type(f"Find{kind.__name__}", (), {f"visit_{kind.__name__}": visit})
+    visitor = finder()
+    visitor.found = []
+    walk(root, visitor)
+    return list(visitor.found)
+
+
+#: A unit: a statement whose positions are computed together (a top-level
+#: statement, or one in an indented block), with the indentation its
+#: enclosing blocks give it.
+Unit = tuple[cst.BaseStatement, tuple[str, ...]]
+
+
+def statement_units(module: cst.Module) -> tuple[dict[int, int], list[Unit]]:
+    """The ``id`` of each code-bearing node of ``module`` (those ``walk``
+    visits) -> the index of the innermost unit holding it, and the units.  A
+    finding in a method of a large class then costs the positions of one
+    statement, not of the class.  Keyed by ``id``: a node's own hash is a
+    Python method, a third of the cost.  ``walk_units`` with no hooks: the
+    facts' walk finds the same units as it goes."""
+    return walk_units(module, _NO_HOOKS)
+
+
+class _NoHooks:
+    pass
+
+
+_NO_HOOKS = _NoHooks()
+
+
+#: libcst's statement names that Python's parser spells otherwise.
+_AST_NAMES = {"Del": "Delete"}
+_BLOCKS = ("body", "handlers", "orelse", "finalbody", "cases")
+
+
+@functools.lru_cache(maxsize=1)
+def python_tree(text: str) -> tuple[ast.Module | None, bool]:
+    """Python's own parse of ``text`` (top-level ``await`` allowed, as in a
+    notebook; None when it does not compile) and whether it compiles
+    without that allowance.  The last text's is kept: checking that a text
+    compiles and locating its findings (where the text's lines do not pair
+    up with libcst's statements) may both need it."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # invalid escapes and the like: not ours to report
+        for flags in (ast.PyCF_ONLY_AST, ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT):
+            try:
+                return compile(text, "<module>", "exec", flags, dont_inherit=True), flags == ast.PyCF_ONLY_AST
+            except (SyntaxError, ValueError, MemoryError, RecursionError):
+                continue
+    return None, False
+
+
+def statement_rows(module: cst.Module, text: str) -> tuple[dict[cst.CSTNode, int], dict[cst.CSTNode, int]] | None:
+    """The line where each statement of ``module`` (parsed from ``text``)
+    starts, after its leading comments and blank lines (for a line of simple
+    statements, where its first one starts), and the last line of code of
+    each top-level statement: from the text's logical lines
+    (``scanned_rows``), else from Python's own parser; None where neither
+    pairs up with libcst's statements."""
+    return scanned_rows(module, text) or parsed_rows(module, text)
+
+
+#: What each statement's logical line may start with (after ``async``).
+_HEADS: dict[type, frozenset[str]] = {
+    cst.FunctionDef: frozenset({"def"}), cst.ClassDef: frozenset({"class"}), cst.If: frozenset({"if", "elif"}),
+    cst.For: frozenset({"for"}), cst.While: frozenset({"while"}), cst.With: frozenset({"with"}),
+    cst.Try: frozenset({"try"}), cst.TryStar: frozenset({"try"}),
+}
+_COMPOUND = frozenset().union(*_HEADS.values())
+#: Lines that continue a compound statement; decorators, which lead one.
+_CLAUSE, _DECORATOR = "clause", "@"
+_CLAUSES = frozenset({"else", "except", "finally"})
+#: The first word of a logical line, or its first character.
+_HEAD = re.compile(r"[ \t\f]*(?:async[ \t\f]+)?(?:([^\W\d]\w*)|([\s\S]))")
+#: Characters a simple statement may start with, other than a name.
+_SIMPLE_STARTS = frozenset("'\"([{-+~*.0123456789")
+
+
+def scanned_rows(module: cst.Module, text: str) -> tuple[dict[cst.CSTNode, int], dict[cst.CSTNode, int]] | None:
+    """``statement_rows`` from the logical lines of ``text`` (a bracket and
+    string scan, ten times faster than Python's parser): each line of code
+    that is not a decorator or a clause (``else:``, ``except:``, ``finally:``)
+    starts the next statement in libcst's order.  None where a line starts
+    oddly, a ``match`` statement makes ``case`` ambiguous, or the lines and
+    statements do not pair up, keyword for keyword."""
+    statements: list[cst.CSTNode] = []
+    tops: list[int] = []  # where each top-level statement is in ``statements``
+    for top in module.body:
+        flat: list[cst.CSTNode | None] = []
+        _flat_cst(top, flat)
+        tops.append(len(statements))
+        statements.extend(node for node in flat if node is not None)
+    starts = line_starts(text)
+    # (first word, first row, last row) of each line of code, in order.
+    lines: list[tuple[str, int, int]] = []
+    for begin, end in logical_lines(text):
+        head = _HEAD.match(text, begin, end)
+        if head is None:
+            continue
+        word, char = head.group(1), head.group(2)
+        if word is None:
+            if char in " \t\f\r\n#":  # a blank or comment line
+                continue
+            if char != _DECORATOR and char not in _SIMPLE_STARTS:
+                return None
+            word = char
+        elif word in _CLAUSES:
+            word = _CLAUSE
+        at = head.start(1 if char is None else 2)
+        lines.append((word, bisect.bisect_right(starts, at), bisect.bisect_right(starts, end - 1)))
+    heads = [i for i, line in enumerate(lines) if line[0] not in (_DECORATOR, _CLAUSE)]
+    if len(heads) != len(statements):
+        return None
+    first: dict[cst.CSTNode, int] = {}
+    for node, index in zip(statements, heads):
+        word = lines[index][0]
+        allowed = _HEADS.get(type(node))
+        if allowed is None:
+            if word in _COMPOUND or type(node) is not cst.SimpleStatementLine:
+                return None  # a ``match`` statement, or lines that do not pair up
+        elif word not in allowed:
+            return None
+        first[node] = lines[index][1]
+    # A top-level statement's code ends where the next one's decorators begin.
+    last: dict[cst.CSTNode, int] = {}
+    for k, top in enumerate(module.body):
+        stop = heads[tops[k + 1]] if k + 1 < len(tops) else len(lines)
+        while stop > heads[tops[k]] + 1 and lines[stop - 1][0] == _DECORATOR:
+            stop -= 1
+        last[top] = lines[stop - 1][2]
+    return first, last
+
+
+def parsed_rows(module: cst.Module, text: str) -> tuple[dict[cst.CSTNode, int], dict[cst.CSTNode, int]] | None:
+    """``statement_rows`` from Python's own parser (both list the statements in the same order)."""
+    tree, _ = python_tree(text)
+    if tree is None:
+        return None
+    body = tree.body
+    theirs: list[ast.stmt] = []
+    for stmt in body:
+        _flat_ast(stmt, theirs)
+    ours: list[cst.CSTNode | None] = []
+    for top in module.body:
+        _flat_cst(top, ours)
+    if len(ours) != len(theirs):
+        return None
+    starts: dict[cst.CSTNode, int] = {}
+    for node, other in zip(ours, theirs):
+        if node is None:
+            continue
+        head = node.body[0] if type(node) is cst.SimpleStatementLine else node
+        name = type(head).__name__
+        if _AST_NAMES.get(name, name) != type(other).__name__.removeprefix("Async"):
+            return None
+        # Both parsers start a decorated definition at ``def``/``class``.
+        starts[node] = other.lineno
+    ends: dict[cst.CSTNode, int] = {}
+    at = 0
+    for top in module.body:
+        # A line of simple statements is as many statements to Python.
+        at += len(top.body) if type(top) is cst.SimpleStatementLine else 1
+        end = body[at - 1].end_lineno if at <= len(body) else None
+        if end is None:
+            return None
+        ends[top] = end
+    return starts, ends
+
+
+def _flat_ast(stmt: ast.stmt, out: list[ast.stmt]) -> None:
+    out.append(stmt)
+    for name in stmt._fields:
+        value = getattr(stmt, name)
+        if not isinstance(value, list):
+            continue
+        for item in value:
+            if isinstance(item, ast.stmt):
+                _flat_ast(item, out)
+            elif isinstance(item, (ast.ExceptHandler, ast.match_case)):
+                for inner in item.body:
+                    _flat_ast(inner, out)
+
+
+def _flat_cst(stmt: cst.CSTNode, out: list[cst.CSTNode | None]) -> None:
+    """The statements of ``stmt`` in source order; a line of simple
+    statements is itself then None for each further statement on it."""
+    if type(stmt) is cst.SimpleStatementLine:
+        out.append(stmt)
+        out.extend([None] * (len(stmt.body) - 1))
+        return
+    out.append(stmt)
+    for name in _BLOCKS:
+        value = getattr(stmt, name, None)
+        if value is None:
+            continue
+        for part in value if isinstance(value, (tuple, list)) else (value,):
+            if isinstance(part, cst.BaseCompoundStatement):  # ``elif``
+                _flat_cst(part, out)
+            else:
+                _flat_suite(part if isinstance(part, cst.BaseSuite) else part.body, out)
+
+
+def _flat_suite(suite: cst.BaseSuite, out: list[cst.CSTNode | None]) -> None:
+    if type(suite) is cst.SimpleStatementSuite:
+        out.extend([None] * len(suite.body))
+        return
+    for stmt in suite.body:
+        _flat_cst(stmt, out)

@@ -1,0 +1,559 @@
+"""Step 6a: fix specifications to text edits.
+
+Rules describe fixes declaratively (``FixSpec``).  Here every change to one
+call is merged, the call is rebuilt with libcst (matching its layout: one
+line, or one argument per line with the same indentation and trailing-comma
+style) and rendered in place.  Edits replace only the call's own span, so
+everything outside the edited calls and added imports stays byte-identical.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TypeVar, cast
+
+import libcst as cst
+
+from loadlint.cst.codegen import code_for_node
+from loadlint.rules.base import MEASURED_MARK, CallChange, FixSpec
+from loadlint.facts.signature import DEFAULTS, POSITIONAL
+from loadlint.sources.source import LINE_BREAK, line_starts
+from loadlint.engine.positions import Positions as Positions  # re-exported: fixes are built on it
+from loadlint.types import Edit, Fix, Location
+
+
+class FixError(Exception):
+    """A fix that cannot be rendered safely; the finding stays unfixed."""
+
+
+# -- rendering nodes in context ---------------------------------------------
+
+def render(node: cst.BaseExpression, module: cst.Module, indent: str) -> str:
+    """``node``'s code as it reads inside a block indented by ``indent``:
+    the lines a parenthesized expression continues on carry that indent."""
+    if not indent:
+        return code_for_node(node, module)
+    line = cst.SimpleStatementLine([cst.Expr(node)])
+    block = cst.If(test=cst.Name("_"), body=cst.IndentedBlock([line], indent=indent))
+    code = code_for_node(block, module)
+    newline = module.default_newline
+    return code[len("if _:" + newline + indent) : len(code) - len(newline)]
+
+
+def render_in_place(original: cst.Call, new: cst.Call, positions: Positions) -> tuple[int, int, str]:
+    """Render ``new`` where ``original`` stands, inside the indentation of
+    the block its statement stands in (multi-line calls depend on it): the
+    one ``original`` was located with, so it reads back exactly; where the
+    positions do not know it, the nearest lines' indentation that
+    reproduces ``original``."""
+    start, end, loc, _ = positions.span(original)
+    indent = positions.block_indent(original)
+    if indent is not None:
+        # Located by rendering its statement with this indent: it reads back exactly.
+        return start, end, render(new, positions.module, indent)
+    old_text = positions.text[start:end]
+    candidates: list[str] = []
+    row = loc.row
+    while row >= 1 and len(candidates) < 8 and loc.row - row < 60:
+        line = positions.line_text(row)
+        indent = line[: len(line) - len(line.lstrip(" \t"))]
+        if indent not in candidates:
+            candidates.append(indent)
+        row -= 1
+    if "" not in candidates:
+        candidates.append("")
+    for indent in candidates:
+        if render(original, positions.module, indent) == old_text:
+            return start, end, render(new, positions.module, indent)
+    raise FixError("cannot reproduce the original layout of the call")
+
+
+# -- call rewriting ---------------------------------------------------------
+
+def _clean_separator(comma: cst.Comma) -> cst.Comma:
+    """A separator like ``comma`` but without the comment it may carry."""
+    after = comma.whitespace_after
+    if isinstance(after, cst.ParenthesizedWhitespace):
+        after = cst.ParenthesizedWhitespace(
+            first_line=cst.TrailingWhitespace(),
+            empty_lines=[],
+            indent=after.indent,
+            last_line=after.last_line,
+        )
+    return cst.Comma(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=after)
+
+
+def _separator(call: cst.Call) -> cst.Comma:
+    args = call.args
+    for arg in reversed(args[:-1]):
+        if isinstance(arg.comma, cst.Comma):
+            return _clean_separator(arg.comma)
+    before = call.whitespace_before_args
+    if isinstance(before, cst.ParenthesizedWhitespace):
+        return _clean_separator(cst.Comma(whitespace_after=before))
+    return cst.Comma(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(" "))
+
+
+def _keyword_arg(name: str, code: str) -> cst.Arg:
+    return cst.Arg(
+        value=cst.parse_expression(code),
+        keyword=cst.Name(name),
+        equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
+    )
+
+
+def _is_multiline(ws: cst.BaseParenthesizableWhitespace | cst.MaybeSentinel) -> bool:
+    return isinstance(ws, cst.ParenthesizedWhitespace)
+
+
+def _append_args(call: cst.Call, new: list[cst.Arg]) -> cst.Call:
+    if not new:
+        return call
+    args = list(call.args)
+    if not args:
+        sep = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        built = [a.with_changes(comma=sep) for a in new[:-1]] + [new[-1]]
+        return call.with_changes(args=built)
+    sep = _separator(call)
+    last = args[-1]
+    if isinstance(last.comma, cst.Comma):
+        trailing = last.comma
+        after = trailing.whitespace_after
+        if isinstance(after, cst.ParenthesizedWhitespace) and isinstance(sep.whitespace_after, cst.ParenthesizedWhitespace):
+            # Multi-line with a trailing comma: the old last argument keeps its
+            # comma (and any comment); the new ones follow on lines of their own.
+            args[-1] = last.with_changes(comma=trailing.with_changes(
+                whitespace_after=after.with_changes(last_line=sep.whitespace_after.last_line)))
+            closing = cst.Comma(
+                whitespace_before=cst.SimpleWhitespace(""),
+                whitespace_after=cst.ParenthesizedWhitespace(
+                    first_line=cst.TrailingWhitespace(), empty_lines=[], indent=after.indent, last_line=after.last_line
+                ),
+            )
+        else:
+            args[-1] = last.with_changes(comma=trailing.with_changes(whitespace_after=cst.SimpleWhitespace(" ")))
+            closing = trailing
+        built = [a.with_changes(comma=sep) for a in new[:-1]] + [new[-1].with_changes(comma=closing)]
+        return call.with_changes(args=[*args, *built])
+    tail = last.whitespace_after_arg
+    first_sep = sep
+    if isinstance(tail, cst.ParenthesizedWhitespace) and _is_multiline(sep.whitespace_after):
+        # ``last  # comment`` before a ")" on its own line: the comment stays
+        # on the old last argument's line, after the comma it now needs.
+        assert isinstance(sep.whitespace_after, cst.ParenthesizedWhitespace)
+        first_sep = sep.with_changes(whitespace_after=sep.whitespace_after.with_changes(first_line=tail.first_line))
+        tail = tail.with_changes(first_line=cst.TrailingWhitespace())
+    args[-1] = last.with_changes(comma=first_sep, whitespace_after_arg=cst.SimpleWhitespace(""))
+    built = [a.with_changes(comma=sep) for a in new[:-1]]
+    built.append(new[-1].with_changes(whitespace_after_arg=tail))
+    return call.with_changes(args=[*args, *built])
+
+
+def _carried_lines(comma: cst.Comma | cst.MaybeSentinel, indent: cst.SimpleWhitespace) -> list[cst.EmptyLine]:
+    """Comments a separator carries (after the comma and on lines of their
+    own below it), as own-line comments at ``indent``."""
+    if not isinstance(comma, cst.Comma) or not isinstance(comma.whitespace_after, cst.ParenthesizedWhitespace):
+        return []
+    ws = comma.whitespace_after
+    out = []
+    if ws.first_line.comment is not None:
+        out.append(cst.EmptyLine(indent=True, whitespace=indent, comment=ws.first_line.comment))
+    out.extend(ws.empty_lines)
+    return out
+
+
+def _remove_arg(call: cst.Call, index: int) -> cst.Call:
+    args = list(call.args)
+    removed = args.pop(index)
+    if index == len(args) and args:
+        # The removed argument was last: its predecessor takes over its
+        # trailing comma (or lack of one) and the whitespace before ")".
+        prev = args[-1]
+        carried = _carried_lines(prev.comma, cst.SimpleWhitespace(""))
+        if carried and isinstance(removed.comma, cst.Comma) and _is_multiline(removed.comma.whitespace_after):
+            # The predecessor's own comment must not be lost with its comma.
+            ws = removed.comma.whitespace_after
+            assert isinstance(ws, cst.ParenthesizedWhitespace) and isinstance(prev.comma, cst.Comma)
+            prev_ws = prev.comma.whitespace_after
+            assert isinstance(prev_ws, cst.ParenthesizedWhitespace)
+            keep = [*prev_ws.empty_lines, *_carried_lines(removed.comma, prev_ws.last_line)]
+            comma = removed.comma.with_changes(whitespace_after=ws.with_changes(
+                first_line=prev_ws.first_line, empty_lines=keep))
+            args[-1] = prev.with_changes(comma=comma, whitespace_after_arg=removed.whitespace_after_arg)
+        else:
+            args[-1] = prev.with_changes(comma=removed.comma, whitespace_after_arg=removed.whitespace_after_arg)
+    elif not args:
+        return call.with_changes(args=[])
+    else:
+        # Comments on the removed argument's line stay where it was.
+        holder = args[index - 1].comma if index > 0 else call.whitespace_before_args
+        after = holder.whitespace_after if isinstance(holder, cst.Comma) else holder
+        if isinstance(after, cst.ParenthesizedWhitespace):
+            carried = _carried_lines(removed.comma, after.last_line)
+            if carried:
+                after = after.with_changes(empty_lines=[*after.empty_lines, *carried])
+                if isinstance(holder, cst.Comma):
+                    args[index - 1] = args[index - 1].with_changes(comma=holder.with_changes(whitespace_after=after))
+                else:
+                    call = call.with_changes(whitespace_before_args=after)
+    return call.with_changes(args=args)
+
+
+def _rename_arg(arg: cst.Arg, name: str, code: str) -> cst.Arg:
+    """``arg`` turned into ``name=code`` in its own slot (layout and comments kept)."""
+    return arg.with_changes(
+        keyword=cst.Name(name),
+        value=cst.parse_expression(code),
+        equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
+    )
+
+
+def apply_call_change(call: cst.Call, change: CallChange, pairs: dict[str, str] | None = None) -> cst.Call:
+    """Apply one (merged) change.  ``pairs`` maps a removed keyword to the new
+    one that takes its slot (``shuffle`` -> ``sampler``), so that the new
+    argument keeps the old one's place and comment."""
+    pairs = dict(pairs or {})
+    placed: set[str] = set()
+    for name in change.remove:
+        i = arg_index(call, name)
+        if i is None:
+            continue
+        arg = call.args[i]
+        later_positional = any(a.keyword is None and not a.star for a in call.args[i + 1:])
+        partner = pairs.get(name)
+        if partner is not None and partner in change.set and arg_index(call, partner) is None and not later_positional:
+            call = call.with_changes(args=[*call.args[:i], _rename_arg(arg, partner, change.set[partner]), *call.args[i + 1:]])
+            placed.add(partner)
+        elif arg.keyword is None and later_positional:
+            # Removing a positional argument would shift the ones after it.
+            call = call.with_changes(args=[
+                *call.args[:i], arg.with_changes(value=cst.parse_expression(repr(DEFAULTS[name]))), *call.args[i + 1:]
+            ])
+        else:
+            call = _remove_arg(call, i)
+    new: list[cst.Arg] = []
+    for name, code in change.set.items():
+        if name in placed:
+            continue
+        i = arg_index(call, name)
+        if i is not None:
+            args = list(call.args)
+            args[i] = args[i].with_changes(value=cst.parse_expression(code))
+            call = call.with_changes(args=args)
+        else:
+            new.append(_keyword_arg(name, code))
+    return _append_args(call, new)
+
+
+def merge_changes(changes: list[CallChange]) -> tuple[CallChange, dict[str, str]]:
+    """One change from several (later values win), and the removed keywords
+    each change replaces with a new one of its own."""
+    merged = CallChange(changes[0].call)
+    removed: list[str] = []
+    pairs: dict[str, str] = {}
+    for change in changes:
+        merged.set.update(change.set)
+        removed.extend(r for r in change.remove if r not in removed)
+        added = [k for k in change.set if k not in change.remove]
+        for old, new in zip((r for r in change.remove if r not in change.set), added):
+            pairs.setdefault(old, new)
+    merged.remove = tuple(r for r in removed if r not in merged.set)
+    return merged, {old: new for old, new in pairs.items() if old in merged.remove}
+
+
+# -- whole fixes --------------------------------------------------------------
+
+_IMPORT_LINE = re.compile(r"^(?:import|from)\s")
+
+
+@dataclass
+class ImportPlan:
+    """Where new imports go: after the last top-level import, else after the
+    module docstring and ``__future__`` imports, else at the top."""
+
+    offset: int
+    newline: str
+
+
+def plan_imports(module: cst.Module, positions: Positions) -> ImportPlan:
+    """Where added imports go: after the module's docstring and imports."""
+    last_import = None
+    first_stmt_after_docstring = None
+    for i, stmt in enumerate(module.body):
+        if isinstance(stmt, cst.SimpleStatementLine) and all(
+            isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body
+        ):
+            last_import = stmt
+        elif last_import is None and i == 0 and isinstance(stmt, cst.SimpleStatementLine) and isinstance(
+            stmt.body[0], cst.Expr
+        ) and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString)):
+            first_stmt_after_docstring = stmt
+        elif last_import is not None or i > 0:
+            break
+    anchor = last_import or first_stmt_after_docstring
+    newline = module.default_newline
+    if anchor is None:
+        return ImportPlan(0, newline)
+    _, end, _, end_loc = positions.span(anchor)
+    # Statements own their trailing newline; insert after it.
+    starts = line_starts(positions.text)
+    offset = starts[end_loc.row] if end_loc.row < len(starts) else len(positions.text)
+    if offset == len(positions.text) and not positions.text.endswith(("\n", "\r")):
+        return ImportPlan(offset, newline)
+    return ImportPlan(offset, newline)
+
+
+def existing_imports(module: cst.Module) -> set[str]:
+    """The import statements the module already has, as code."""
+    out = set()
+    for stmt in module.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, (cst.Import, cst.ImportFrom)):
+                    out.add(code_for_node(small).strip())
+    return out
+
+
+@dataclass
+class Builder:
+    """Turns FixSpecs into Fix objects (with edits) for one module."""
+
+    module: cst.Module
+    positions: Positions
+    _imports: set[str] | None = None
+    _plan: ImportPlan | None = None
+
+    def build(self, spec: FixSpec) -> Fix:
+        return Fix(spec.applicability, spec.message, tuple(self.edits([spec])))
+
+    def edits(self, specs: list[FixSpec]) -> list[Edit]:
+        """Edits for several fixes at once, with changes to one call merged."""
+        edits: list[Edit] = []
+        by_call: dict[int, list[CallChange]] = {}
+        order: list[cst.Call] = []
+        for spec in specs:
+            for change in spec.calls:
+                if id(change.call) not in by_call:
+                    order.append(change.call)
+                by_call.setdefault(id(change.call), []).append(change)
+        replaced: dict[int, str] = {}
+        for spec in specs:
+            for node, code in spec.replace:
+                replaced[id(node)] = code
+        for call in order:
+            merged, pairs = merge_changes(by_call[id(call)])
+            new_call = apply_call_change(call, merged, pairs)
+            # Replacements inside the call (e.g. os.cpu_count()) are made on
+            # the rebuilt call so that the call is edited once.
+            new_call = _replace_inside(new_call, replaced)
+            start, end, code = render_in_place(call, new_call, self.positions)
+            edits.append(self._edit(start, end, code))
+        # Several findings may ask for the same replacement or insertion
+        # (two loaders sharing one ``workers = os.cpu_count()``): once each.
+        done_replace: set[int] = set()
+        done_prepend: set[tuple[int, str]] = set()
+        for spec in specs:
+            for node, code in spec.replace:
+                if id(node) in done_replace or any(self._inside(node, c) for c in order):
+                    continue
+                done_replace.add(id(node))
+                start, end, _, _ = self.positions.span(node)
+                edits.append(self._edit(start, end, code))
+            for node, code in spec.prepend:
+                if (id(node), code) in done_prepend:
+                    continue
+                done_prepend.add((id(node), code))
+                edits.append(self._prepend(node, code))
+            for node, code in spec.hoist:
+                if (id(node), code) in done_prepend:
+                    continue
+                done_prepend.add((id(node), code))
+                edits.extend(self._hoist(node, code))
+            for node, code in spec.comment:
+                edits.append(self._comment(node, code))
+        imports = []
+        for spec in specs:
+            for statement in spec.imports:
+                if statement not in imports and statement not in self.existing_imports:
+                    imports.append(statement)
+        if imports:
+            plan = self.plan
+            text = "".join(f"{s}{plan.newline}" for s in imports)
+            if plan.offset == len(self.positions.text) and plan.offset and not self.positions.text.endswith(("\n", "\r")):
+                text = plan.newline + text
+            edits.append(self._edit(plan.offset, plan.offset, text))
+        edits.sort(key=lambda e: (e.start, e.end))
+        for a, b in zip(edits, edits[1:]):
+            if b.start < a.end:
+                raise FixError("overlapping edits")
+        return edits
+
+    def _inside(self, node: cst.CSTNode, call: cst.Call) -> bool:
+        n_start, n_end, _, _ = self.positions.span(node)
+        c_start, c_end, _, _ = self.positions.span(call)
+        return c_start <= n_start and n_end <= c_end
+
+    @property
+    def existing_imports(self) -> set[str]:
+        if self._imports is None:
+            self._imports = existing_imports(self.module)
+        return self._imports
+
+    @property
+    def plan(self) -> ImportPlan:
+        if self._plan is None:
+            self._plan = plan_imports(self.module, self.positions)
+        return self._plan
+
+    def _prepend(self, compound: cst.CSTNode, code: str) -> Edit:
+        body = getattr(compound, "body", None)
+        if not isinstance(body, cst.IndentedBlock) or not body.body:
+            raise FixError("cannot insert into a one-line block")
+        first = body.body[0]
+        assert isinstance(first, (cst.SimpleStatementLine, cst.BaseCompoundStatement))
+        start, _, loc, _ = self.positions.span(first)
+        line = self.positions.line_text(loc.row)
+        indent = line[: loc.column - 1]
+        if indent.strip():
+            raise FixError("first statement does not start its line")
+        # Above the comments and blank lines that lead the first statement:
+        # they belong to it, not to the new one.
+        row = loc.row - len(first.leading_lines)
+        offset = line_starts(self.positions.text)[row - 1] if row < loc.row else start - (loc.column - 1)
+        return self._edit(offset, offset, f"{indent}{code}{self.module.default_newline}")
+
+    def _start_with_decorators(self, node: cst.CSTNode) -> tuple[int, Location]:
+        first = node.decorators[0] if isinstance(node, (cst.FunctionDef, cst.ClassDef)) and node.decorators else node
+        start, _, loc, _ = self.positions.span(first)
+        return start, loc
+
+    def _hoist(self, node: cst.CSTNode, code: str) -> list[Edit]:
+        """Insert ``code`` at module level before the top-level statement that
+        contains ``node``; a nested ``def`` given as ``node`` is moved, i.e.
+        also removed from where it stands."""
+        newline = self.module.default_newline
+        code = code.replace("\r\n", "\n").replace("\n", newline)
+        n_start, n_end, _, _ = self.positions.span(node)
+        top = None
+        for stmt in self.module.body:
+            s_start, _ = self._start_with_decorators(stmt)
+            _, s_end, _, _ = self.positions.span(stmt)
+            if s_start <= n_start and n_end <= s_end:
+                top = stmt
+                break
+        if top is None:
+            raise FixError("cannot find the top-level statement to hoist before")
+        if top is node:
+            raise FixError("already at module level")
+        start, loc = self._start_with_decorators(top)
+        if self.positions.line_text(loc.row)[: loc.column - 1].strip():
+            raise FixError("the statement does not start its line")
+        at = start - (loc.column - 1)
+        edits = [self._edit(at, at, code)]
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            d_start, d_loc = self._start_with_decorators(node)
+            if self.positions.line_text(d_loc.row)[: d_loc.column - 1].strip():
+                raise FixError("the definition does not start its line")
+            _, _, _, end_loc = self.positions.span(node)
+            starts = line_starts(self.positions.text)
+            begin = d_start - (d_loc.column - 1)
+            stop = starts[end_loc.row] if end_loc.row < len(starts) else len(self.positions.text)
+            if self.positions.text[n_end:stop].strip():
+                raise FixError("code follows the definition on its last line")
+            edits.append(self._edit(begin, stop, ""))
+        return edits
+
+    def _comment(self, node: cst.CSTNode, text: str) -> Edit:
+        """``text`` as the trailing comment of the line where ``node`` ends,
+        in place of a measured mark already there."""
+        _, _, _, end = self.positions.span(node)
+        line = self.positions.line_text(end.row)
+        begin = line_starts(self.positions.text)[end.row - 1]
+        if line.rstrip().endswith("\\"):
+            raise FixError("the line continues with a backslash: no room for a comment")
+        old = MEASURED_MARK.search(line)
+        if old is not None:
+            return self._edit(begin + old.start(), begin + old.end(), text)
+        return self._edit(begin + len(line.rstrip()), begin + len(line), f"  {text}")
+
+    def _edit(self, start: int, end: int, content: str) -> Edit:
+        return Edit(
+            content,
+            start,
+            end,
+            self.positions.location_of_offset(start),
+            self.positions.location_of_offset(end),
+        )
+
+
+_Node = TypeVar("_Node", bound=cst.CSTNode)
+
+
+class _Replacer(cst.CSTTransformer):
+    def __init__(self, replaced: dict[int, str], originals: dict[int, cst.CSTNode]) -> None:
+        self.replaced = replaced
+
+    def on_leave(self, original_node: _Node, updated_node: _Node) -> _Node | cst.RemovalSentinel | cst.FlattenSentinel[_Node]:
+        code = self.replaced.get(id(original_node))
+        if code is not None and isinstance(original_node, cst.BaseExpression):
+            # Any expression may stand where an expression stood.
+            return cast(_Node, cst.parse_expression(code))
+        return updated_node
+
+
+def _replace_inside(call: cst.Call, replaced: dict[int, str]) -> cst.Call:
+    if not replaced:
+        return call
+    # Nodes kept from the original call are the same objects, so identity
+    # works after with_changes().
+    result = call.visit(_Replacer(replaced, {}))
+    assert isinstance(result, cst.Call)
+    return result
+
+
+def apply_edits(text: str, edits: list[Edit]) -> str:
+    """``text`` with ``edits`` applied; raises FixError when they overlap."""
+    out = []
+    cursor = 0
+    for edit in sorted(edits, key=lambda e: (e.start, e.end)):
+        if edit.start < cursor:
+            raise FixError("overlapping edits")
+        out.append(text[cursor:edit.start])
+        out.append(edit.content)
+        cursor = edit.end
+    out.append(text[cursor:])
+    return "".join(out)
+
+
+def old_offset(edits: list[Edit], offset: int) -> int:
+    """Where an offset of the edited text was before ``edits`` (sorted, not
+    overlapping); an offset inside inserted text maps to the edit's start."""
+    shift = 0
+    for edit in edits:
+        begin = edit.start + shift
+        if offset < begin:
+            break
+        if offset < begin + len(edit.content):
+            return edit.start
+        shift += len(edit.content) - (edit.end - edit.start)
+    return offset - shift
+
+
+def arg_index(call: cst.Call, name: str) -> int | None:
+    """Index of the argument that binds DataLoader parameter ``name``
+    (a keyword, or its positional slot), or None."""
+    position = 0
+    for i, arg in enumerate(call.args):
+        if arg.star:
+            if arg.star == "*":
+                position = len(POSITIONAL)
+            continue
+        if arg.keyword is not None:
+            if arg.keyword.value == name:
+                return i
+        else:
+            if position < len(POSITIONAL) and POSITIONAL[position] == name:
+                return i
+            position += 1
+    return None

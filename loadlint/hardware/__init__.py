@@ -1,0 +1,1 @@
+"""The machine a loader runs on: detected (CPUs, memory, /dev/shm, GPUs) or declared with --target."""

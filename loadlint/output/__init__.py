@@ -1,0 +1,1 @@
+"""What a run prints: text, JSON, SARIF, GitHub annotations, diffs, rule documentation."""

@@ -1,0 +1,1 @@
+"""Which files and which settings: configuration, discovery, ignore patterns and the cache."""
