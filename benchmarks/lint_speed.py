@@ -372,7 +372,7 @@ def why_silent(path: Path, row: int) -> str:
     from loadlint.facts.collect import collect
     from loadlint.facts.datasets import is_tensor_dataset
     from loadlint.engine.analysis import suppressed_codes
-    from loadlint.engine.fixes import Positions
+    from loadlint.engine.positions import Positions
     from loadlint.facts.resolve import MISSING, UNKNOWN
 
     text = path.read_text(encoding="utf-8")
@@ -412,7 +412,7 @@ import json, sys, time
 from pathlib import Path
 from loadlint.workspace.config import Overrides, Resolver
 from loadlint.workspace.discover import discover
-from loadlint.engine.analysis import passes_prefilter
+from loadlint.sources.prefilter import passes_prefilter
 from loadlint.sources.source import DecodeError, decode
 
 texts, notebooks = [], 0

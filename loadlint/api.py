@@ -21,7 +21,7 @@ from loadlint.engine.pipeline import ProfileCache, check_text, fix_bytes, fix_so
 from loadlint.run.runner import lint_candidates
 from loadlint.cst.slicing import parse_module
 from loadlint.sources.files import read_source
-from loadlint.engine.fixes import Positions
+from loadlint.engine.positions import Positions
 from loadlint.sources.boundary import project_root
 from loadlint.sources.source import decode, visible
 from loadlint.types import FileResult, Finding, FixRequest, HardwareProfile, Run

@@ -6,7 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator
 
-from loadlint.engine.analysis import Options, analyse, fix_text
+from loadlint.engine.analysis import analyse, fix_text
+
+from loadlint.types import Options
 from loadlint.rules import all_rules
 from loadlint.rules.base import Invalid, Rule, Valid, dedent
 from loadlint.types import HardwareProfile

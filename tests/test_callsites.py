@@ -8,7 +8,8 @@ import libcst as cst
 import pytest
 
 from loadlint.facts.collect import collect
-from loadlint.engine.fixes import Builder, Positions, apply_edits
+from loadlint.engine.fixes import Builder, apply_edits
+from loadlint.engine.positions import Positions
 from loadlint.facts.resolve import MISSING, UNKNOWN
 from loadlint.rules import worker_hazards
 from loadlint.rules.base import Context, FixSpec, Settings

@@ -18,7 +18,8 @@ from click.testing import CliRunner
 from loadlint.engine import analysis as engine
 from loadlint.sources.files import FileChanged, write_atomic
 from loadlint.frontends.cli import cli
-from loadlint.engine.analysis import FixFailed, Options, fix_text
+from loadlint.engine.analysis import FixFailed, fix_text
+from loadlint.types import Options
 from loadlint.types import Finding, HardwareProfile, Location
 
 TARGET = ["--target", "cpus=4,gpus=1,platform=linux,python=3.11", "--isolated", "--no-cache"]

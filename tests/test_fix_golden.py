@@ -13,8 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from loadlint.engine.analysis import Options, fix_text
-from loadlint.engine.fixes import Builder, Positions, apply_edits
+from loadlint.engine.analysis import fix_text
+
+from loadlint.types import Options
+from loadlint.engine.fixes import Builder, apply_edits
+from loadlint.engine.positions import Positions
 from loadlint.sources.source import decode
 from loadlint.types import HardwareProfile
 

@@ -13,7 +13,9 @@ import libcst as cst
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loadlint.engine.analysis import Options, fix_text
+from loadlint.engine.analysis import fix_text
+
+from loadlint.types import Options
 from loadlint.types import HardwareProfile
 
 PROFILE = HardwareProfile(

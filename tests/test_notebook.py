@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from loadlint.api import FixRequest
-from loadlint.engine.analysis import Options
+from loadlint.types import Options
 from loadlint.sources.nbjson import source_spans
 from loadlint.engine.notebook import _Masker, check
 from loadlint.rules import CODES

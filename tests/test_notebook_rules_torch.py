@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from loadlint.api import check_source
-from loadlint.engine.analysis import Options
+from loadlint.types import Options
 from loadlint.engine.notebook import check
 from loadlint.rules import CODES
 from loadlint.types import HardwareProfile

@@ -8,7 +8,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from loadlint.engine.fixes import Positions
+from loadlint.engine.positions import Positions
 from loadlint.types import Location
 
 REPO = Path(__file__).resolve().parents[1]
@@ -168,7 +168,8 @@ for batch in build(None):
 
 
 def test_reparse_parses_only_the_edited_statement_and_matches_a_full_parse() -> None:
-    from loadlint.engine.analysis import Options, analyse
+    from loadlint.engine.analysis import analyse
+    from loadlint.types import Options
     from loadlint.engine.positions import reparse, statement_bounds
     from loadlint.rules import CODES
     from loadlint.types import Edit

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from loadlint.engine.analysis import Options, analyse
+from loadlint.engine.analysis import analyse
+
+from loadlint.types import Options
 from loadlint.facts.collect import collect
 from loadlint.rules import CODES, all_rules, hazard_rules, rule_class
 from loadlint.rules.base import Context, Invalid, ProfileNotDeclared, Rule, Settings, dedent

@@ -26,7 +26,9 @@ import pytest
 
 pytest.importorskip("torch", reason="torch is not installed: the crash rules cannot be checked against it")
 
-from loadlint.engine.analysis import Options, analyse, fix_text  # noqa: E402
+from loadlint.engine.analysis import analyse, fix_text  # noqa: E402
+
+from loadlint.types import Options
 from loadlint.rules import all_rules  # noqa: E402
 from loadlint.rules.shared import spawn_reason, torch_before_2  # noqa: E402
 from loadlint.rules.base import Invalid, dedent  # noqa: E402

@@ -19,25 +19,25 @@ from typing import TYPE_CHECKING, AbstractSet, Any, Callable, TypeAlias
 from loadlint.rules import CODES, ENGINE_CODES, name_of, rule_class
 from loadlint.cst import slicing
 from loadlint.cst.slicing import Slice
-from loadlint.cst.syntax import MAX_NESTING as MAX_NESTING  # re-exported: callers of analyse know the limit
-from loadlint.sources.prefilter import PREFILTER as PREFILTER  # re-exported: callers of the engine use it
-from loadlint.sources.prefilter import may_construct_loader as may_construct_loader  # re-exported
-from loadlint.sources.prefilter import passes_prefilter as passes_prefilter  # re-exported
+from loadlint.cst.syntax import MAX_NESTING
+from loadlint.sources.prefilter import PREFILTER
+from loadlint.sources.prefilter import may_construct_loader
+from loadlint.sources.prefilter import passes_prefilter
 from loadlint.cst.syntax import interpreter_error, syntax_error
-from loadlint.cst.syntax import too_deep_at as too_deep_at  # re-exported
-from loadlint.cst.syntax import nesting_depth as nesting_depth  # re-exported
+from loadlint.cst.syntax import too_deep_at
+from loadlint.cst.syntax import nesting_depth
 from loadlint.sources.source import DecodeError, decode, line_starts, position_of_offset
 from loadlint.engine.suppress import file_suppressions, is_suppressed
-from loadlint.types import FileResult as FileResult  # re-exported: callers of lint_bytes name it
+from loadlint.types import FileResult
 from loadlint.types import Applied, Finding, Fix, Location
-from loadlint.types import Options as Options  # re-exported: the engine's entry points take it
+from loadlint.types import Options
 from loadlint.engine.withhold import Candidate, Decision, Outcome, decide, declared, group_key, offered, withhold
 
 if TYPE_CHECKING:
     import libcst
 
     from loadlint.facts.collect import ModuleFacts
-    from loadlint.engine.fixes import Positions
+    from loadlint.engine.positions import Positions
     from loadlint.rules.base import FixSpec, Report
 
 #: Unused or invalid ``# noqa`` codes (``loadlint.engine.noqa``), judged after the rules ran.
@@ -108,7 +108,7 @@ def analyse(
     import libcst as cst
 
     from loadlint.facts.collect import collect
-    from loadlint.engine.fixes import Positions
+    from loadlint.engine.positions import Positions
 
     try:
         if isinstance(parsed, Analysis):
@@ -428,7 +428,8 @@ def _decide(
     """What ``decide`` keeps of ``candidates``.  ``check``: only what is
     withheld is wanted, not the fixed text's analysis; a trial then finds
     only the findings that may be new (see ``analyse``'s ``against``); ``original_compiles`` None: not known yet."""
-    from loadlint.engine.fixes import Builder, Positions, apply_edits, old_offset
+    from loadlint.engine.fixes import Builder, apply_edits, old_offset
+    from loadlint.engine.positions import Positions
     from loadlint.engine.positions import reparse
     from loadlint.engine.virtual import Unlocated, patched
 
@@ -501,8 +502,9 @@ def _decide(
 def _fix_external(
     text: str, path: str, options: Options, guard: Options, external: SpecSource, notebook: bool
 ) -> tuple[str, list[Finding], dict[str, int]]:
-    from loadlint.engine.fixes import Builder, FixError, Positions, apply_edits
+    from loadlint.engine.fixes import Builder, FixError, apply_edits
 
+    from loadlint.engine.positions import Positions
     all_findings, analysis = analyse(text, path, guard, notebook=notebook)
     try:
         chosen = external(text, analysis)

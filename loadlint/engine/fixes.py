@@ -19,7 +19,7 @@ from loadlint.cst.codegen import code_for_node
 from loadlint.rules.base import MEASURED_MARK, CallChange, FixSpec
 from loadlint.facts.signature import DEFAULTS, POSITIONAL
 from loadlint.sources.source import LINE_BREAK, line_starts
-from loadlint.engine.positions import Positions as Positions  # re-exported: fixes are built on it
+from loadlint.engine.positions import Positions
 from loadlint.types import Edit, Fix, Location
 
 

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 import libcst as cst
 
 from loadlint.cst.codegen import code_for_node
-from loadlint.engine.fixes import FixError, Positions, arg_index
+from loadlint.engine.fixes import FixError, arg_index
+from loadlint.engine.positions import Positions
 from loadlint.rules.base import CallChange, FixSpec
 from loadlint.facts.signature import TUNABLE_DEFAULTS
 from loadlint.types import Location

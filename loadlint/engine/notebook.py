@@ -30,7 +30,10 @@ from pathlib import Path
 from typing import Any
 
 
-from loadlint.engine.analysis import PREFILTER, FixFailed, analyse, decided_findings, fix_text
+from loadlint.engine.analysis import FixFailed, analyse, decided_findings, fix_text
+
+
+from loadlint.sources.prefilter import PREFILTER
 from loadlint.sources.nbjson import splice
 from loadlint.sources.files import write_fixes
 from loadlint.rules import name_of
@@ -335,7 +338,7 @@ def _cell_syntax_error(text: str) -> tuple[str, int, int] | None:
         pass
     import libcst as cst
 
-    from loadlint.engine.analysis import MAX_NESTING, too_deep_at
+    from loadlint.cst.syntax import MAX_NESTING, too_deep_at
     from loadlint.cst.syntax import syntax_error
 
     # libcst's native parser overflows its stack on deep nesting (SIGSEGV).

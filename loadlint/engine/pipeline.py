@@ -15,7 +15,8 @@ from typing import Any, Callable
 
 from loadlint.engine import notebook
 from loadlint.workspace.config import Settings
-from loadlint.engine.analysis import FixFailed, SpecSource, analyse, decided_findings, fix_text, lint_bytes, passes_prefilter
+from loadlint.engine.analysis import FixFailed, SpecSource, analyse, decided_findings, fix_text, lint_bytes
+from loadlint.sources.prefilter import passes_prefilter
 from loadlint.sources.files import read_source, write_fixes
 from loadlint.sources.source import DecodeError, decode
 from loadlint.types import FileResult, Finding, FixRequest, HardwareProfile, Location, Options

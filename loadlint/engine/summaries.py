@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from loadlint.engine.analysis import too_deep_at
+from loadlint.cst.syntax import too_deep_at
 from loadlint.cst.slicing import SLICE_ABOVE, parse_module
 from loadlint.types import Location
 
 if TYPE_CHECKING:
     import libcst
 
-    from loadlint.engine.fixes import Positions
+    from loadlint.engine.positions import Positions
 
 
 def summarise_text(text: str) -> dict[str, Any] | None:
@@ -57,7 +57,7 @@ def numbered(text: str) -> tuple[Positions, list[libcst.CSTNode]] | None:
 
     from loadlint.facts.collect import collect
     from loadlint.facts.summary import Numbering, summarise
-    from loadlint.engine.fixes import Positions
+    from loadlint.engine.positions import Positions
 
     module = parse_quietly(text)
     if module is None:

@@ -50,7 +50,7 @@ class Plugin:
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         """Yield flake8's (row, column, message, type) for each finding."""
         from loadlint.workspace.config import ConfigError
-        from loadlint.engine.analysis import may_construct_loader
+        from loadlint.sources.prefilter import may_construct_loader
         from loadlint.engine.pipeline import check_text, options_for
 
         text = "".join(self.lines)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 from loadlint.workspace.cache import summary_from_json
 from loadlint.workspace.config import Settings
 from loadlint.workspace.discover import Candidate
-from loadlint.engine.analysis import passes_prefilter
+from loadlint.sources.prefilter import passes_prefilter
 from loadlint.engine.summaries import summarise_text
 from loadlint.sources.files import read_source
 from loadlint.engine.notebook import joined_text, to_cells

@@ -34,7 +34,7 @@ from loadlint.engine import pipeline
 from loadlint.workspace.config import Resolver
 from loadlint.run.deadline import OutOfTime, time_limit
 from loadlint.workspace.discover import Candidate, discover
-from loadlint.engine.analysis import passes_prefilter
+from loadlint.sources.prefilter import passes_prefilter
 from loadlint.sources.files import read_source
 from loadlint.engine.pipeline import ProfileCache, Target, options_for
 from loadlint.run.progress import Progress

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from loadlint.engine.analysis import Options
+from loadlint.types import Options
 from loadlint.rules import CODES
 from loadlint.types import HardwareProfile
 

@@ -26,7 +26,7 @@ import pytest
 
 from loadlint.sources.files import FileChanged, write_atomic
 from loadlint.engine.pipeline import fix_bytes
-from loadlint.engine.analysis import Options
+from loadlint.types import Options
 from loadlint.rules import CODES
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -150,7 +150,7 @@ def test_node_programs(options):
 @given(st.text(max_size=300))
 @fuzz_settings(150)
 def test_arbitrary_text_with_a_loader(text):
-    from loadlint.engine.analysis import Options
+    from loadlint.types import Options
     from loadlint.rules import CODES
     from loadlint.types import HardwareProfile
 

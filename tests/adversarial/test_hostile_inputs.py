@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from loadlint.engine.analysis import MAX_NESTING, analyse, nesting_depth, too_deep_at
+from loadlint.engine.analysis import analyse
+
+from loadlint.cst.syntax import MAX_NESTING, nesting_depth, too_deep_at
 from loadlint.cst.syntax import nesting_bound
 
 TARGET = "cpus=4,gpus=1"
