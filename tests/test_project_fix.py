@@ -232,3 +232,29 @@ def test_a_project_fix_is_not_written_to_a_file_changed_since(tmp_path: Path) ->
     steps.write_text(changed)
     assert write(run_.results, unsafe=False) is False
     assert steps.read_text() == changed
+
+
+def _snapshot(folder: Path) -> dict[str, str]:
+    return {p.relative_to(folder).as_posix(): p.read_text(encoding="utf-8") for p in sorted(folder.rglob("*.py"))}
+
+
+@pytest.mark.parametrize("unsafe", [[], ["--unsafe-fixes"]], ids=["safe", "unsafe"])
+@pytest.mark.parametrize("case", CASES)
+def test_diff_shows_what_fix_writes_project_fixes_included(case: str, unsafe: list[str], tmp_path: Path) -> None:
+    import difflib
+
+    folder = copy_of(case, tmp_path)
+    before = _snapshot(folder)
+    shown, shown_code = run(folder, "fix", "--diff", "--no-cache", *unsafe)
+    assert _snapshot(folder) == before  # a dry run writes nothing
+    run(folder, "fix", "--no-cache", *unsafe)
+    after = _snapshot(folder)
+    written = "".join(
+        "".join(difflib.unified_diff(before[name].splitlines(keepends=True), after[name].splitlines(keepends=True),
+                                     f"a/{name}", f"b/{name}"))
+        for name in sorted(before) if after[name] != before[name]
+    )
+    diff_lines = [line for line in shown.splitlines() if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+    written_lines = [line for line in written.splitlines() if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+    assert diff_lines == written_lines
+    assert shown_code == (1 if written else 0)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from loadlint.engine.analysis import analyse, guard_options
-from loadlint.sources.files import read_source, write_fixes
+from loadlint.sources.files import read_source, stage, write_fixes
 from loadlint.sources.source import DecodeError, decode
 from loadlint.engine.summaries import numbered
 from loadlint.types import Edit, FileResult, Finding, Fix, Options
@@ -88,11 +88,12 @@ def _decide_file(path: str, asked: list[tuple[Finding, Change]], text: str | Non
         finding.fix = fix
 
 
-def write(results: list[FileResult], unsafe: bool) -> bool:
+def write(results: list[FileResult], unsafe: bool, *, dry_run: bool = False) -> bool:
     """Apply the fixes ``results``' findings carry to the files on disk (at
     most one per call: the next round renders the others again on the
     fixed text); counted on each result's ``applied``.  Whether any file
-    was written."""
+    was written.  ``dry_run``: staged (``loadlint.sources.files.stage``)
+    instead of written."""
     wrote = False
     for result in results:
         chosen = [
@@ -108,7 +109,7 @@ def write(results: list[FileResult], unsafe: bool) -> bool:
             st = os.stat(path)
         except (OSError, DecodeError):
             continue
-        if read_as.get(os.path.abspath(path)) != (st.st_size, st.st_mtime_ns):
+        if not dry_run and read_as.get(os.path.abspath(path)) != (st.st_size, st.st_mtime_ns):
             continue  # changed since the fixes were made: the next run makes them again
         edits: list[Edit] = []
         applied: list[Finding] = []
@@ -125,7 +126,11 @@ def write(results: list[FileResult], unsafe: bool) -> bool:
             new = source.encode(text)
         except (FixError, UnicodeEncodeError):
             continue
-        error = write_fixes(path, data, new)
+        if dry_run:
+            stage(path, new)
+            error = None
+        else:
+            error = write_fixes(path, data, new)
         if error is not None:
             result.error = error
             continue
@@ -134,6 +139,32 @@ def write(results: list[FileResult], unsafe: bool) -> bool:
         for finding in applied:
             result.applied[finding.code] = result.applied.get(finding.code, 0) + 1
     return wrote
+
+
+def stage_fixed(results: list[FileResult]) -> None:
+    """In a dry run: what the per-file pass fixed is what the project phase
+    and the next round read."""
+    for result in results:
+        if result.fixed is not None and result.source is not None and not result.path.endswith(".ipynb"):
+            try:
+                stage(result.path, result.source.encode(result.fixed))
+            except UnicodeEncodeError:
+                continue
+
+
+def diff_from_disk(results: list[FileResult], staged: dict[str, bytes]) -> None:
+    """At the end of a dry run: each changed file's result runs from the
+    file as it is on disk to the last round's text, for ``--diff``."""
+    for result in results:
+        after = staged.get(os.path.realpath(result.path))
+        if after is None or result.path.endswith(".ipynb"):
+            continue
+        try:
+            original, fixed = decode(read_source(result.path)), decode(after)
+        except (OSError, DecodeError):
+            continue
+        if fixed.text != original.text:
+            result.source, result.fixed = original, fixed.text
 
 
 def _start(fix: Fix | None) -> int:

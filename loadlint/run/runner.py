@@ -35,7 +35,7 @@ from loadlint.workspace.config import Resolver
 from loadlint.run.deadline import OutOfTime, time_limit
 from loadlint.workspace.discover import Candidate, discover
 from loadlint.sources.prefilter import passes_prefilter
-from loadlint.sources.files import read_source
+from loadlint.sources.files import read_source, staging, staging_now
 from loadlint.engine.pipeline import ProfileCache, Target, options_for
 from loadlint.run.progress import Progress
 from loadlint.rules import name_of
@@ -195,40 +195,64 @@ def lint_candidates(
 ) -> Run:
     """Check (or fix) candidates; the runner's core, without the report.
 
-    A check, and a fix that writes, also runs project analysis
-    (``loadlint.project``) over the candidates' projects, unless ``project``
-    is off: findings that depend on other files are added to the
-    candidates' results.  A fix then writes the project findings' fixes and
-    runs again, until none is left: it reports what a check right after it
-    would, with every round's fixes counted."""
+    A check and a fix also run project analysis (``loadlint.project``)
+    over the candidates' projects, unless ``project`` is off: findings that
+    depend on other files are added to the candidates' results.  A fix
+    then writes the project findings' fixes and runs again, until none is
+    left: it reports what a check right after it would, with every round's
+    fixes counted.  A dry run stages its writes in memory instead."""
     profiles = profiles or ProfileCache()
     candidates = list(candidates)
-    offered = 0
-    if request is not None and not request.dry_run and project:
-        # A fix the project takes back (LL201 on a dataset held in memory by
-        # another module) is not for the per-file pass to apply.
-        withdrawn: dict[str, frozenset[tuple[str, int, int]]] = {}
-        checked = _lint_once(candidates, None, cache=cache, jobs=jobs, profiles=profiles,
-                             pool_min_saving=pool_min_saving, withdrawn=withdrawn)
-        # What check offered: the summary says how many more the fixes made possible.
-        offered = sum(1 for f in checked.findings if f.fix and (request.unsafe or f.fix.applicability == "safe"))
-        request = dataclasses.replace(request, skip=withdrawn)
+    if request is None or not project:
+        return _lint_once(candidates, request, cache=cache, jobs=jobs, progress=progress, profiles=profiles,
+                          pool_min_saving=pool_min_saving, project=project)
+    if not request.dry_run:
+        return _fix_rounds(candidates, request, cache=cache, jobs=jobs, progress=progress, profiles=profiles,
+                           pool_min_saving=pool_min_saving)
+    # A dry run (--diff) goes through the same rounds, its writes staged in
+    # memory, so that its diff holds the project's fixes too.
+    with staging() as staged:
+        run = _fix_rounds(candidates, request, cache=cache, jobs=jobs, progress=progress, profiles=profiles,
+                          pool_min_saving=pool_min_saving)
+        written = dict(staged)
+    from loadlint.project.fixing import diff_from_disk
+
+    diff_from_disk(run.results, written)  # read outside the staging: the disk
+    return run
+
+
+def _fix_rounds(
+    candidates: list[Candidate],
+    request: FixRequest,
+    *,
+    cache: Callable[[], Cache] | None,
+    jobs: int | None,
+    progress: Progress | None,
+    profiles: ProfileCache,
+    pool_min_saving: int,
+) -> Run:
+    # A fix the project takes back (LL201 on a dataset held in memory by
+    # another module) is not for the per-file pass to apply.
+    withdrawn: dict[str, frozenset[tuple[str, int, int]]] = {}
+    checked = _lint_once(candidates, None, cache=cache, jobs=jobs, profiles=profiles,
+                         pool_min_saving=pool_min_saving, withdrawn=withdrawn)
+    # What check offered: the summary says how many more the fixes made possible.
+    offered = sum(1 for f in checked.findings if f.fix and (request.unsafe or f.fix.applicability == "safe"))
+    request = dataclasses.replace(request, skip=withdrawn)
     run = _lint_once(candidates, request, cache=cache, jobs=jobs, progress=progress, profiles=profiles,
-                     pool_min_saving=pool_min_saving, project=project)
-    if request is None or request.dry_run or not project:
-        return run
+                     pool_min_saving=pool_min_saving)
     from loadlint.project.fixing import write
 
     # What earlier rounds applied, by path: the last round's results say the rest.
     earlier: dict[str, FileResult] = {}
     for _ in range(FIX_ROUNDS):
-        if not write(run.results, request.unsafe):
+        if not write(run.results, request.unsafe, dry_run=request.dry_run):
             break
         for result in run.results:
             if result.applied or result.fixed is not None:
                 _carry(earlier.setdefault(result.path, FileResult(result.path)), result)
         run = _lint_once(candidates, request, cache=cache, jobs=jobs, profiles=profiles,
-                         pool_min_saving=pool_min_saving, project=project)
+                         pool_min_saving=pool_min_saving)
     for result in run.results:
         before = earlier.pop(result.path, None)
         if before is not None:
@@ -326,7 +350,11 @@ def _lint_once(
             )
     if progress is not None:
         progress.close()
-    if project and (request is None or not request.dry_run):
+    if staging_now() and request is not None:
+        from loadlint.project.fixing import stage_fixed
+
+        stage_fixed([r for r in results if r is not None])
+    if project:
         from loadlint.project.join import join_project
 
         with fewer_collections():

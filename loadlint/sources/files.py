@@ -12,7 +12,9 @@ import errno
 import os
 import re
 import stat
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from loadlint.sources.boundary import is_inside, project_root
 from loadlint.sources.source import lines_with_breaks
@@ -22,6 +24,35 @@ from loadlint.sources.source import lines_with_breaks
 #: too large to analyse (LL900); the bound keeps a link to ``/dev/zero`` or a
 #: huge planted file from growing memory without end.
 MAX_READ_BYTES = 64 * 1024 * 1024
+
+
+#: What a dry run (``fix --diff``) has written instead of the disk: real
+#: path -> bytes.  Reads see these, so the rounds of a fix (the project's
+#: included) build on one another while no file changes.
+_staged: dict[str, bytes] = {}
+_staging_depth = 0
+
+
+@contextmanager
+def staging() -> Iterator[dict[str, bytes]]:
+    """Within: writes go to the returned mapping (``stage``) and reads
+    (``read_source``) see them."""
+    global _staging_depth
+    _staged.clear()
+    _staging_depth += 1
+    try:
+        yield _staged
+    finally:
+        _staging_depth -= 1
+        _staged.clear()
+
+
+def staging_now() -> bool:
+    return bool(_staged) or _staging_depth > 0
+
+
+def stage(path: Path | str, data: bytes) -> None:
+    _staged[os.path.realpath(path)] = data
 
 
 def read_source(path: Path | str, within: str | None = None, limit: int = MAX_READ_BYTES) -> bytes:
@@ -39,6 +70,10 @@ def read_source(path: Path | str, within: str | None = None, limit: int = MAX_RE
         target = os.path.realpath(target)
         if not is_inside(target, within, resolved=True):
             raise OSError(errno.EACCES, "link leads outside the project", os.fspath(path))
+    if _staged:
+        staged = _staged.get(os.path.realpath(target))
+        if staged is not None:
+            return staged
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
     if within is not None:
         # Resolved above: a link swapped in since then is not followed.
