@@ -235,7 +235,16 @@ def test_a_project_fix_is_not_written_to_a_file_changed_since(tmp_path: Path) ->
 
 
 def _snapshot(folder: Path) -> dict[str, str]:
-    return {p.relative_to(folder).as_posix(): p.read_text(encoding="utf-8") for p in sorted(folder.rglob("*.py"))}
+    """Each module's text; each notebook code cell's source (as ``--diff`` shows them)."""
+    import json
+
+    files = {p.relative_to(folder).as_posix(): p.read_text(encoding="utf-8") for p in sorted(folder.rglob("*.py"))}
+    for p in sorted(folder.rglob("*.ipynb")):
+        cells = json.loads(p.read_text(encoding="utf-8"))["cells"]
+        for index, cell in enumerate(cells, 1):
+            if cell["cell_type"] == "code":
+                files[f"{p.relative_to(folder).as_posix()}:cell {index}"] = "".join(cell["source"])
+    return files
 
 
 @pytest.mark.parametrize("unsafe", [[], ["--unsafe-fixes"]], ids=["safe", "unsafe"])
@@ -258,3 +267,18 @@ def test_diff_shows_what_fix_writes_project_fixes_included(case: str, unsafe: li
     written_lines = [line for line in written.splitlines() if line[:1] in "+-" and not line.startswith(("+++", "---"))]
     assert diff_lines == written_lines
     assert shown_code == (1 if written else 0)
+
+
+def test_a_notebooks_project_findings_are_fixed_in_their_cell(tmp_path: Path) -> None:
+    import json
+
+    folder = copy_of("notebook_factory", tmp_path)
+    before = json.loads((folder / "course.ipynb").read_text(encoding="utf-8"))
+    out, code = run(folder, "fix", "--no-cache")
+    assert (out, code) == ("Found 2 problems (2 fixed, 0 remaining).\n", 0)
+    after = json.loads((folder / "course.ipynb").read_text(encoding="utf-8"))
+    assert after["cells"][2]["source"][2] == "        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)\n"
+    # Only that line: the magic, the other cells and the notebook's metadata stay.
+    after["cells"][2]["source"][2] = before["cells"][2]["source"][2]
+    assert after == before
+    assert run(folder, "check", "--no-cache") == ("All checks passed!\n", 0)

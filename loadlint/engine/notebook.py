@@ -520,6 +520,20 @@ def analyse_cells(
 # -- project analysis ----------------------------------------------------------
 
 
+def _joined(cells: list[Cell]) -> Checked:
+    """The cells project analysis reads as one module (magics masked, cells
+    that do not parse left out), with what maps it back to the cells."""
+    checked = Checked()
+    for cell in cells:
+        masked = checked.masker.mask(cell.source)
+        if masked is None or _cell_syntax_error(masked) is not None:
+            continue
+        checked.module.parts.append(_Part(cell, masked, bool(masked) and not masked.endswith(("\n", "\r"))))
+        checked.sources[cell.index] = cell.source
+    checked.text = checked.module.text()
+    return checked
+
+
 def joined_text(data: bytes) -> str | None:
     """A notebook's Python cells as the one module its rules read (magics
     masked, cells that do not parse left out), for project analysis to
@@ -528,14 +542,31 @@ def joined_text(data: bytes) -> str | None:
         _, _, _, cells, _ = load(data)
     except NotebookError:
         return None
-    masker = _Masker()
-    module = Module()
-    for cell in cells:
-        masked = masker.mask(cell.source)
-        if masked is None or _cell_syntax_error(masked) is not None:
-            continue
-        module.parts.append(_Part(cell, masked, bool(masked) and not masked.endswith(("\n", "\r"))))
-    return module.text()
+    return _joined(cells).text
+
+
+def fix_joined(data: bytes, edits: list[Edit]) -> tuple[str, list[tuple[int, str, str]]] | None:
+    """The notebook ``data`` with ``edits`` (offsets into its
+    ``joined_text``) applied: (its new text, (cell, before, after) of each
+    changed cell); None when it is not a usable notebook or nothing changes."""
+    try:
+        text, _, doc, cells, _ = load(data)
+    except NotebookError:
+        return None
+    checked = _joined(cells)
+    changes = checked.apply(edits)
+    if not changes:
+        return None
+    return splice(text, doc, changes), [(index, checked.sources[index], new) for index, new in sorted(changes.items())]
+
+
+def changed_cells(before: bytes, after: bytes) -> list[tuple[int, str, str]]:
+    """(cell, before, after) of each code cell whose source differs."""
+    try:
+        old, new = load(before)[3], {cell.index: cell.source for cell in load(after)[3]}
+    except NotebookError:
+        return []
+    return [(cell.index, cell.source, new[cell.index]) for cell in old if cell.index in new and new[cell.index] != cell.source]
 
 
 def cell_of(text: str, row: int) -> tuple[int | None, int]:

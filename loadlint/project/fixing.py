@@ -27,6 +27,7 @@ from loadlint.types import Edit, FileResult, Finding, Fix, Options
 if TYPE_CHECKING:
     from loadlint.project.reporter import Change
 
+NOTEBOOK = ".ipynb"
 #: (path, code, row, column) of a project finding.
 Key = tuple[str, str, int, int]
 #: By absolute path, the (size, modification time) of each file as the last
@@ -78,9 +79,10 @@ def _decide_file(path: str, asked: list[tuple[Finding, Change]], text: str | Non
             fixed = apply_edits(text, list(fix.edits))
         except (FixError, ValueError):
             continue
+        notebook = path.endswith(NOTEBOOK)
         if before is None:
-            before = analyse(text, path, guard)[0]
-        after = analyse(fixed, path, guard)[0]
+            before = analyse(text, path, guard, notebook=notebook)[0]
+        after = analyse(fixed, path, guard, notebook=notebook)[0]
         new = introduced(before, after, lambda f: f.fix is not None)
         if new is not None:
             finding.fix_withheld = reason(spec, new)
@@ -96,18 +98,18 @@ def write(results: list[FileResult], unsafe: bool, *, dry_run: bool = False) -> 
     instead of written."""
     wrote = False
     for result in results:
+        notebook = result.path.endswith(NOTEBOOK)
         chosen = [
             f for f in result.findings
-            if f.fix is not None and (unsafe or f.fix.applicability == "safe") and f.cell is None
+            if f.fix is not None and (unsafe or f.fix.applicability == "safe") and (f.cell is None) != notebook
         ]
         if not chosen or result.error is not None:
             continue
         path = Path(result.path)
         try:
             data = read_source(path)
-            source = decode(data)
             st = os.stat(path)
-        except (OSError, DecodeError):
+        except OSError:
             continue
         if not dry_run and read_as.get(os.path.abspath(path)) != (st.st_size, st.st_mtime_ns):
             continue  # changed since the fixes were made: the next run makes them again
@@ -119,13 +121,10 @@ def write(results: list[FileResult], unsafe: bool, *, dry_run: bool = False) -> 
                 continue
             edits.extend(finding.fix.edits)
             applied.append(finding)
-        from loadlint.engine.fixes import FixError, apply_edits
-
-        try:
-            text = apply_edits(source.text, edits)
-            new = source.encode(text)
-        except (FixError, UnicodeEncodeError):
+        made = _apply(data, edits, notebook)
+        if made is None:
             continue
+        text, new = made
         if dry_run:
             stage(path, new)
             error = None
@@ -141,11 +140,32 @@ def write(results: list[FileResult], unsafe: bool, *, dry_run: bool = False) -> 
     return wrote
 
 
+def _apply(data: bytes, edits: list[Edit], notebook: bool) -> tuple[str, bytes] | None:
+    """(the new text, its bytes) of a file with ``edits`` applied; a
+    notebook's edits are offsets into its joined cells."""
+    from loadlint.engine.fixes import FixError, apply_edits
+    from loadlint.engine.notebook import encode, fix_joined
+
+    if notebook:
+        made = fix_joined(data, edits)
+        return None if made is None else (made[0], encode(data, made[0]))
+    try:
+        source = decode(data)
+        text = apply_edits(source.text, edits)
+        return text, source.encode(text)
+    except (DecodeError, FixError, UnicodeEncodeError):
+        return None
+
+
 def stage_fixed(results: list[FileResult]) -> None:
     """In a dry run: what the per-file pass fixed is what the project phase
     and the next round read."""
     for result in results:
-        if result.fixed is not None and result.source is not None and not result.path.endswith(".ipynb"):
+        if result.fixed is None:
+            continue
+        if result.path.endswith(NOTEBOOK):
+            stage(result.path, result.fixed.encode("utf-8"))
+        elif result.source is not None:
             try:
                 stage(result.path, result.source.encode(result.fixed))
             except UnicodeEncodeError:
@@ -155,13 +175,20 @@ def stage_fixed(results: list[FileResult]) -> None:
 def diff_from_disk(results: list[FileResult], staged: dict[str, bytes]) -> None:
     """At the end of a dry run: each changed file's result runs from the
     file as it is on disk to the last round's text, for ``--diff``."""
+    from loadlint.engine.notebook import changed_cells
+
     for result in results:
         after = staged.get(os.path.realpath(result.path))
-        if after is None or result.path.endswith(".ipynb"):
+        if after is None:
             continue
         try:
-            original, fixed = decode(read_source(result.path)), decode(after)
-        except (OSError, DecodeError):
+            data = read_source(result.path)
+            if result.path.endswith(NOTEBOOK):
+                result.cell_changes = changed_cells(data, after)
+                result.fixed = after.decode("utf-8") if result.cell_changes else None
+                continue
+            original, fixed = decode(data), decode(after)
+        except (OSError, DecodeError, UnicodeDecodeError):
             continue
         if fixed.text != original.text:
             result.source, result.fixed = original, fixed.text

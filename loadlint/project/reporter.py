@@ -166,7 +166,7 @@ class Reporter:
         span = self.where.span(path, ref)
         if span is None or (code, span[0].row) in self._own(path, options):
             return
-        if change is not None and not path.endswith(NOTEBOOK):
+        if change is not None:
             self.changes.setdefault((path, code, span[0].row, span[0].column), change)
         self._keep(Finding(code, name_of(code), message, path, span[0], span[1]))
 
