@@ -95,3 +95,59 @@ def test_saving_a_dependency_refreshes_the_factorys_findings(tmp_path: Path) -> 
             assert await s.codes(factory) == ["LL204"]
 
     asyncio.run(asyncio.wait_for(scenario(), 120))
+
+
+PINNING_FACTORY = '''\
+from torch.utils.data import DataLoader
+
+
+def create_dataloaders(train_data, batch_size):
+    return DataLoader(train_data, batch_size=batch_size, num_workers=2, pin_memory=True, persistent_workers=True)
+'''
+
+TRANSFERS = '''\
+def train(loader, model, device, epochs):
+    for epoch in range(epochs):
+        for x, y in loader:
+            x, y = x.to(device), y.to(device)
+            model(x)
+'''
+
+CUDA_TRAIN = '''\
+import torch
+
+import data_setup
+import engine
+from data import dataset
+
+if __name__ == "__main__":
+    device = torch.device("cuda")
+    model = torch.nn.Linear(3, 2).to(device)
+    engine.train(data_setup.create_dataloaders(dataset, 32), model, device, 5)
+'''
+
+
+def test_fix_all_of_a_saved_document_applies_its_project_findings_fixes(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text(
+        '[tool.loadlint]\nselect = ["LL205"]\n\n[tool.loadlint.target]\ncpus = 8\ngpus = 1\n', encoding="utf-8"
+    )
+    (project / "data_setup.py").write_text(PINNING_FACTORY, encoding="utf-8")
+    (project / "engine.py").write_text(TRANSFERS, encoding="utf-8")
+    (project / "train.py").write_text(CUDA_TRAIN, encoding="utf-8")
+
+    async def scenario() -> None:
+        async with Session(project, tmp_path / "cache") as s:
+            uri = s.open_file(project / "engine.py")
+            # The loader is pinned in another module: project findings, with their fix.
+            assert await s.codes(uri) == ["LL205", "LL205"]
+            whole = types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0))
+            actions = await s.actions(uri, whole, only=["source.fixAll.loadlint"])
+            assert [a.kind for a in actions] == ["source.fixAll.loadlint"]
+            text = s.apply(uri, actions[0])
+            assert text == TRANSFERS.replace("x.to(device), y.to(device)", "x.to(device, non_blocking=True), y.to(device, non_blocking=True)")
+            # Nothing was written: the editor applies the edit.
+            assert (project / "engine.py").read_text(encoding="utf-8") == TRANSFERS
+
+    asyncio.run(asyncio.wait_for(scenario(), 120))

@@ -334,20 +334,40 @@ def fix_all(kind: str, changes: dict[str, list[Any]]) -> Any:
 
 
 def fix_all_action(ls: Any, state: State, uri: str, kind: str = FIX_ALL_KIND) -> Any:
-    """The fix-all code action of a document; None when nothing applies."""
+    """The fix-all code action of a document; None when nothing applies.  A
+    saved document gets what ``loadlint fix`` would write to it, its
+    project findings' fixes included; an unsaved one its own fixes."""
     from loadlint.engine.analysis import FixFailed
     from loadlint.engine.pipeline import fix_source_text
 
     doc = ls.workspace.get_text_document(uri)
     path = path_of(uri)
     settings = state.settings_for(path)
-    try:
-        fixed, _, applied = fix_source_text(doc.source, path, state.options_for(settings, path), unsafe=settings.unsafe_fixes)
-    except FixFailed:
-        return None
-    if not applied or fixed == doc.source:
+    if uri.startswith("file:") and _saved(path, doc.source):
+        fixed: str | None = _fixed_in_project(state, path, settings)
+    else:
+        try:
+            fixed, _, applied = fix_source_text(doc.source, path, state.options_for(settings, path), unsafe=settings.unsafe_fixes)
+        except FixFailed:
+            return None
+        fixed = fixed if applied else None
+    if fixed is None or fixed == doc.source:
         return None
     return fix_all(kind, {uri: [whole_text_edit(doc, fixed)]})
+
+
+def _fixed_in_project(state: State, path: str, settings: Settings) -> str | None:
+    """The saved file's text after a dry-run ``fix`` of it (its project read
+    from disk, nothing written)."""
+    from loadlint.run.runner import lazy_cache, lint_candidates
+    from loadlint.types import FixRequest
+    from loadlint.workspace.discover import Candidate
+
+    state.options_for(settings, path)  # creates the profile cache
+    request = FixRequest(unsafe=settings.unsafe_fixes, dry_run=True)
+    run = lint_candidates([Candidate(Path(path), settings, True)], request, cache=lazy_cache(None), jobs=1,
+                          profiles=state.profiles)
+    return next((r.fixed for r in run.results if r.fixed is not None), None)
 
 
 def finding_actions(finding: Finding, diagnostic: Any, fix_changes: dict[str, list[Any]] | None, noqa: tuple[str, Any] | None) -> list[Any]:
