@@ -208,14 +208,15 @@ class Reporter:
         return "called from " + ", from ".join(places) if places else ""
 
     def _by(self, event: Event) -> str:
-        """```engine.train_step` (engine.py:20) called from train.py:41``."""
+        """``by `engine.train_step` (engine.py:20) called from train.py:41``, or
+        ``at module level (train.py:12)``."""
         frame = event.frame
         use = self.where.place(frame.path, int(event.use.get("at", -1)))
         if frame.function == MODULE:
             return f"at module level ({use})"
         calls = self._calls(frame)
         stem = Path(frame.path).stem
-        return f"`{stem}.{frame.function}` ({use})" + (f" {calls}" if calls else "")
+        return f"by `{stem}.{frame.function}` ({use})" + (f" {calls}" if calls else "")
 
     def _built(self, ref: LoaderRef) -> str:
         return self.where.place(ref.frame.path, int(ref.summary.get("at", -1)))
@@ -373,7 +374,7 @@ class Reporter:
                     continue
             message = (
                 f"{what} but batches go to the GPU: copies from pageable memory block and cannot overlap compute; "
-                f"set `pin_memory=True` (batches moved to the GPU by {self._by(event)})"
+                f"set `pin_memory=True` (batches moved to the GPU {self._by(event)})"
             )
             at = int(ref.summary.get("at", -1))
             # A value passed in is the caller's to choose.
@@ -411,7 +412,7 @@ class Reporter:
             message = (
                 "`DistributedSampler` shuffles with the same seed every epoch: its loader is iterated in an epoch "
                 "loop but `set_epoch` is never called; call `sampler.set_epoch(epoch)` at the start of each epoch "
-                f"(the loader, built at {self._built(ref)}, is iterated every epoch by {self._by(event)})"
+                f"(the loader, built at {self._built(ref)}, is iterated every epoch {self._by(event)})"
             )
             self._add(sampler.frame.path, "LL102", int(sampler.summary.get("at", -1)), message)
             return
