@@ -32,6 +32,7 @@ _RNG_CALLS = {
 }
 #: The methods whose code decides whether a local dataset is held in memory.
 _MEMORY_METHODS = ("__init__", "__getitem__", "__getitems__")
+_ON_THE_FLY = frozenset({"set_transform", "with_transform"})
 #: The methods a worker process runs.
 WORKER_METHODS = ("__init__", "__getitem__", "__getitems__", "__iter__")
 
@@ -62,6 +63,9 @@ class DatasetFacts:
     attr_values: dict[tuple[str, str], list[tuple[FunctionFacts, cst.BaseExpression | None]]] = field(
         default_factory=dict
     )
+    #: A Hugging Face dataset transformed item by item as it is read
+    #: (``set_transform``/``with_transform``) somewhere in the module.
+    transforms_on_the_fly: bool = False
     #: ``in_memory_dataset``'s answers by loader call (kept with it: an id
     #: is not reused while the call lives): the rules ask it again on every
     #: pass over the same facts.
@@ -125,6 +129,8 @@ class DatasetProvider(Provider[DatasetFacts]):
         qualified = cursor.qualified
         if type(func) is cst.Name and qualified is None:
             self.facts.name_calls.setdefault(func.value, []).append((node, cursor.scope))
+        elif type(func) is cst.Attribute and func.attr.value in _ON_THE_FLY:
+            self.facts.transforms_on_the_fly = True
         fn = cursor.function
         if fn is None:
             return

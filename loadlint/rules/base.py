@@ -26,6 +26,7 @@ from loadlint.facts.iteration import Iteration, IterationFacts
 from loadlint.facts.loaders import LoaderCall, LoaderFacts
 from loadlint.facts.loops import LoopFacts, epoch_uses
 from loadlint.facts.names import ClassFacts, Key, LoopFrame, NameFacts
+from loadlint.facts.pretokenized import pretokenized
 from loadlint.types import HardwareProfile
 
 FixAvailability = Literal["always", "sometimes", "none"]
@@ -194,6 +195,10 @@ class Context:
     def in_memory_dataset(self, call: LoaderCall) -> bool:
         """The dataset is held in memory (workers would only add overhead)."""
         return in_memory_dataset(self.names, self.datasets, call)
+
+    def pretokenized_rows(self, call: LoaderCall) -> bool:
+        """The loader pads pre-tokenized Hugging Face rows (``loadlint.facts.pretokenized``)."""
+        return pretokenized(self.names, self.datasets, call)
 
     def lightning_hook(self, call: LoaderCall) -> bool:
         """The loader is returned by a Lightning ``*_dataloader`` hook."""

@@ -1,0 +1,81 @@
+"""Pre-tokenized Hugging Face datasets: rows of token ids already in memory,
+padded into a batch by a collate function.
+
+Measured (benchmarks/pretokenized.py, ``loadlint verify``): indexing such a
+dataset and padding a batch of 8 costs about 2 ms in the training process,
+and workers made it slower, not faster (the rows are cheap; sending each
+batch back from a worker is not).  LL201 stays silent there, as Hugging
+Face's ``Trainer`` does with its default of 0 workers.
+
+The test is conservative: the ``collate_fn`` is a ``transformers`` data
+collator (``DataCollatorWithPadding(...)``, ``default_data_collator``...)
+or a local function that only returns ``<tokenizer>.pad(...)`` of its
+argument, and the dataset is a split of a dataset dictionary
+(``tokenized_datasets["train"]``) or a ``.map(...)`` result, in a module
+that sets no on-the-fly transform (``set_transform``/``with_transform``).
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from loadlint.facts.datasets import DatasetFacts
+from loadlint.facts.loaders import LoaderCall
+from loadlint.facts.names import NameFacts
+from loadlint.facts.resolve import follow_name
+
+_ROW_METHODS = frozenset({"map", "with_format", "shuffle", "select", "filter", "remove_columns", "rename_column"})
+
+
+def pretokenized(names: NameFacts, facts: DatasetFacts, call: LoaderCall) -> bool:
+    """The loader pads pre-tokenized rows (see the module's docstring)."""
+    if facts.transforms_on_the_fly:
+        return False
+    collate, dataset = call.expr("collate_fn"), call.expr("dataset")
+    if collate is None or dataset is None:
+        return False
+    return _padding_collate(names, collate, call) and _rows(dataset, call)
+
+
+def _padding_collate(names: NameFacts, expr: cst.BaseExpression, call: LoaderCall) -> bool:
+    target, scope = follow_name(expr, call.scope)
+    if scope is None:
+        return False
+    if type(target) is cst.Call:
+        target = target.func
+    qualified = names.imports.qualify(target)
+    if qualified is not None:
+        module, _, name = qualified.rpartition(".")
+        return module.split(".")[0] == "transformers" and (name.startswith("DataCollator") or name == "default_data_collator")
+    if type(target) is cst.Name:
+        fn = names.definition(target.value, scope)
+        return fn is not None and isinstance(fn.node, cst.FunctionDef) and _only_pads(fn.node)
+    return False
+
+
+def _only_pads(node: cst.FunctionDef) -> bool:
+    """``def collate(examples): return tokenizer.pad(examples, ...)``."""
+    params = node.params.params
+    body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
+    statements = [s for s in body if not (type(s) is cst.SimpleStatementLine and type(s.body[0]) is cst.Expr
+                                          and isinstance(s.body[0].value, (cst.SimpleString, cst.ConcatenatedString)))]
+    if len(params) != 1 or len(statements) != 1 or type(statements[0]) is not cst.SimpleStatementLine:
+        return False
+    (small,) = statements[0].body if len(statements[0].body) == 1 else (None,)
+    value = small.value if type(small) is cst.Return else None
+    return (
+        type(value) is cst.Call and type(value.func) is cst.Attribute and value.func.attr.value == "pad"
+        and bool(value.args) and type(value.args[0].value) is cst.Name and value.args[0].value.value == params[0].name.value
+    )
+
+
+def _rows(expr: cst.BaseExpression, call: LoaderCall) -> bool:
+    target, scope = follow_name(expr, call.scope)
+    if scope is None:
+        return False
+    if type(target) is cst.Subscript:
+        key = target.slice[0].slice if len(target.slice) == 1 else None
+        return type(key) is cst.Index and type(key.value) is cst.SimpleString
+    if type(target) is cst.Call and type(target.func) is cst.Attribute:
+        return target.func.attr.value in _ROW_METHODS
+    return False
