@@ -8,7 +8,7 @@ may import it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Literal
+from typing import TYPE_CHECKING, Any, Callable, Literal, TypedDict, Union
 
 if TYPE_CHECKING:
     from loadlint.sources.source import Source
@@ -164,7 +164,7 @@ class FileResult:
     #: (cell, before, after) for each notebook cell a fix changed.
     cell_changes: list[tuple[int, str, str]] = field(default_factory=list)
     #: The module's project summary (``loadlint.facts.summary``), when parsed.
-    summary: dict[str, Any] | None = None
+    summary: Summary | None = None
     #: The summary as JSON, as the cache holds it, when ``summary`` is not
     #: set: decoded only if the project's findings are not cached either.
     summary_json: str | None = None
@@ -248,3 +248,138 @@ class CheckOptions:
 
 #: Formats meant for people: they get colour, source lines and the summary.
 HUMAN_FORMATS = frozenset({"full", "concise"})
+
+
+# -- project summaries -------------------------------------------------------
+#
+# What ``loadlint.facts.summary`` keeps of a module for project analysis, as
+# plain JSON (the cache stores it as is): typed here, where the engine, the
+# cache and ``loadlint.project`` meet, so that every read is checked.  The
+# keys are the JSON's; a base class holds the keys every summary has, its
+# ``total=False`` subclass the keys that may be absent.
+
+#: A value a summary can hold as itself.
+Scalar = Union[int, float, str, bool, None]
+
+#: A value descriptor: ``{"value": 4}``, ``{"cpu_count": true}``,
+#: ``{"param": "p"}``, ``{"loader": i}`` (the function's i-th loader),
+#: ``{"call": i, "index": j}`` (part of the i-th call's result),
+#: ``{"import": "config.WORKERS"}``, ``{"sampler": i}``, ``{"device": "cuda"}``,
+#: ``{"lambda": true}``, or ``{}`` (unknown).  ``note`` says where a value
+#: comes from; ``at`` numbers a constant's node; ``default`` marks a
+#: parameter's default and ``unbound`` a parameter no caller gave a value
+#: (both added by the project walk, never stored).
+Descriptor = TypedDict(
+    "Descriptor",
+    {
+        "value": Scalar, "cpu_count": bool, "param": str, "loader": int, "call": int, "index": Union[int, None],
+        "import": str, "sampler": int, "device": str, "lambda": bool, "note": str, "at": int, "default": bool,
+        "unbound": bool,
+    },
+    total=False,
+)
+
+
+class LoaderSummary(TypedDict):
+    """One ``DataLoader(...)`` a function builds."""
+
+    at: int
+    #: Loader keyword -> the function's parameter passed to it as is.
+    kw: dict[str, str]
+    #: The settings project analysis reads (absent: torch's default).
+    values: dict[str, Descriptor]
+    #: The name it is bound to, if any.
+    var: str | None
+
+
+class SamplerSummary(TypedDict, total=False):
+    """One ``DistributedSampler(...)``: where, and its ``shuffle`` when given."""
+
+    at: int
+    shuffle: Descriptor
+
+
+class CallSummary(TypedDict):
+    """A call to a project function: ``callee`` is qualified by the import
+    (``data.make``) or ``:name`` for the module's own; ``args`` by keyword or
+    position (``"0"``), ``"*"`` when unpacked."""
+
+    callee: str
+    at: int
+    in_loop: bool
+    guarded: bool
+    args: dict[str, Descriptor]
+
+
+#: ``for x in loader``; ``next(iter(loader))``; ``iter(loader)``; a batch moved (``.to``, ``.cuda``).
+UseKind = Literal["iter", "next_iter", "iter_call", "transfer"]
+
+
+class _UseRequired(TypedDict):
+    kind: UseKind
+    #: The loader used: a parameter, a loader built here, or a call's result.
+    of: Descriptor
+    at: int
+
+
+class Use(_UseRequired, total=False):
+    """What a function does with a loader (``transfer``: with its batches)."""
+
+    in_loop: bool
+    guarded: bool
+    #: A module-level loader iterated in this function.
+    in_function: str
+    method: str
+    non_blocking: bool
+    plain: bool
+    device: Descriptor
+
+
+Returns = TypedDict("Returns", {"tuple": bool, "values": list[Descriptor]})
+
+
+class _FunctionRequired(TypedDict):
+    params: list[str]
+    loaders: list[LoaderSummary]
+    calls: list[CallSummary]
+    uses: list[Use]
+    #: The names its descriptors import.
+    reads: list[str]
+
+
+class FunctionSummary(_FunctionRequired, total=False):
+    """A function (or ``"<module>"``, the module body, without ``at`` and defaults)."""
+
+    at: int
+    defaults: dict[str, Descriptor]
+    has_default: list[str]
+    samplers: list[SamplerSummary]
+    returns: Returns
+
+
+class Flags(TypedDict):
+    """What the module's own rules see (``cuda``: CUDA evidence as LL202 reads it)."""
+
+    cuda: bool
+    cuda_code: bool
+    set_epoch: bool
+    frameworks: bool
+    start_methods: list[str]
+
+
+ImportedDataset = TypedDict("ImportedDataset", {"at": int, "class": str})
+
+
+class _SummaryRequired(TypedDict):
+    version: int
+    imports: dict[str, str]
+    functions: dict[str, FunctionSummary]
+    flags: Flags
+
+
+class Summary(_SummaryRequired, total=False):
+    """A module's project summary."""
+
+    in_memory_classes: list[str]
+    imported_datasets: list[ImportedDataset]
+    constants: dict[str, Descriptor]

@@ -28,9 +28,7 @@ from loadlint.cst.syntax import too_deep_at
 from loadlint.cst.syntax import nesting_depth
 from loadlint.sources.source import DecodeError, decode, line_starts, position_of_offset
 from loadlint.engine.suppress import file_suppressions, is_suppressed
-from loadlint.types import FileResult
-from loadlint.types import Applied, Finding, Fix, Location
-from loadlint.types import Options
+from loadlint.types import Applied, Descriptor, FileResult, Finding, Fix, Location, Options, Summary
 from loadlint.engine.withhold import Candidate, Decision, Outcome, decide, declared, group_key, offered, withhold
 
 if TYPE_CHECKING:
@@ -71,12 +69,12 @@ Parsed: TypeAlias = "tuple[libcst.Module, Slice | None] | Analysis"
 #: Values a project's callers give a module's function parameters:
 #: function (``name`` or ``Class.method``) -> parameter -> value descriptor
 #: (``loadlint.facts.summary``; ``{"default": true}`` for the parameter's default).
-Bindings = dict[str, dict[str, dict[str, Any]]]
+Bindings = dict[str, dict[str, Descriptor]]
 
 
 def analyse(
     text: str, path: str, options: Options, *, notebook: bool = False, bindings: Bindings | None = None,
-    summaries: list[dict[str, Any]] | None = None, parsed: Parsed | None = None, against: list[Finding] | None = None,
+    summaries: list[Summary] | None = None, parsed: Parsed | None = None, against: list[Finding] | None = None,
     shallow: bool = False, render: AbstractSet[str] | None = None,
 ) -> tuple[list[Finding], Analysis | None]:
     """Lint one module's text: findings and, when parsed, the analysis.
@@ -288,7 +286,7 @@ def lint_bytes(data: bytes, path: str, options: Options) -> FileResult:
         return result
     result.source = source
     try:
-        summaries: list[dict[str, Any]] = []
+        summaries: list[Summary] = []
         result.findings = decided_findings(source.text, path, options, summaries=summaries)
         result.summary = summaries[0] if summaries else None
     except Exception as exc:  # the engine never crashes on one file
@@ -384,7 +382,7 @@ def guard_options(options: Options) -> Options:
 
 
 def decided_findings(
-    text: str, path: str, options: Options, *, notebook: bool = False, summaries: list[dict[str, Any]] | None = None,
+    text: str, path: str, options: Options, *, notebook: bool = False, summaries: list[Summary] | None = None,
     analysed: tuple[list[Finding], Analysis | None] | None = None,
 ) -> list[Finding]:
     """``analyse``'s findings, with the fix markers ``fix`` honours: a fix

@@ -4,11 +4,11 @@ summary numbered stand in the text when a finding needs its position."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from loadlint.cst.syntax import too_deep_at
 from loadlint.cst.slicing import SLICE_ABOVE, parse_module
-from loadlint.types import Location
+from loadlint.types import Location, Summary
 
 if TYPE_CHECKING:
     import libcst
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from loadlint.engine.positions import Positions
 
 
-def summarise_text(text: str) -> dict[str, Any] | None:
+def summarise_text(text: str) -> Summary | None:
     """The project summary of a module's text, whether or not it builds a
     loader; None when it does not parse."""
     from loadlint.facts.collect import collect

@@ -16,6 +16,8 @@ from typing import Any, Callable, Iterator
 
 import libcst as cst
 
+from loadlint.types import Descriptor
+
 
 class _Sentinel:
     __slots__ = ("name",)
@@ -391,7 +393,7 @@ def origin(node: cst.BaseExpression | None, scope: Scope | None) -> Origin | Non
     return option.origin if option is not None and option.value is not UNKNOWN else None
 
 
-def bind_imported(module: Scope, cpu_count_calls: set[int], given: dict[str, dict[str, Any]]) -> None:
+def bind_imported(module: Scope, cpu_count_calls: set[int], given: dict[str, Descriptor]) -> None:
     """Give imported names the values of the project constants they name
     (``{"config.WORKERS": {"value": 16, "note": ...}}``), as a namespace
     default is given: the rules use the value and say where it comes from.

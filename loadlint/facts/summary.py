@@ -8,7 +8,8 @@ is given (iterates them, ``next(iter(...))`` in a loop, moves their batches),
 what it returns, the calls it makes with their argument values, and the
 names its import descriptors read (``reads``).
 
-Keys are stable (module-level names, ``Class.method``), values are JSON.
+Keys are stable (module-level names, ``Class.method``), values are JSON,
+typed in ``loadlint.types`` (``Summary``, ``FunctionSummary``, ``Descriptor``).
 A value is a descriptor: ``{"value": 4}``, ``{"cpu_count": true}``,
 ``{"param": "p"}``, ``{"loader": i}`` (the function's i-th loader),
 ``{"call": i, "index": j}`` (part of the i-th call's result),
@@ -25,7 +26,7 @@ what the single-file rules already see.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 import libcst as cst
 
@@ -36,12 +37,15 @@ from loadlint.facts.datasets import imported_dataset_class, in_memory_classes
 from loadlint.facts.distributed import SamplerCall
 from loadlint.facts.names import FunctionFacts
 from loadlint.facts.resolve import MISSING, UNKNOWN, Binding, Scope, bind_imported, dotted_name, evaluate, follow_name
+from loadlint.types import (
+    CallSummary, Descriptor, Flags, FunctionSummary, ImportedDataset, LoaderSummary, SamplerSummary, Summary, Use,
+    UseKind,
+)
 
 #: Names a node by a number: ``summarise`` keeps no positions (they cost a
 #: metadata pass); the numbers are turned into positions, for the few nodes
 #: a finding needs, by summarising again with a recording ``RefOf``.
 RefOf = Callable[[cst.CSTNode], int]
-Summary = dict[str, Any]
 MODULE = "<module>"
 #: The loader arguments project analysis reasons about (absent: torch's default).
 _LOADER_SETTINGS = ("num_workers", "persistent_workers", "pin_memory", "multiprocessing_context", "sampler")
@@ -57,7 +61,8 @@ def summarise(facts: ModuleFacts, ref_of: RefOf) -> Summary:
     module_defs = {name for (owner, name) in names.defs if owner == id(names.module_scope)}
     module_defs |= {name for (owner, name) in names.class_defs if owner == id(names.module_scope)}
     groups = _Groups(facts, imports)
-    functions: dict[str, Any] = {MODULE: _Function(groups, None, names.module_scope, ref_of).summary(imports, module_defs)}
+    body = _Function(groups, None, names.module_scope, ref_of).summary(imports, module_defs)
+    functions: dict[str, FunctionSummary] = {MODULE: body}
     for fn in names.functions:
         if fn.nested:
             continue
@@ -65,7 +70,7 @@ def summarise(facts: ModuleFacts, ref_of: RefOf) -> Summary:
         if qual not in functions:
             functions[qual] = _Function(groups, fn, fn.scope, ref_of).summary(imports, module_defs)
     accelerator = facts.accelerator
-    flags = {
+    flags: Flags = {
         "cuda": accelerator.cuda,
         "cuda_code": bool(accelerator.cuda_code),
         "set_epoch": facts.loops.set_epoch_called,
@@ -79,7 +84,7 @@ def summarise(facts: ModuleFacts, ref_of: RefOf) -> Summary:
             out["in_memory_classes"] = memory
     # Every loader, nested functions' too, whose dataset is an imported class.
     built = [(call, imported_dataset_class(names, call)) for call in facts.loaders.calls]
-    datasets = [{"at": ref_of(call.node), "class": name} for call, name in built if name is not None]
+    datasets: list[ImportedDataset] = [{"at": ref_of(call.node), "class": name} for call, name in built if name is not None]
     if datasets:
         out["imported_datasets"] = datasets
     constants = _constants(facts, imports, ref_of)
@@ -88,19 +93,19 @@ def summarise(facts: ModuleFacts, ref_of: RefOf) -> Summary:
     return out
 
 
-def _constants(facts: ModuleFacts, imports: dict[str, str], ref_of: RefOf) -> dict[str, Any]:
+def _constants(facts: ModuleFacts, imports: dict[str, str], ref_of: RefOf) -> dict[str, Descriptor]:
     """Module-level names another module may import as values: bound once,
     unconditionally, never declared ``global`` in a function (that adds a
     binding), to a constant, ``os.cpu_count()`` or an imported name."""
     module = facts.names.module_scope
-    out: dict[str, Any] = {}
+    out: dict[str, Descriptor] = {}
     for name, bindings in module.bindings.items():
         if len(bindings) != 1 or bindings[0].value is None or bindings[0].path:
             continue
         expr = bindings[0].value
         value = evaluate(expr, module)
         if value is not UNKNOWN and _jsonable(value):
-            described: dict[str, Any] = {"value": value}
+            described: Descriptor = {"value": value}
         elif type(expr) is cst.Call and id(expr) in facts.loaders.cpu_count_calls:
             described = {"cpu_count": True}
         else:
@@ -144,9 +149,9 @@ class _Groups:
         self.samplers: dict[int, list[SamplerCall]] = {}
         for sampler in facts.distributed.samplers:
             self.samplers.setdefault(id(sampler.scope.function), []).append(sampler)
-        self.by_key: dict[int, list[tuple[str, Any]]] = {}
+        self.by_key: dict[int, list[tuple[UseKind, Any]]] = {}
         iteration = facts.iteration
-        items: list[tuple[str, Any]] = [("iter", it) for it in iteration.iterations]
+        items: list[tuple[UseKind, Any]] = [("iter", it) for it in iteration.iterations]
         items += [("next_iter", step) for step in iteration.next_iter]
         items += [("iter_call", call) for call in iteration.iter_calls]
         items += [("transfer", t) for t in iteration.transfers]
@@ -164,6 +169,17 @@ class _Groups:
 #: bound to one, ``"cuda" if ... else "cpu"``, ``args.device``).
 #: Checked by exact type: ``isinstance`` against libcst's (abstract) classes is slow.
 _DEVICE_EXPRESSIONS = frozenset({cst.Name, cst.Call, cst.Attribute, cst.IfExp, cst.FormattedString})
+
+
+#: The keys of a function's summary in the order its JSON has always had.
+FUNCTION_KEYS = ("params", "at", "defaults", "has_default", "loaders", "samplers", "calls", "uses", "returns", "reads")
+
+
+def _in_order(summary: FunctionSummary) -> FunctionSummary:
+    """``summary`` with its keys in ``FUNCTION_KEYS``' order (the cache's
+    JSON stays byte for byte what it was)."""
+    ordered = {key: summary[key] for key in FUNCTION_KEYS if key in summary}  # type: ignore[literal-required]
+    return cast(FunctionSummary, ordered)
 
 
 def _jsonable(value: Any) -> bool:
@@ -202,7 +218,7 @@ class _Function:
         found = self.scope.lookup(name)
         return found is not None and found[0] is self.scope and len(found[1]) == 1 and found[1][0].value is None
 
-    def describe(self, expr: cst.BaseExpression | None, scope: Scope, results: bool = True) -> dict[str, Any]:
+    def describe(self, expr: cst.BaseExpression | None, scope: Scope, results: bool = True) -> Descriptor:
         """The value descriptor of an expression; ``results``: a name bound
         to a call's result may be described as that result."""
         if expr is None:
@@ -247,11 +263,13 @@ class _Function:
         self.reads.add(qualified)
         return {"import": qualified}
 
-    def summary(self, imports: dict[str, str], module_defs: set[str]) -> dict[str, Any]:
-        out: dict[str, Any] = {"params": self.params}
+    def summary(self, imports: dict[str, str], module_defs: set[str]) -> FunctionSummary:
+        # The nodes are numbered in this order: the name, the calls, the
+        # loaders, the samplers, the uses.
         fn = self.fn
+        at = self.ref_of(fn.node.name) if fn is not None else None
+        defaults: dict[str, Descriptor] = {}
         if fn is not None:
-            out["at"] = self.ref_of(fn.node.name)
             enclosing = self.scope.parent or self.scope
             p = fn.node.params
             defaults = {
@@ -259,15 +277,17 @@ class _Function:
                 for param in (*p.posonly_params, *p.params, *p.kwonly_params)
                 if param.default is not None
             }
-            out["defaults"] = {k: v for k, v in defaults.items() if v}
-            out["has_default"] = sorted(defaults)
         # The calls first: a loader argument may be a call's result (a
         # sampler a helper returns), which the calls' summary numbers.
         calls = self._calls(imports, module_defs)
-        out["loaders"] = [self._loader(call) for call in self.loaders]
+        loaders = [self._loader(call) for call in self.loaders]
+        out: FunctionSummary = {"params": self.params, "loaders": loaders, "calls": calls, "uses": [], "reads": []}
+        if at is not None:
+            out["at"] = at
+            out["defaults"] = {k: v for k, v in defaults.items() if v}
+            out["has_default"] = sorted(defaults)
         if self.samplers:
             out["samplers"] = [self._sampler(call) for call in self.samplers]
-        out["calls"] = calls
         out["uses"] = self._uses()
         returns = [value for owner, value in self.facts.calls_between.returns if owner is fn and fn is not None]
         if returns:
@@ -276,15 +296,15 @@ class _Function:
             exprs = [e.value for e in parts] if parts is not None else [last]
             out["returns"] = {"tuple": parts is not None, "values": [self.describe(e, self.scope) for e in exprs]}
         out["reads"] = sorted(self.reads)
-        return out
+        return _in_order(out)
 
-    def _loader(self, call: Any) -> dict[str, Any]:
+    def _loader(self, call: Any) -> LoaderSummary:
         kw = {
             name: arg.value.value
             for name, arg in call.args.items()
             if type(arg.value) is cst.Name and self.is_param(arg.value.value)
         }
-        values = {}
+        values: dict[str, Descriptor] = {}
         for name in _LOADER_SETTINGS:
             value = call.value(name)
             if value is MISSING:
@@ -295,20 +315,20 @@ class _Function:
             values[name] = self.describe(expr, call.scope, results=name == "sampler") if expr is not None else {}
         return {"at": self.ref_of(call.node), "kw": kw, "values": values, "var": call.key[1] if call.key else None}
 
-    def _sampler(self, call: SamplerCall) -> dict[str, Any]:
+    def _sampler(self, call: SamplerCall) -> SamplerSummary:
         # DistributedSampler(dataset, num_replicas=None, rank=None, shuffle=True, ...)
         positional = [a for a in call.node.args if a.keyword is None and not a.star]
         shuffle = positional[3].value if len(positional) > 3 else None
         for arg in call.node.args:
             if arg.keyword is not None and arg.keyword.value == "shuffle":
                 shuffle = arg.value
-        out: dict[str, Any] = {"at": self.ref_of(call.node)}
+        out: SamplerSummary = {"at": self.ref_of(call.node)}
         if shuffle is not None:
             out["shuffle"] = self.describe(shuffle, call.scope)
         return out
 
-    def _calls(self, imports: dict[str, str], module_defs: set[str]) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
+    def _calls(self, imports: dict[str, str], module_defs: set[str]) -> list[CallSummary]:
+        out: list[CallSummary] = []
         for site in self.groups.sites.get(id(self.fn), ()):
             head, _, rest = site.callee.partition(".")
             if head in self.scope.bindings and self.fn is not None:
@@ -319,7 +339,7 @@ class _Function:
                 callee = ":" + site.callee
             else:
                 continue
-            args: dict[str, Any] = {}
+            args: dict[str, Descriptor] = {}
             position = 0
             for arg in site.node.args:
                 if arg.star:
@@ -341,11 +361,11 @@ class _Function:
             out.append({"callee": callee, "at": self.ref_of(site.node), "in_loop": site.in_loop, "guarded": site.in_main_guard, "args": args})
         return out
 
-    def _uses(self) -> list[dict[str, Any]]:
+    def _uses(self) -> list[Use]:
         """What the function does with loaders it is given or builds."""
-        out: list[dict[str, Any]] = []
+        out: list[Use] = []
 
-        def subject(key: tuple[int, str]) -> dict[str, Any] | None:
+        def subject(key: tuple[int, str]) -> Descriptor | None:
             if self.is_param(key[1]):
                 return {"param": key[1]}
             if key[1] in self.loader_vars:
@@ -359,6 +379,7 @@ class _Function:
             who = subject(item.key)
             if who is None:
                 continue
+            use: Use
             if kind == "iter":
                 use = {
                     "kind": kind, "of": who, "at": self.ref_of(item.node.iter), "in_loop": bool(item.outer),
@@ -393,7 +414,7 @@ class _Function:
         return out
 
 
-def inject(facts: ModuleFacts, bindings: dict[str, dict[str, dict[str, Any]]]) -> None:
+def inject(facts: ModuleFacts, bindings: dict[str, dict[str, Descriptor]]) -> None:
     """Bind parameters to the values a caller gives them: each rule then
     resolves the parameter as a name assigned that value.  A parameter that
     is assigned in its function keeps its bindings (the value is not the
@@ -418,7 +439,7 @@ def inject(facts: ModuleFacts, bindings: dict[str, dict[str, dict[str, Any]]]) -
                 fn.scope.bindings[name] = [Binding(node)]
 
 
-def _expression(descriptor: dict[str, Any], param: cst.Param, facts: ModuleFacts) -> cst.BaseExpression | None:
+def _expression(descriptor: Descriptor, param: cst.Param, facts: ModuleFacts) -> cst.BaseExpression | None:
     if descriptor.get("default") and "import" not in descriptor:
         return param.default
     if "value" in descriptor and _jsonable(descriptor["value"]):

@@ -26,13 +26,13 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Callable, Iterable
 
 from loadlint.sources.files import read_source
 from loadlint.project.flow import Walk
 from loadlint.project.modules import Resolver, project_root
 from loadlint.project.reporter import NOTEBOOK, Reporter
-from loadlint.types import Finding, Options
+from loadlint.types import Finding, Flags, Options, Summary
 
 __all__ = ["Project", "project_root"]
 
@@ -54,8 +54,8 @@ class Project:
     """
 
     root: Path
-    summaries: dict[str, dict[str, Any]]
-    summary_of: Callable[[str], dict[str, Any] | None]
+    summaries: dict[str, Summary]
+    summary_of: Callable[[str], Summary | None]
     read_text: Callable[[str], str | None]
     files: Callable[[], Iterable[str]]
     options_for: Callable[[str], Options]
@@ -65,9 +65,9 @@ class Project:
     def findings(self, report_in: Iterable[str]) -> dict[str, list[Finding]]:
         """New findings for the files in ``report_in`` (absolute paths)."""
         wanted = set(report_in)
-        known: dict[str, dict[str, Any] | None] = dict(self.summaries)
+        known: dict[str, Summary | None] = dict(self.summaries)
 
-        def summary_of(path: str) -> dict[str, Any] | None:
+        def summary_of(path: str) -> Summary | None:
             if path not in known:
                 known[path] = self.summary_of(path) if len(known) < MAX_FILES else None
             return known[path]
@@ -85,10 +85,11 @@ class Project:
         walk = Walk(summary_of, callee, lambda path: path in self.summaries)
         for path in sorted(self._roots()):
             walk.root(path)
-        def flags(path: str) -> dict[str, Any]:
+
+        def flags(path: str) -> Flags:
             summary = summary_of(path)
             found = summary.get("flags") if summary else None
-            return found if isinstance(found, dict) else {}
+            return found if isinstance(found, dict) else NO_FLAGS
 
         report = Reporter(self, wanted, flags, walk.entered)
         for ref in walk.loaders:
@@ -205,11 +206,15 @@ def _names_one_of(data: bytes, match: re.Match[bytes], modules: re.Pattern[bytes
     return False
 
 
-def _builds_loaders(summary: dict[str, Any] | None) -> bool:
+#: The flags of a module without a summary: nothing seen.
+NO_FLAGS: Flags = {"cuda": False, "cuda_code": False, "set_epoch": False, "frameworks": False, "start_methods": []}
+
+
+def _builds_loaders(summary: Summary | None) -> bool:
     return summary is not None and any(fn.get("loaders") for fn in summary.get("functions", {}).values())
 
 
-def _factories(summary: dict[str, Any]) -> set[str]:
+def _factories(summary: Summary) -> set[str]:
     """Module-level functions that build a loader from their parameters or return one."""
     out = set()
     for name, fn in summary.get("functions", {}).items():

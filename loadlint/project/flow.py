@@ -12,11 +12,12 @@ branch silently (a function already on the path is not entered again).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Union
+from typing import Callable, Union
 
-#: A module's summary (``loadlint.facts.summary``, not imported: a warm run
-#: never needs libcst, which that module's facts are built on).
-Summary = dict[str, Any]
+# A module's summary, typed in ``loadlint.types`` (``loadlint.facts.summary``
+# makes it, not imported: a warm run never needs libcst).
+from loadlint.types import CallSummary, Descriptor, FunctionSummary, LoaderSummary, SamplerSummary, Summary, Use
+
 MODULE = "<module>"
 
 MAX_DEPTH = 6
@@ -32,7 +33,7 @@ class Frame:
     env: dict[str, Value]
     parent: Frame | None
     #: The call in the parent that entered this frame.
-    site: dict[str, Any] | None
+    site: CallSummary | None
     #: Entered (directly or further up) from inside a loop.
     in_loop: bool
     #: The ``DistributedSampler``s this frame builds, in summary order.
@@ -71,7 +72,7 @@ class Frame:
 class Event:
     """Something a function does with a loader it was given."""
 
-    use: dict[str, Any]
+    use: Use
     frame: Frame
     #: The use happens once per pass of some enclosing loop (its own or a caller's).
     repeated: bool
@@ -83,7 +84,7 @@ class LoaderRef:
 
     frame: Frame
     index: int
-    summary: dict[str, Any]
+    summary: LoaderSummary
     events: list[Event] = field(default_factory=list)
 
     def setting(self, name: str) -> Value:
@@ -99,7 +100,7 @@ class SamplerRef:
     """One ``DistributedSampler(...)`` as built by one frame."""
 
     frame: Frame
-    summary: dict[str, Any]
+    summary: SamplerSummary
 
 
 class _Missing:
@@ -109,12 +110,12 @@ class _Missing:
 MISSING_VALUE = _Missing()
 #: A parameter no caller on the walk's path gave a value (the walk started
 #: at its function): unknown, and known to be so only for want of a caller.
-UNBOUND: dict[str, Any] = {"unbound": True}
+UNBOUND: Descriptor = {"unbound": True}
 #: A descriptor (``{"value": 4}``...), a loader, a tuple of values, or None (unknown).
-Value = Union[dict[str, Any], LoaderRef, SamplerRef, tuple[Any, ...], None, _Missing]
+Value = Union[Descriptor, LoaderRef, SamplerRef, tuple["Value", ...], None, _Missing]
 
 
-def resolve(descriptor: dict[str, Any], frame: Frame, loaders: list[LoaderRef], results: list[Value]) -> Value:
+def resolve(descriptor: Descriptor, frame: Frame, loaders: list[LoaderRef], results: list[Value]) -> Value:
     """A summary's value descriptor as a value in ``frame``."""
     if "param" in descriptor:
         return frame.env.get(descriptor["param"], UNBOUND)
@@ -153,9 +154,9 @@ class Walk:
         self.entered: list[Frame] = []
         #: (module, function) -> uses of the module body's loaders in that
         #: function (``for x in loader`` over a global), for the frames that enter it.
-        self.global_uses: dict[tuple[str, str], list[tuple[dict[str, Any], LoaderRef]]] = {}
+        self.global_uses: dict[tuple[str, str], list[tuple[Use, LoaderRef]]] = {}
 
-    def function(self, path: str, name: str) -> dict[str, Any] | None:
+    def function(self, path: str, name: str) -> FunctionSummary | None:
         summary = self.summary_of(path)
         if summary is None:
             return None
@@ -173,7 +174,7 @@ class Walk:
             if isinstance(fn, dict) and (name == MODULE or fn.get("calls") or fn.get("loaders") or fn.get("samplers")):
                 self._enter(Frame(path, name, {}, None, None, False), fn, 0)
 
-    def _enter(self, frame: Frame, fn: dict[str, Any], depth: int) -> Value:
+    def _enter(self, frame: Frame, fn: FunctionSummary, depth: int) -> Value:
         self.frames += 1
         self.entered.append(frame)
         frame.samplers = [SamplerRef(frame, sampler) for sampler in fn.get("samplers", [])]
@@ -201,7 +202,7 @@ class Walk:
         values = tuple(resolve(d, frame, loaders, results) for d in returns.get("values", []))
         return values if returns.get("tuple") else (values[0] if values else None)
 
-    def _call(self, frame: Frame, call: dict[str, Any], loaders: list[LoaderRef], results: list[Value], depth: int) -> Value:
+    def _call(self, frame: Frame, call: CallSummary, loaders: list[LoaderRef], results: list[Value], depth: int) -> Value:
         if depth >= MAX_DEPTH or self.frames >= MAX_FRAMES:
             return None
         target = self.callee(frame.path, call.get("callee", ""))

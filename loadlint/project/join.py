@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from loadlint.workspace.cache import summary_from_json
 from loadlint.workspace.config import Settings
@@ -28,7 +28,7 @@ from loadlint.project import HELD, MAX_FILES, Project
 from loadlint.project.modules import Resolver, project_root
 from loadlint.project.values import Constants, constant_findings
 from loadlint.sources.source import DecodeError, decode
-from loadlint.types import FileResult, Finding, Options
+from loadlint.types import FileResult, Finding, Options, Summary
 
 if TYPE_CHECKING:
     from loadlint.workspace.cache import Cache
@@ -198,9 +198,9 @@ def _join_one(
             _add(results, original[path], candidates, findings)
 
 
-def _given_summaries(original: dict[str, int], results: list[FileResult | None]) -> dict[str, dict[str, Any]]:
+def _given_summaries(original: dict[str, int], results: list[FileResult | None]) -> dict[str, Summary]:
     """The summaries phase 1 made or the cache kept for the files given."""
-    summaries: dict[str, dict[str, Any]] = {}
+    summaries: dict[str, Summary] = {}
     for path, i in original.items():
         result = results[i]
         if result is not None and result.summary is None:
@@ -215,7 +215,7 @@ def _analyse(
     files: list[str],
     original: dict[str, int],
     candidates: list[Candidate],
-    summaries: dict[str, dict[str, Any]],
+    summaries: dict[str, Summary],
     profiles: ProfileCache,
     opened: Cache | None,
     phase1: Cache | None,
@@ -237,16 +237,16 @@ def _analyse(
                 texts[path] = None
         return texts[path]
 
-    made: dict[str, dict[str, Any] | None] = {}
+    made: dict[str, Summary | None] = {}
 
-    def summary_of(path: str) -> dict[str, Any] | None:
+    def summary_of(path: str) -> Summary | None:
         if path in summaries:
             return summaries[path]
         if path not in made:
             made[path] = made_summary(path)
         return made[path]
 
-    def made_summary(path: str) -> dict[str, Any] | None:
+    def made_summary(path: str) -> Summary | None:
         try:
             data = read_source(path, within=inside)
         except OSError:
@@ -298,7 +298,7 @@ def _analyse(
     constants = Constants(root, Resolver(root), summary_of, read_text)
     resolved = {path: constants.resolve(path, summary) for path, summary in summaries.items()}
 
-    def resolved_summary_of(path: str) -> dict[str, Any] | None:
+    def resolved_summary_of(path: str) -> Summary | None:
         summary = summary_of(path)
         return None if summary is None else constants.resolve(path, summary)
 
@@ -327,8 +327,8 @@ def _place(finding: Finding) -> tuple[str, int, int]:
 
 def _in_memory_elsewhere(
     root: Path,
-    summaries: dict[str, dict[str, Any]],
-    summary_of: Callable[[str], dict[str, Any] | None],
+    summaries: dict[str, Summary],
+    summary_of: Callable[[str], Summary | None],
     read_text: Callable[[str], str | None],
     original: dict[str, int],
     own_findings: Callable[[str], list[Finding] | None],
@@ -389,7 +389,7 @@ def _withdraw(result: FileResult | None, gone: list[Finding]) -> None:
 
 def _constant_findings(
     path: str,
-    summary: dict[str, Any],
+    summary: Summary,
     constants: Constants,
     read_text: Callable[[str], str | None],
     options: Callable[[str], Options],

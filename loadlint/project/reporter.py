@@ -21,7 +21,7 @@ from loadlint.project.flow import MISSING_VALUE, MODULE, Event, Frame, LoaderRef
 from loadlint.project.modules import shown_path
 from loadlint.rules import name_of
 from loadlint.engine.summaries import locate
-from loadlint.types import Finding, Location, Options
+from loadlint.types import Descriptor, Finding, Flags, Location, Options
 
 NOTEBOOK = ".ipynb"
 _PERCENT_CELL = re.compile(r"^# %%", re.MULTILINE)
@@ -64,8 +64,9 @@ def _workers(ref: LoaderRef) -> str | None:
     """The loader's worker count as the message shows it, when certainly > 0."""
     value = ref.setting("num_workers")
     if isinstance(value, dict):
-        if type(value.get("value")) is int and value["value"] > 0:
-            return str(value["value"])
+        count = value.get("value")
+        if type(count) is int and count > 0:
+            return str(count)
         if value.get("cpu_count"):
             return "the cpu_count()"
     return None
@@ -91,8 +92,9 @@ def device_of(descriptor: Value, frame: Frame) -> str | None:
         # No caller this walk came through gave it (a function walked on its
         # own): the walks from its callers decide.
         return UNBOUND
-    if isinstance(value.get("value"), str):
-        return _device_string(value["value"])
+    text = value.get("value")
+    if isinstance(text, str):
+        return _device_string(text)
     kind = value.get("device")
     return kind if isinstance(kind, str) else None
 
@@ -127,7 +129,7 @@ class Reporter:
     """Turns the walk's loaders into findings on the files asked for."""
 
     def __init__(
-        self, project: Source, wanted: set[str], flags: Callable[[str], dict[str, Any]], entered: list[Frame]
+        self, project: Source, wanted: set[str], flags: Callable[[str], Flags], entered: list[Frame]
     ) -> None:
         self.project = project
         self.wanted = wanted
@@ -256,7 +258,7 @@ class Reporter:
         frame = ref.frame
         if frame.parent is None or frame.path not in self.wanted:
             return
-        given: dict[str, dict[str, Any]] = {}
+        given: dict[str, Descriptor] = {}
         for param in sorted(set(ref.summary.get("kw", {}).values())):
             value = frame.env.get(param)
             # Only values the rules can use: an unknown default changes nothing.
@@ -285,7 +287,7 @@ class Reporter:
             finding.fix = None  # the fix would change the factory for every caller
             self._keep(finding, call)
 
-    def _values(self, frame: Frame, given: dict[str, dict[str, Any]]) -> str:
+    def _values(self, frame: Frame, given: dict[str, Descriptor]) -> str:
         """`` (with `workers=0` and the default `batch_size=32`; `f` called from train.py:5)``."""
         passed = [f"`{p}={show(v)}`" for p, v in given.items() if not v.get("default")]
         defaults = [f"`{p}={show(v)}`" for p, v in given.items() if v.get("default")]
@@ -538,7 +540,8 @@ def _persistent_change(ref: LoaderRef) -> Change | None:
         code = f"{param} > 0"
     else:
         raw = ref.summary.get("values", {}).get("num_workers")
-        certain = isinstance(raw, dict) and (raw.get("cpu_count") or type(raw.get("value")) is int and raw["value"] > 0)
+        number = raw.get("value") if isinstance(raw, dict) else None
+        certain = isinstance(raw, dict) and (raw.get("cpu_count") or type(number) is int and number > 0)
         if not certain:
             return None
         code = "True"

@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterator
 from loadlint.engine.analysis import analyse
 from loadlint.project.modules import Resolver, shown_path
 from loadlint.engine.summaries import locate
-from loadlint.types import Finding, Options
+from loadlint.types import Descriptor, Finding, FunctionSummary, Options, Summary
 
 MODULE = "<module>"
 #: Constants followed through at most this many imports.
@@ -33,8 +33,6 @@ MAX_CHAIN = 8
 #: A finding no line names a constant for is attributed by binding each
 #: constant alone, for at most this many constants.
 MAX_SOLE = 4
-
-Summary = dict[str, Any]
 
 
 class Constants:
@@ -51,22 +49,22 @@ class Constants:
         self.resolver = resolver
         self.summary_of = summary_of
         self.read_text = read_text
-        self._memo: dict[tuple[str, str], dict[str, Any]] = {}
+        self._memo: dict[tuple[str, str], Descriptor] = {}
         self._lines: dict[str, dict[int, int]] = {}
         #: id of a summary's functions -> (them, the names they import): a
         #: summary is resolved, then asked for its bindings; one walk serves both.
-        self._reads: dict[int, tuple[Any, list[str]]] = {}
+        self._reads: dict[int, tuple[object, list[str]]] = {}
 
-    def lookup(self, importer: str, qualified: str) -> dict[str, Any]:
+    def lookup(self, importer: str, qualified: str) -> Descriptor:
         """The value descriptor of ``qualified`` as ``importer`` imports it,
         with a ``note``; ``{}`` when it is not a known project constant."""
         return self._lookup(importer, qualified, ())
 
-    def _lookup(self, importer: str, qualified: str, seen: tuple[tuple[str, str], ...]) -> dict[str, Any]:
+    def _lookup(self, importer: str, qualified: str, seen: tuple[tuple[str, str], ...]) -> Descriptor:
         key = (importer, qualified)
         if key in self._memo:
             return self._memo[key]
-        found: dict[str, Any] = {}
+        found: Descriptor = {}
         target = self.resolver.module_file(importer, qualified)
         if target is not None and "." not in target[1] and len(seen) < MAX_CHAIN and target not in seen:
             path, name = target
@@ -75,14 +73,17 @@ class Constants:
             text = self.read_text(path) if not path.endswith(".ipynb") else None
             assigned = text is not None and re.search(rf"^{re.escape(name)}[ \t]*(?::[^=\n]*)?=(?!=)", text, re.MULTILINE)
             summary = self.summary_of(path) if assigned else None
-            constant = (summary or {}).get("constants", {}).get(name)
+            constant = summary.get("constants", {}).get(name) if summary else None
             if isinstance(constant, dict):
                 if "import" in constant:
                     found = self._lookup(path, str(constant["import"]), (*seen, target))
                 elif "value" in constant or constant.get("cpu_count"):
                     shown = repr(constant["value"]) if "value" in constant else "os.cpu_count()"
                     note = f"`{_module_name(path)}.{name} = {shown}` from {self._place(path, constant.get('at'))}"
-                    found = {k: v for k, v in constant.items() if k in ("value", "cpu_count")}
+                    if "value" in constant:
+                        found["value"] = constant["value"]
+                    if "cpu_count" in constant:
+                        found["cpu_count"] = constant["cpu_count"]
                     found["note"] = note
         self._memo[key] = found
         return found
@@ -102,20 +103,21 @@ class Constants:
         where anything changed: cached summaries are shared)."""
         if not self._imported(summary.get("functions")):
             return summary
-        out = dict(summary)
+        out = summary.copy()
         out["functions"] = self._replace_functions(path, summary["functions"])
         return out
 
-    def _replace_functions(self, path: str, functions: Any) -> Any:
+    def _replace_functions(self, path: str, functions: dict[str, FunctionSummary]) -> dict[str, FunctionSummary]:
         """``_replace`` over a summary's functions, entering only those that
         read an import (a function's summary lists them in ``reads``)."""
-        if type(functions) is not dict:
-            return self._replace(path, functions)
-        changed: dict[str, Any] | None = None
+        if type(functions) is not dict:  # a cache entry this code did not write
+            replaced: dict[str, FunctionSummary] = self._replace(path, functions)
+            return replaced
+        changed: dict[str, FunctionSummary] | None = None
         for name, fn in functions.items():
             if type(fn) is dict and fn.get("reads") == []:
                 continue
-            new = self._replace(path, fn)
+            new: FunctionSummary = self._replace(path, fn)
             if new is not fn:
                 changed = dict(functions) if changed is None else changed
                 changed[name] = new
@@ -123,7 +125,8 @@ class Constants:
 
     def _replace(self, path: str, value: Any) -> Any:
         """``value`` with its import descriptors replaced; the same object
-        where nothing under it changed (most of a summary: no copy)."""
+        where nothing under it changed (most of a summary: no copy).  Any
+        JSON: a descriptor may sit at any depth of a function's summary."""
         kind = type(value)
         if kind is dict:
             if "import" in value and isinstance(value["import"], str):
@@ -143,20 +146,20 @@ class Constants:
             return value if all(a is b for a, b in zip(items, value)) else items
         return value
 
-    def _imported(self, functions: Any) -> list[str]:
+    def _imported(self, functions: object) -> list[str]:
         """The names ``functions`` (a summary's) imports, sorted."""
         memo = self._reads.get(id(functions))
         if memo is None or memo[0] is not functions:
             memo = self._reads[id(functions)] = (functions, sorted(set(_function_reads(functions))))
         return memo[1]
 
-    def bindings(self, path: str, summary: Summary) -> dict[str, dict[str, Any]]:
+    def bindings(self, path: str, summary: Summary) -> dict[str, Descriptor]:
         """Values for the names ``path`` imports and reads in a loader's or
         a call's arguments: local name (``config.WORKERS``, ``WORKERS``) ->
         descriptor with its note."""
-        imports: dict[str, str] = summary.get("imports", {})
+        imports = summary.get("imports", {})
         text = self.read_text(path) or ""
-        out: dict[str, dict[str, Any]] = {}
+        out: dict[str, Descriptor] = {}
         for qualified in self._imported(summary.get("functions")):
             found = self.lookup(path, qualified)
             if not found:
@@ -214,7 +217,7 @@ def _imported_reads(value: Any) -> Iterator[str]:
 def constant_findings(
     path: str,
     text: str,
-    given: dict[str, dict[str, Any]],
+    given: dict[str, Descriptor],
     options: Options,
     baseline: list[Finding] | None,
     notebook: bool = False,

@@ -41,13 +41,13 @@ import stat
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import loadlint
 from loadlint import __version__
 from loadlint.cst.gate import libcst_version
 from loadlint.sources.boundary import project_root
-from loadlint.types import Edit, Finding, Fix, HardwareProfile, Location
+from loadlint.types import Edit, Finding, Fix, HardwareProfile, Location, Summary
 
 DEFAULT_DIR = ".loadlint_cache"
 
@@ -148,7 +148,7 @@ class Cache:
 
     def store(
         self, path: str, fingerprint: str, digest: str, profile: str | None, findings: list[Finding],
-        summary: dict[str, Any] | None = None, cells: dict[int, str] | None = None,
+        summary: Summary | None = None, cells: dict[int, str] | None = None,
     ) -> None:
         if not self.writable:
             return
@@ -349,20 +349,23 @@ class Entry:
         self.cells = cells or {}
 
     @property
-    def summary(self) -> dict[str, Any] | None:
+    def summary(self) -> Summary | None:
         """The summary, decoded (None when absent or not a JSON object)."""
         return summary_from_json(self.summary_json)
 
 
-def summary_from_json(text: str | None) -> dict[str, Any] | None:
-    """A summary kept as JSON text, decoded; None when absent or not a JSON object."""
+def summary_from_json(text: str | None) -> Summary | None:
+    """A summary kept as JSON text, decoded; None when absent or not a JSON object.
+
+    Only its being an object is checked: the entry's stamp says this code
+    wrote it, and project analysis reads it defensively."""
     if text is None:
         return None
     try:
         decoded = json.loads(text)
     except ValueError:
         return None
-    return decoded if isinstance(decoded, dict) else None
+    return cast(Summary, decoded) if isinstance(decoded, dict) else None
 
 
 def is_cache_dir(folder: Path) -> bool:

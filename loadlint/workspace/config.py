@@ -165,19 +165,23 @@ def find_config(start: Path) -> Path | None:
     for folder in (directory, *directory.parents):
         for name in CONFIG_FILES:
             candidate = folder / name
-            if candidate.is_file():
-                if name == "pyproject.toml" and not _has_tool_section(candidate):
-                    continue
-                return candidate
+            if not candidate.exists():
+                continue
+            if name == "pyproject.toml" and not _has_tool_section(candidate):
+                continue
+            return candidate
     return None
 
 
 def _has_tool_section(path: Path) -> bool:
+    within = str(repository_root(path.parent))
+    if not is_inside(os.path.realpath(path), within, resolved=True):
+        return False  # a pyproject.toml linked out of its repository is not the repository's
+    # Unreadable, it may configure loadlint: skipping it would run with settings nobody wrote.
     try:
-        # A pyproject.toml linked out of its repository is not the repository's.
-        data = read_source(path, within=str(repository_root(path.parent)), limit=MAX_CONFIG_BYTES)
-    except OSError:
-        return False
+        data = read_source(path, within=within, limit=MAX_CONFIG_BYTES)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
     if b"tool.loadlint" not in data and b"[tool]" not in data:
         return False
     tomllib = _tomllib()

@@ -107,11 +107,40 @@ def test_broken_pyproject_without_a_loadlint_section_is_ignored(cli, tmp_path):
     assert sorted(f["code"] for f in findings) == ["LL201", "LL202"]
 
 
-def test_unreadable_configuration_is_an_error(cli, tmp_path):
+@pytest.mark.parametrize("name", ["pyproject.toml", "loadlint.toml", ".loadlint.toml"])
+def test_unreadable_configuration_is_an_error(tmp_path, monkeypatch, capfd, name):
+    # A configuration that cannot be read may configure loadlint: running
+    # with the defaults instead would apply settings nobody wrote.
+    (tmp_path / name).mkdir()
+    (tmp_path / "train.py").write_bytes(BASIC)
+    monkeypatch.chdir(tmp_path)
+    from loadlint.frontends.cli import main
+
+    for command in ("check", "fix"):
+        assert main([command, "--no-cache", "."]) == 2
+        out, err = capfd.readouterr()
+        assert (out, err) == ("", f"loadlint: error: {tmp_path.resolve() / name}: cannot read: Is a directory\n")
+    assert (tmp_path / "train.py").read_bytes() == BASIC
+
+
+def test_unreadable_configuration_through_the_cli(cli, tmp_path):
     (tmp_path / "pyproject.toml").mkdir()
     (tmp_path / "train.py").write_bytes(BASIC)
-    # A folder named like the file is not a configuration: skipped.
-    cli.run("check", "--no-cache", ".")
+    proc = cli.run("check", "--no-cache", ".", ok=(2,))
+    assert proc.returncode == 2
+    assert proc.stdout == b""
+    assert proc.stderr.decode() == f"loadlint: error: {tmp_path.resolve()}/pyproject.toml: cannot read: Is a directory\n"
+
+
+def test_pyproject_linked_out_of_the_repository_is_not_a_configuration(cli, tmp_path):
+    # Not the repository's file: skipped, even when it points at nothing readable.
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (tmp_path / "elsewhere").mkdir()
+    (repo / "pyproject.toml").symlink_to(tmp_path / "elsewhere")
+    (repo / "train.py").write_bytes(BASIC)
+    findings = cli.json("check", "--no-cache", "--target", TARGET, ".", cwd=repo)
+    assert sorted(f["code"] for f in findings) == ["LL201", "LL202"]
 
 
 # -- cache -------------------------------------------------------------------
