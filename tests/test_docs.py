@@ -39,7 +39,7 @@ def test_pages_have_ruffs_sections_in_order():
 
 
 def test_registry_matches_rule_classes():
-    for code, (name, _, _) in CODES.items():
+    for code, (name, _) in CODES.items():
         rule = next(r for r in all_rules() if r.code == code)
         assert rule.name == name
     names = [r.name for r in all_rules()]

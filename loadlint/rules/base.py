@@ -26,6 +26,7 @@ from loadlint.facts.iteration import Iteration, IterationFacts
 from loadlint.facts.loaders import LoaderCall, LoaderFacts
 from loadlint.facts.loops import LoopFacts, epoch_uses
 from loadlint.facts.names import ClassFacts, Key, LoopFrame, NameFacts
+from loadlint.rules.categories import CategoryName
 from loadlint.types import HardwareProfile
 
 FixAvailability = Literal["always", "sometimes", "none"]
@@ -225,12 +226,20 @@ class Invalid:
 class Rule(abc.ABC):
     code: ClassVar[str]
     name: ClassVar[str]
+    #: What the finding means (``loadlint.rules.categories``): its severity,
+    #: whether a fix may introduce it, whether test files get it.  Written
+    #: as a literal (``category = "crash"``): the registry reads it without
+    #: importing the module.
+    category: ClassVar[CategoryName]
     #: One line for the README's rule table and SARIF shortDescription.
     summary: ClassVar[str]
     fix_availability: ClassVar[FixAvailability] = "none"
     #: Whether the rule reads the hardware profile (``Context.profile``
     #: raises otherwise; the profile is detected only when a rule reads it).
     needs_hardware: ClassVar[bool] = False
+    #: The project analysis (``loadlint.project``) reports it too, joined
+    #: across files: a ``noqa`` for it is never called unused.
+    across_files: ClassVar[bool] = False
     #: Where this rule's reasons go among the worker hazards of LL201's fix
     #: note: crashes first, then wrong data.
     hazard_order: ClassVar[int] = 0

@@ -73,6 +73,7 @@ class PrefetchWithoutWorkers(Rule):
 
     code = "LL001"
     name = "prefetch-without-workers"
+    category = "crash"
     summary = "`prefetch_factor` without worker processes (ValueError at construction)"
     fix_availability = "sometimes"
     needs_hardware = True

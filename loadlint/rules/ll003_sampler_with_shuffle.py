@@ -59,6 +59,7 @@ class SamplerWithShuffle(Rule):
 
     code = "LL003"
     name = "sampler-with-shuffle"
+    category = "crash"
     summary = "`sampler` together with `shuffle=True` (ValueError at construction)"
     fix_availability = "sometimes"
 

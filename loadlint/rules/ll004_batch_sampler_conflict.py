@@ -50,6 +50,7 @@ class BatchSamplerConflict(Rule):
 
     code = "LL004"
     name = "batch-sampler-conflict"
+    category = "crash"
     summary = "`batch_sampler` with `batch_size`/`shuffle`/`sampler`/`drop_last` (ValueError at construction)"
 
     def check(self, ctx: Context) -> Iterator[Report]:

@@ -69,6 +69,7 @@ class InvalidLoaderArgument(Rule):
 
     code = "LL005"
     name = "invalid-loader-argument"
+    category = "crash"
     summary = "negative workers/timeout/prefetch, a non-positive or float `batch_size`, a non-bool `drop_last`"
     fix_availability = "sometimes"
 

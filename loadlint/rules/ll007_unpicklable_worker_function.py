@@ -266,6 +266,7 @@ class UnpicklableWorkerFunction(Rule):
 
     code = "LL007"
     name = "unpicklable-worker-function"
+    category = "crash"
     summary = "a lambda or local function reaches spawned workers (pickling error at the first batch)"
     fix_availability = "sometimes"
     needs_hardware = True

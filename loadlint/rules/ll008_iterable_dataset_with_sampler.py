@@ -53,6 +53,7 @@ class IterableDatasetWithSampler(Rule):
 
     code = "LL008"
     name = "iterable-dataset-with-sampler"
+    category = "crash"
     summary = "`shuffle`/`sampler`/`batch_sampler` on an `IterableDataset` (ValueError at construction)"
 
     def check(self, ctx: Context) -> Iterator[Report]:

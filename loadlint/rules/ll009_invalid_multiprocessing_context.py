@@ -58,6 +58,7 @@ class InvalidMultiprocessingContext(Rule):
 
     code = "LL009"
     name = "invalid-multiprocessing-context"
+    category = "crash"
     summary = "`multiprocessing_context` without workers, or not a start method of the target (ValueError)"
     fix_availability = "sometimes"
     needs_hardware = True

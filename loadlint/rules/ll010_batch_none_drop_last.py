@@ -43,6 +43,7 @@ class BatchNoneDropLast(Rule):
 
     code = "LL010"
     name = "batch-none-drop-last"
+    category = "crash"
     summary = "`batch_size=None` with `drop_last=True` (ValueError at construction)"
     fix_availability = "sometimes"
 

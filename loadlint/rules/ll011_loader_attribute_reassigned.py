@@ -67,6 +67,7 @@ class LoaderAttributeReassigned(Rule):
 
     code = "LL011"
     name = "loader-attribute-reassigned"
+    category = "crash"
     summary = "assigning `batch_size`/`sampler`/... on a constructed DataLoader (ValueError)"
 
     def check(self, ctx: Context) -> Iterator[Report]:

@@ -169,6 +169,7 @@ class NotebookWorkerCode(Rule):
 
     code = "LL012"
     name = "notebook-worker-code"
+    category = "crash"
     summary = "workers under spawn/forkserver cannot import a Dataset, `collate_fn` or `worker_init_fn` defined in the notebook"
     needs_hardware = True
     hazard_order = 2

@@ -101,6 +101,7 @@ class MissingDistributedSampler(Rule):
 
     code = "LL101"
     name = "missing-distributed-sampler"
+    category = "data-bug"
     summary = "distributed training without a `DistributedSampler`: every rank sees every sample"
     fix_availability = "sometimes"
 

@@ -88,6 +88,8 @@ class MissingSetEpoch(Rule):
 
     code = "LL102"
     name = "missing-set-epoch"
+    category = "data-bug"
+    across_files = True
     summary = "`DistributedSampler` without `set_epoch`: every epoch uses the same order"
     fix_availability = "sometimes"
 

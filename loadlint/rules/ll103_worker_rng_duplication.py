@@ -90,6 +90,7 @@ class WorkerRngDuplication(Rule):
 
     code = "LL103"
     name = "worker-rng-duplication"
+    category = "data-bug"
     summary = "a Dataset's random generator is copied into every worker: identical augmentations"
     hazard_order = 5
 

@@ -77,6 +77,7 @@ class UnshardedIterableDataset(Rule):
 
     code = "LL104"
     name = "unsharded-iterable-dataset"
+    category = "data-bug"
     summary = "an `IterableDataset` that does not shard by worker: every sample arrives `num_workers` times"
     hazard_order = 4
 

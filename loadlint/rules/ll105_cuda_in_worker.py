@@ -90,6 +90,7 @@ class CudaInWorker(Rule):
 
     code = "LL105"
     name = "cuda-in-worker"
+    category = "data-bug"
     summary = "the Dataset or `collate_fn` uses CUDA inside worker processes"
     hazard_order = 3
 

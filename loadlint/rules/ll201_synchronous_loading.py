@@ -182,6 +182,7 @@ class SynchronousLoading(Rule):
 
     code = "LL201"
     name = "synchronous-loading"
+    category = "performance"
     summary = "`num_workers` missing or 0: batches load on the training thread"
     fix_availability = "sometimes"
     needs_hardware = True

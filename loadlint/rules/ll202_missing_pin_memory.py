@@ -76,6 +76,8 @@ class MissingPinMemory(Rule):
 
     code = "LL202"
     name = "missing-pin-memory"
+    category = "performance"
+    across_files = True
     summary = "batches go to the GPU from pageable memory (`pin_memory` not set)"
     fix_availability = "always"
 

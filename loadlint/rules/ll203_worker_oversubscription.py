@@ -109,6 +109,7 @@ class WorkerOversubscription(Rule):
 
     code = "LL203"
     name = "worker-oversubscription"
+    category = "performance"
     summary = "more DataLoader workers on a node than it has usable CPUs"
     fix_availability = "always"
     needs_hardware = True

@@ -87,6 +87,8 @@ class NonPersistentWorkers(Rule):
 
     code = "LL204"
     name = "non-persistent-workers"
+    category = "performance"
+    across_files = True
     summary = "workers restarted every epoch (`persistent_workers` not set)"
     fix_availability = "always"
 

@@ -51,6 +51,7 @@ class ManualPinInLoop(Rule):
 
     code = "LL211"
     name = "manual-pin-in-loop"
+    category = "performance"
     summary = "`.pin_memory()` on batches in the loop instead of the loader's pin thread"
     fix_availability = "always"
 
