@@ -95,6 +95,25 @@ def test_kwargs_dict_resolves_key_by_key_and_opaque_kwargs_hide_everything():
     assert opaque.value("timeout") is UNKNOWN
 
 
+def test_scope_of_a_dict_key_is_the_dicts_function():
+    # The dict's values are read where the dict was written: `mp` is the
+    # outer function's "spawn", not the inner function's "fork".
+    _, call = only_call("""
+        from torch.utils.data import DataLoader
+        def outer():
+            mp = "spawn"
+            kw = {"multiprocessing_context": mp}
+            def inner():
+                mp = "fork"
+                return DataLoader(ds, num_workers=2, **kw)
+    """)
+    assert call.scope.name == "inner"
+    assert call.scope_of("multiprocessing_context").name == "outer"
+    assert call.scope_of("num_workers") is call.scope_of("timeout") is call.scope
+    assert call.value("multiprocessing_context") == "spawn"
+    assert spawn_reason(LINUX_311, call) == '`multiprocessing_context="spawn"`'
+
+
 # -- records added for the rule catalog ---------------------------------------
 
 def test_lambdas_record_params_names_and_cuda():

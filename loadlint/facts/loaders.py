@@ -48,6 +48,13 @@ class LoaderCall:
         entry = self.dict_args.get(name)
         return entry[0] if entry else None
 
+    def scope_of(self, name: str) -> Scope:
+        """The scope ``expr(name)`` is read in: the call's for an argument
+        written in it; for a key of a ``**dict``, the scope of the function
+        whose dict literal (or ``.update``, or ``d["key"] = ...``) gave it."""
+        entry = None if name in self.args else self.dict_args.get(name)
+        return self.scope if entry is None else entry[1]
+
     def value(self, name: str) -> Any:
         """The argument's value, MISSING when certainly absent, else UNKNOWN."""
         arg = self.args.get(name)

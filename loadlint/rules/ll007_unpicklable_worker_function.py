@@ -169,12 +169,7 @@ def pickle_problems(ctx: Context, call: LoaderCall) -> list[PickleProblem]:
     """LL007's condition, without the worker count and start-method gates."""
     problems = []
     for param in ("collate_fn", "worker_init_fn"):
-        arg = call.args.get(param)
-        scope: Scope | None = call.scope
-        expr = arg.value if arg is not None else None
-        if expr is None and param in call.dict_args:
-            expr, scope = call.dict_args[param]
-        problem = callable_problem(ctx, expr, scope, call, param)
+        problem = callable_problem(ctx, call.expr(param), call.scope_of(param), call, param)
         if problem is not None:
             problems.append(problem)
     problem = dataset_pickle_problem(ctx, call)

@@ -68,8 +68,7 @@ class InvalidMultiprocessingContext(Rule):
             expr = call.expr("multiprocessing_context")
             if expr is None:
                 continue
-            scope = call.scope if "multiprocessing_context" in call.args else call.dict_args["multiprocessing_context"][1]
-            method = context_method(expr, scope)
+            method = context_method(expr, call.scope_of("multiprocessing_context"))
             if method is None:
                 continue
             shown = value_text(call, "multiprocessing_context")

@@ -76,10 +76,7 @@ def notebook_definitions(ctx: Context, call: LoaderCall) -> list[tuple[str, str]
     defined in this module."""
     out = []
     for param in ("dataset", "collate_fn", "worker_init_fn"):
-        expr, scope = call.expr(param), call.scope
-        if param not in call.args and param in call.dict_args:
-            scope = call.dict_args[param][1]
-        name = defined_here(ctx, expr, scope)
+        name = defined_here(ctx, call.expr(param), call.scope_of(param))
         if name is None:
             continue
         if param == "dataset":

@@ -164,11 +164,7 @@ def spawn_reason(
     if call is not None:
         expr = call.expr("multiprocessing_context")
         if expr is not None:
-            scope = call.scope
-            entry = call.dict_args.get("multiprocessing_context")
-            if "multiprocessing_context" not in call.args and entry is not None:
-                scope = entry[1]
-            method = context_method(expr, scope)
+            method = context_method(expr, call.scope_of("multiprocessing_context"))
             if method == "fork":
                 return None
             if method in ("spawn", "forkserver"):
@@ -285,11 +281,7 @@ def value_text(call: LoaderCall, name: str) -> str:
 def origin_of(call: LoaderCall, name: str) -> Origin | None:
     """Where an argument's value comes from when it is an overridable
     default (``num_workers=args.workers``), else None."""
-    arg = call.args.get(name)
-    if arg is not None:
-        return origin(arg.value, call.scope)
-    entry = call.dict_args.get(name)
-    return origin(entry[0], entry[1]) if entry is not None else None
+    return origin(call.expr(name), call.scope_of(name))
 
 
 def origin_note(found: Origin | None) -> str:
