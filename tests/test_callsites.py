@@ -16,7 +16,8 @@ from loadlint.rules.ll007_unpicklable_worker_function import pickle_problems
 from loadlint.rules.ll103_worker_rng_duplication import shared_rng
 from loadlint.rules.ll104_unsharded_iterable_dataset import unsharded_iterable
 from loadlint.rules.ll105_cuda_in_worker import cuda_in_worker
-from loadlint.rules.shared import sampler_presence, spawn_reason, torch_before_2
+from loadlint.facts.arguments import sampler_presence
+from loadlint.rules.shared import spawn_reason, torch_before_2
 from loadlint.types import HardwareProfile
 
 LINUX_311 = HardwareProfile(usable_cpus=4, platform="linux", python="3.11", declared=frozenset({"platform", "python"}))

@@ -166,3 +166,50 @@ def test_the_rules_declared_across_files_are_those_the_project_analysis_reports(
     project = RULES_DIR.parent / "project"
     reported = {m for path in project.glob("*.py") for m in re.findall(r'_add\([^()"]*"(LL\d{3})"', path.read_text(encoding="utf-8"))}
     assert reported == {rule.code for rule in all_rules() if rule.across_files} == {"LL013", "LL102", "LL202", "LL204", "LL205", "LL207"}
+
+
+#: What only the facts layer may do: resolve values, walk nodes, match them.
+_FACTS_ONLY_MODULES = ("loadlint.facts.resolve", "loadlint.cst.walk", "libcst.matchers")
+#: (libcst's matchers are caught at their import.)
+_WALKS = frozenset({"find_all", "walk", "visit"})
+
+
+def _reads_facts_itself(source: str) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            names = [f"{node.module}.{alias.name}" for alias in node.names] + [node.module or ""]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        else:
+            names = []
+        found += [f"line {node.lineno}: imports {name}" for name in names if name.startswith(_FACTS_ONLY_MODULES)]
+        if isinstance(node, ast.Call):
+            func = node.func
+            called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if called in _WALKS:
+                found.append(f"line {node.lineno}: calls {called}")
+    return found
+
+
+def test_rules_read_facts_only_through_the_context():
+    # base.py is the Context, the one way in: every other module of the
+    # rules package asks it (or a fact provider) instead of walking nodes or
+    # resolving expressions itself.
+    modules = sorted(p for p in RULES_DIR.glob("*.py") if p.name != "base.py")
+    assert len(modules) > len(CODES)
+    found = {p.name: v for p in modules if (v := _reads_facts_itself(p.read_text(encoding="utf-8")))}
+    assert found == {}
+
+
+@pytest.mark.parametrize("source", [
+    "from loadlint.facts.resolve import evaluate",
+    "import loadlint.facts.resolve",
+    "def f():\n    from loadlint.facts import resolve",
+    "import libcst.matchers as m",
+    "from loadlint.cst.walk import find_all",
+    "x = [n for n in find_all(node, cst.Call)]",
+    "node.visit(Collector())",
+])
+def test_the_check_sees_a_rule_reading_facts_itself(source):
+    assert _reads_facts_itself(source)

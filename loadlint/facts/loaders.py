@@ -11,7 +11,7 @@ import libcst as cst
 
 from loadlint.facts.cursor import Provider
 from loadlint.facts.names import Key, LoopFrame
-from loadlint.facts.resolve import MISSING, UNKNOWN, Scope, evaluate
+from loadlint.facts.resolve import MISSING, UNKNOWN, Origin, Scope, evaluate, origin
 from loadlint.facts.signature import DATALOADER, DEFAULTS, POSITIONAL
 
 #: A ``**kwargs`` dict's keys: parameter -> (expression or None when unknown, its scope).
@@ -54,6 +54,11 @@ class LoaderCall:
         whose dict literal (or ``.update``, or ``d["key"] = ...``) gave it."""
         entry = None if name in self.args else self.dict_args.get(name)
         return self.scope if entry is None else entry[1]
+
+    def origin(self, name: str) -> Origin | None:
+        """Where the argument's value comes from when it is an overridable
+        default (``num_workers=args.workers``), else None."""
+        return origin(self.expr(name), self.scope_of(name))
 
     def value(self, name: str) -> Any:
         """The argument's value, MISSING when certainly absent, else UNKNOWN."""

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from loadlint.facts.resolve import MISSING, UNKNOWN
+from loadlint.facts.values import MISSING, UNKNOWN
 from loadlint.rules.base import (
     CallChange,
     Context,

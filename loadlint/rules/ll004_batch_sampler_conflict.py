@@ -2,9 +2,10 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from loadlint.facts.resolve import MISSING, UNKNOWN
+from loadlint.facts.values import MISSING, UNKNOWN
+from loadlint.facts.arguments import sampler_presence
 from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
-from loadlint.rules.shared import is_truthy, sampler_presence, value_text
+from loadlint.rules.shared import is_truthy, value_text
 
 
 class BatchSamplerConflict(Rule):

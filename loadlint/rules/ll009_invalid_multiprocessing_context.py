@@ -4,9 +4,10 @@ from typing import Iterator
 
 import libcst as cst
 
-from loadlint.facts.resolve import MISSING, UNKNOWN
+from loadlint.facts.values import MISSING, UNKNOWN
+from loadlint.facts.arguments import context_method
 from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
-from loadlint.rules.shared import context_method, value_text, workers_text, written_in_call
+from loadlint.rules.shared import value_text, workers_text, written_in_call
 from loadlint.types import HardwareProfile
 
 _METHODS = ("fork", "spawn", "forkserver")

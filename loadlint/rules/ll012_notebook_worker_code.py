@@ -7,8 +7,7 @@ import libcst as cst
 from loadlint.facts.datasets import helper, passed_for
 from loadlint.facts.loaders import LoaderCall
 from loadlint.facts.names import ClassFacts, FunctionFacts
-from loadlint.facts.resolve import Scope, follow_name
-from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
+from loadlint.rules.base import Context, Invalid, Report, Rule, Scope, Valid
 from loadlint.rules.shared import module_spawn_reason, workers_on
 from loadlint.types import HardwareProfile
 
@@ -34,7 +33,7 @@ def defined_here(ctx: Context, expr: cst.BaseExpression | None, scope: Scope | N
         definition = ctx.names.definition(expr.value, scope)
         if isinstance(definition, (FunctionFacts, ClassFacts)):
             return None if definition.nested else definition.name
-        target, owner = follow_name(expr, scope)
+        target, owner = ctx.follow(expr, scope)
         if target is not expr:
             return defined_here(ctx, target, owner, depth + 1)
         # A helper's parameter: what this module's calls of the helper pass.

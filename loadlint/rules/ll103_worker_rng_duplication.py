@@ -3,7 +3,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from loadlint.facts.loaders import LoaderCall
-from loadlint.facts.resolve import MISSING
+from loadlint.facts.values import MISSING
 from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
 from loadlint.rules.shared import workers_on
 
