@@ -115,6 +115,39 @@ def test_scope_of_a_dict_key_is_the_dicts_function():
     assert spawn_reason(LINUX_311, call) == '`multiprocessing_context="spawn"`'
 
 
+#: The limits of ``**dict`` resolution as docs/rule-authors.md states them:
+#: (function body after ``DataLoader`` is imported, timeout's value).
+DICT_LIMITS = {
+    "literal at the call": ("return DataLoader(ds, **{'timeout': 5})", 5),
+    "bound once here": ("kw = {'timeout': 5}\n    return DataLoader(ds, **kw)", 5),
+    "update with a name": ("a = {'timeout': 5}\n    kw = {}\n    kw.update(a)\n    return DataLoader(ds, **kw)", 5),
+    "conditional key": ("kw = {}\n    if c:\n        kw['timeout'] = 5\n    return DataLoader(ds, **kw)", UNKNOWN),
+    "dict()": ("kw = dict(timeout=5)\n    return DataLoader(ds, **kw)", UNKNOWN),
+    "key not a literal": ("k = 'timeout'\n    return DataLoader(ds, **{k: 5})", UNKNOWN),
+    "update with keywords": ("kw = {}\n    kw.update(timeout=5)\n    return DataLoader(ds, **kw)", UNKNOWN),
+    "pop": ("kw = {'timeout': 5}\n    kw.pop('timeout')\n    return DataLoader(ds, **kw)", UNKNOWN),
+    "bound twice": ("kw = {}\n    if c:\n        kw = {'timeout': 5}\n    return DataLoader(ds, **kw)", UNKNOWN),
+    "a parameter": ("return DataLoader(ds, **c)", UNKNOWN),
+    "a call": ("return DataLoader(ds, **make())", UNKNOWN),
+    "changed after the call": ("kw = {}\n    loader = DataLoader(ds, **kw)\n    kw['timeout'] = 5", MISSING),
+    # Not seen: changes through another name or a function.
+    "alias": ("kw = {}\n    alias = kw\n    alias['timeout'] = 5\n    return DataLoader(ds, **kw)", MISSING),
+    "filled by a function": ("kw = {}\n    fill(kw)\n    return DataLoader(ds, **kw)", MISSING),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DICT_LIMITS))
+def test_the_documented_limits_of_dict_resolution(case):
+    body, expected = DICT_LIMITS[case]
+    _, call = only_call(f"from torch.utils.data import DataLoader\ndef f(c):\n    {body}\n")
+    assert call.value("timeout") is expected if expected in (UNKNOWN, MISSING) else call.value("timeout") == expected
+
+
+def test_a_module_level_dict_is_opaque():
+    _, call = only_call("from torch.utils.data import DataLoader\nkw = {'timeout': 5}\nDataLoader(ds, **kw)\n")
+    assert call.opaque_kwargs and call.value("timeout") is UNKNOWN
+
+
 # -- records added for the rule catalog ---------------------------------------
 
 def test_lambdas_record_params_names_and_cuda():

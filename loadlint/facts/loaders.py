@@ -214,7 +214,8 @@ class LoaderProvider(Provider[LoaderFacts]):
         changed only by ``.update(<dict literal or such a name>)`` and
         ``name["key"] = value`` before the call.  A change made under a
         condition the call is not under makes that key's value unknown (it
-        may or may not be there).
+        may or may not be there).  What else is opaque, and what is not
+        seen, is written for rule authors in docs/rule-authors.md.
         """
         cursor = self.cursor
         if type(node) is cst.Dict:
