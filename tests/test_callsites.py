@@ -364,3 +364,25 @@ def test_hoist_moves_a_nested_def_and_keeps_line_endings():
         return FixSpec("safe", "", hoist=[(inner, "def inner(b):\n    return b\n\n\n")])
 
     assert _apply(code, spec) == "def inner(b):\r\n    return b\r\n\r\n\r\ndef main():\r\n    return inner\r\n"
+
+
+def test_the_cursors_parts_hooks_on_the_same_node_are_joined():
+    # Cursor is made of one class per concern.  A hook of a part that Cursor
+    # overrides must call the part's (else that concern silently stops
+    # seeing the node), and a hook two parts define must be joined by Cursor.
+    import inspect
+
+    from loadlint.facts.control import FlowCursor
+    from loadlint.facts.cursor import Cursor
+    from loadlint.facts.scopes import ScopeCursor
+
+    def hooks(cls):
+        return {n for n in vars(cls) if n.startswith(("visit_", "leave_"))}
+
+    assert hooks(ScopeCursor) & hooks(FlowCursor) <= hooks(Cursor)
+    joined = 0
+    for part in (ScopeCursor, FlowCursor):
+        for name in hooks(part) & hooks(Cursor):
+            assert f"{part.__name__}.{name}(self, " in inspect.getsource(getattr(Cursor, name)), name
+            joined += 1
+    assert joined == 3  # visit_FunctionDef, leave_FunctionDef, visit_For
