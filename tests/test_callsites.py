@@ -17,7 +17,8 @@ from loadlint.rules.ll007_unpicklable_worker_function import pickle_problems
 from loadlint.rules.ll103_worker_rng_duplication import shared_rng
 from loadlint.rules.ll104_unsharded_iterable_dataset import unsharded_iterable
 from loadlint.rules.ll105_cuda_in_worker import cuda_in_worker
-from loadlint.rules.shared import sampler_presence, spawn_reason, torch_before_2
+from loadlint.facts.arguments import sampler_presence
+from loadlint.rules.shared import spawn_reason, torch_before_2
 from loadlint.types import HardwareProfile
 
 LINUX_311 = HardwareProfile(usable_cpus=4, platform="linux", python="3.11", declared=frozenset({"platform", "python"}))
@@ -94,6 +95,58 @@ def test_kwargs_dict_resolves_key_by_key_and_opaque_kwargs_hide_everything():
     assert call.value("timeout") is MISSING
     _, opaque = only_call("from torch.utils.data import DataLoader\ndef f(**kw):\n    return DataLoader(ds, **kw)")
     assert opaque.value("timeout") is UNKNOWN
+
+
+def test_scope_of_a_dict_key_is_the_dicts_function():
+    # The dict's values are read where the dict was written: `mp` is the
+    # outer function's "spawn", not the inner function's "fork".
+    _, call = only_call("""
+        from torch.utils.data import DataLoader
+        def outer():
+            mp = "spawn"
+            kw = {"multiprocessing_context": mp}
+            def inner():
+                mp = "fork"
+                return DataLoader(ds, num_workers=2, **kw)
+    """)
+    assert call.scope.name == "inner"
+    assert call.scope_of("multiprocessing_context").name == "outer"
+    assert call.scope_of("num_workers") is call.scope_of("timeout") is call.scope
+    assert call.value("multiprocessing_context") == "spawn"
+    assert spawn_reason(LINUX_311, call) == '`multiprocessing_context="spawn"`'
+
+
+#: The limits of ``**dict`` resolution as docs/rule-authors.md states them:
+#: (function body after ``DataLoader`` is imported, timeout's value).
+DICT_LIMITS = {
+    "literal at the call": ("return DataLoader(ds, **{'timeout': 5})", 5),
+    "bound once here": ("kw = {'timeout': 5}\n    return DataLoader(ds, **kw)", 5),
+    "update with a name": ("a = {'timeout': 5}\n    kw = {}\n    kw.update(a)\n    return DataLoader(ds, **kw)", 5),
+    "conditional key": ("kw = {}\n    if c:\n        kw['timeout'] = 5\n    return DataLoader(ds, **kw)", UNKNOWN),
+    "dict()": ("kw = dict(timeout=5)\n    return DataLoader(ds, **kw)", UNKNOWN),
+    "key not a literal": ("k = 'timeout'\n    return DataLoader(ds, **{k: 5})", UNKNOWN),
+    "update with keywords": ("kw = {}\n    kw.update(timeout=5)\n    return DataLoader(ds, **kw)", UNKNOWN),
+    "pop": ("kw = {'timeout': 5}\n    kw.pop('timeout')\n    return DataLoader(ds, **kw)", UNKNOWN),
+    "bound twice": ("kw = {}\n    if c:\n        kw = {'timeout': 5}\n    return DataLoader(ds, **kw)", UNKNOWN),
+    "a parameter": ("return DataLoader(ds, **c)", UNKNOWN),
+    "a call": ("return DataLoader(ds, **make())", UNKNOWN),
+    "changed after the call": ("kw = {}\n    loader = DataLoader(ds, **kw)\n    kw['timeout'] = 5", MISSING),
+    # Not seen: changes through another name or a function.
+    "alias": ("kw = {}\n    alias = kw\n    alias['timeout'] = 5\n    return DataLoader(ds, **kw)", MISSING),
+    "filled by a function": ("kw = {}\n    fill(kw)\n    return DataLoader(ds, **kw)", MISSING),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DICT_LIMITS))
+def test_the_documented_limits_of_dict_resolution(case):
+    body, expected = DICT_LIMITS[case]
+    _, call = only_call(f"from torch.utils.data import DataLoader\ndef f(c):\n    {body}\n")
+    assert call.value("timeout") is expected if expected in (UNKNOWN, MISSING) else call.value("timeout") == expected
+
+
+def test_a_module_level_dict_is_opaque():
+    _, call = only_call("from torch.utils.data import DataLoader\nkw = {'timeout': 5}\nDataLoader(ds, **kw)\n")
+    assert call.opaque_kwargs and call.value("timeout") is UNKNOWN
 
 
 # -- records added for the rule catalog ---------------------------------------
@@ -312,3 +365,25 @@ def test_hoist_moves_a_nested_def_and_keeps_line_endings():
         return FixSpec("safe", "", hoist=[(inner, "def inner(b):\n    return b\n\n\n")])
 
     assert _apply(code, spec) == "def inner(b):\r\n    return b\r\n\r\n\r\ndef main():\r\n    return inner\r\n"
+
+
+def test_the_cursors_parts_hooks_on_the_same_node_are_joined():
+    # Cursor is made of one class per concern.  A hook of a part that Cursor
+    # overrides must call the part's (else that concern silently stops
+    # seeing the node), and a hook two parts define must be joined by Cursor.
+    import inspect
+
+    from loadlint.facts.control import FlowCursor
+    from loadlint.facts.cursor import Cursor
+    from loadlint.facts.scopes import ScopeCursor
+
+    def hooks(cls):
+        return {n for n in vars(cls) if n.startswith(("visit_", "leave_"))}
+
+    assert hooks(ScopeCursor) & hooks(FlowCursor) <= hooks(Cursor)
+    joined = 0
+    for part in (ScopeCursor, FlowCursor):
+        for name in hooks(part) & hooks(Cursor):
+            assert f"{part.__name__}.{name}(self, " in inspect.getsource(getattr(Cursor, name)), name
+            joined += 1
+    assert joined == 3  # visit_FunctionDef, leave_FunctionDef, visit_For

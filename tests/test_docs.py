@@ -39,7 +39,7 @@ def test_pages_have_ruffs_sections_in_order():
 
 
 def test_registry_matches_rule_classes():
-    for code, (name, _, _) in CODES.items():
+    for code, (name, _) in CODES.items():
         rule = next(r for r in all_rules() if r.code == code)
         assert rule.name == name
     names = [r.name for r in all_rules()]
@@ -53,3 +53,11 @@ def test_readme_rule_table_is_current():
 
 def test_codes_are_well_formed():
     assert all(re.fullmatch(r"LL\d{3}", code) for code in CODES)
+
+
+def test_the_rule_authors_guide_names_every_category():
+    guide = (ROOT / "docs" / "rule-authors.md").read_text(encoding="utf-8")
+    from loadlint.rules.categories import CATEGORIES
+
+    assert all(f"`{key}`" in guide for key in CATEGORIES)
+    assert "rule-authors.md" in (ROOT / "docs" / "development.md").read_text(encoding="utf-8")

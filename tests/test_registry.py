@@ -4,8 +4,14 @@ its code, examples for every rule, and declarations that match behaviour
 
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
+import os
+import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +20,8 @@ from loadlint.engine.analysis import analyse
 
 from loadlint.types import Options
 from loadlint.facts.collect import collect
-from loadlint.rules import CODES, all_rules, hazard_rules, rule_class
+from loadlint.rules import CODES, all_rules, category_of, hazard_rules, rule_class
+from loadlint.rules.categories import CATEGORIES
 from loadlint.rules.base import Context, Invalid, ProfileNotDeclared, Rule, Settings, dedent
 from loadlint.testing import EXAMPLE_PROFILE
 
@@ -23,21 +30,85 @@ RULES_DIR = Path(__file__).resolve().parent.parent / "loadlint" / "rules"
 
 def test_every_rule_module_is_in_codes():
     on_disk = {path.stem for path in RULES_DIR.glob("ll*.py")}
-    assert on_disk == {module for _, module, _ in CODES.values()}
+    assert on_disk == {module for _, module in CODES.values()}
+    assert list(CODES) == sorted(CODES)
 
 
 @pytest.mark.parametrize("code", sorted(CODES))
 def test_codes_entry_names_the_modules_one_rule(code):
-    name, module_name, class_name = CODES[code]
-    assert module_name.startswith(code.lower() + "_")
+    name, module_name = CODES[code]
+    assert module_name == f"{code.lower()}_{name.replace('-', '_')}"
     module = importlib.import_module(f"loadlint.rules.{module_name}")
     rules = [
         cls for _, cls in inspect.getmembers(module, inspect.isclass)
         if issubclass(cls, Rule) and cls is not Rule and cls.__module__ == module.__name__
     ]
-    assert [cls.__name__ for cls in rules] == [class_name]
+    assert rules == [rule_class(code)]
     rule = rule_class(code)
     assert (rule.code, rule.name) == (code, name)
+
+
+@pytest.mark.parametrize("code", sorted(CODES))
+def test_the_category_read_from_the_text_is_the_classs(code):
+    assert category_of(code) is CATEGORIES[rule_class(code).category]
+
+
+def test_a_new_rule_file_is_registered_without_editing_a_list(tmp_path):
+    # A copy of the package with one more rule module: the registry of a
+    # fresh interpreter has it, name and category from the file alone.
+    package = tmp_path / "loadlint"
+    shutil.copytree(RULES_DIR.parent, package, ignore=shutil.ignore_patterns("__pycache__"))
+    (package / "rules" / "ll299_slow_example.py").write_text(NEW_RULE)
+    script = (
+        "from loadlint.rules import CODES, category_of, rule_class\n"
+        "r = rule_class('LL299')\n"
+        "print(CODES['LL299'], category_of('LL299').key, r.__name__, r.code)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "RuleEntry(name='slow-example', module='ll299_slow_example') performance SlowExample LL299\n"
+
+
+NEW_RULE = '''
+from loadlint.rules.base import Rule
+
+
+class SlowExample(Rule):
+    code = "LL299"
+    name = "slow-example"
+    category = "performance"
+    summary = "an example"
+
+    def check(self, ctx):
+        return iter(())
+'''
+
+
+def test_a_rule_without_a_category_line_is_refused(monkeypatch):
+    import loadlint.rules as registry
+
+    monkeypatch.setattr(registry.pkgutil, "get_data", lambda package, name: b"class X(Rule):\n    code = 'LL001'\n")
+    registry.category_of.cache_clear()
+    try:
+        with pytest.raises(LookupError, match="ll001_prefetch_without_workers.py must declare one category"):
+            registry.category_of("LL001")
+    finally:
+        registry.category_of.cache_clear()
+
+
+def test_no_list_of_rule_codes_is_kept_by_hand():
+    # Codes belong to the rule modules: a literal collection naming two or
+    # more rule codes anywhere in the package is a second list to keep in step.
+    found = []
+    for path in RULES_DIR.parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            elements = node.elts if isinstance(node, (ast.Set, ast.List, ast.Tuple)) else (
+                node.keys if isinstance(node, ast.Dict) else [])
+            codes = [e.value for e in elements if isinstance(e, ast.Constant) and isinstance(e.value, str) and e.value in CODES]
+            if len(codes) > 1:
+                found.append(f"{path.relative_to(RULES_DIR.parent.parent)}:{node.lineno}: {codes}")
+    assert found == []
 
 
 @pytest.mark.parametrize("rule", all_rules(), ids=lambda rule: rule.code)
@@ -91,3 +162,56 @@ def test_an_undeclared_profile_read_raises():
 
 def test_worker_hazards_are_the_rules_that_declare_them():
     assert [type(rule).code for rule in hazard_rules()] == ["LL007", "LL012", "LL105", "LL104", "LL103"]
+
+
+def test_the_rules_declared_across_files_are_those_the_project_analysis_reports():
+    project = RULES_DIR.parent / "project"
+    reported = {m for path in project.glob("*.py") for m in re.findall(r'_add\([^()"]*"(LL\d{3})"', path.read_text(encoding="utf-8"))}
+    assert reported == {rule.code for rule in all_rules() if rule.across_files} == {"LL013", "LL102", "LL202", "LL204", "LL205", "LL207"}
+
+
+#: What only the facts layer may do: resolve values, walk nodes, match them.
+_FACTS_ONLY_MODULES = ("loadlint.facts.resolve", "loadlint.cst.walk", "libcst.matchers")
+#: (libcst's matchers are caught at their import.)
+_WALKS = frozenset({"find_all", "walk", "visit"})
+
+
+def _reads_facts_itself(source: str) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            names = [f"{node.module}.{alias.name}" for alias in node.names] + [node.module or ""]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        else:
+            names = []
+        found += [f"line {node.lineno}: imports {name}" for name in names if name.startswith(_FACTS_ONLY_MODULES)]
+        if isinstance(node, ast.Call):
+            func = node.func
+            called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if called in _WALKS:
+                found.append(f"line {node.lineno}: calls {called}")
+    return found
+
+
+def test_rules_read_facts_only_through_the_context():
+    # base.py is the Context, the one way in: every other module of the
+    # rules package asks it (or a fact provider) instead of walking nodes or
+    # resolving expressions itself.
+    modules = sorted(p for p in RULES_DIR.glob("*.py") if p.name != "base.py")
+    assert len(modules) > len(CODES)
+    found = {p.name: v for p in modules if (v := _reads_facts_itself(p.read_text(encoding="utf-8")))}
+    assert found == {}
+
+
+@pytest.mark.parametrize("source", [
+    "from loadlint.facts.resolve import evaluate",
+    "import loadlint.facts.resolve",
+    "def f():\n    from loadlint.facts import resolve",
+    "import libcst.matchers as m",
+    "from loadlint.cst.walk import find_all",
+    "x = [n for n in find_all(node, cst.Call)]",
+    "node.visit(Collector())",
+])
+def test_the_check_sees_a_rule_reading_facts_itself(source):
+    assert _reads_facts_itself(source)

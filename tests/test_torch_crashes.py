@@ -1,6 +1,6 @@
 """The crash rules checked against torch itself.
 
-For every crash rule (LL001-LL011), each example that builds a module-level
+For every crash rule (the rules whose category is ``crash``), each example that builds a module-level
 ``loader`` is run with real torch: the INVALID ones must raise (at
 construction or at the first batch) with the error the rule's page quotes,
 and the VALID ones and the fixed INVALID ones must construct and yield a
@@ -36,7 +36,11 @@ from loadlint.testing import EXAMPLE_PROFILE  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
-CRASH_RULES = [rule for rule in all_rules() if re.fullmatch(r"LL0(0\d|1[01])", rule.code)]
+#: Crash rules whose crash needs the program's own ``__main__`` (a notebook
+#: kernel's, a script run directly), which importing a case module cannot
+#: give: tests/test_notebook_rules_torch.py reproduces them.
+AS_MAIN = {"notebook-worker-code": "a notebook kernel", "missing-main-guard": "a script run directly"}
+CRASH_RULES = [rule for rule in all_rules() if rule.category == "crash" and rule.name not in AS_MAIN]
 
 #: Names the examples use without defining them.
 PRELUDE = """\
@@ -154,6 +158,14 @@ def test_every_crash_rule_is_checked_against_torch():
         assert not missing, f"{rule.code} has no runnable {missing} example"
         if rule.fix_availability != "none":
             assert "FIXED" in covered[rule.code], f"{rule.code} has no runnable fixed example"
+
+
+def test_the_crash_rules_left_to_the_notebook_test_are_checked_there():
+    assert {rule.name for rule in all_rules() if rule.category == "crash"} > set(AS_MAIN)
+    there = (Path(__file__).parent / "test_notebook_rules_torch.py").read_text(encoding="utf-8")
+    for rule in all_rules():
+        if rule.name in AS_MAIN:
+            assert f'== ["{rule.code}"]' in there, f"{rule.code} is reproduced in neither test"
 
 
 def _quoted(message: str, doc: str) -> bool:

@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, AbstractSet, Any, Callable, TypeAlias
 
-from loadlint.rules import CODES, ENGINE_CODES, name_of, rule_class
+from loadlint.rules import CODES, codes_where, name_of, rule_class
 from loadlint.cst import slicing
 from loadlint.cst.slicing import Slice
 from loadlint.cst.syntax import MAX_NESTING
@@ -189,9 +189,10 @@ def _run_rules(
     file_level = file_suppressions(text)
     pairs: list[tuple[Finding, tuple[str, Report]]] = []
     reports: list[tuple[str, str, Report]] = []
+    engine = codes_where(engine=True)
     try:
         for code in sorted(options.select):
-            if code in ENGINE_CODES or code not in CODES:
+            if code not in CODES or code in engine:
                 continue
             rule = rule_class(code)()
             reports.extend((code, rule.name, report) for report in rule.check(contexts[rule.needs_hardware]))
@@ -294,13 +295,10 @@ def lint_bytes(data: bytes, path: str, options: Options) -> FileResult:
     return result
 
 
-CRASH_PREFIX = "LL0"
-
-
 def crash_codes() -> frozenset[str]:
     """Codes whose findings mean the program would crash or fail to parse:
     a fix must never add one."""
-    return frozenset({c for c in CODES if c.startswith(CRASH_PREFIX)} | {"LL900"})
+    return codes_where(breaks_program=True)
 
 
 class FixFailed(Exception):

@@ -17,14 +17,12 @@ from typing import AbstractSet, Callable, Mapping
 
 import libcst as cst
 
-from loadlint.rules import CODES
+from loadlint.rules import CODES, rule_class
 from loadlint.rules.base import FixSpec, Report
 
-__all__ = ["CODE", "PROJECT_CODES", "add_noqa", "unused_noqa"]
+__all__ = ["CODE", "add_noqa", "unused_noqa"]
 
 CODE = "LL902"
-#: The codes the project analysis (``loadlint.project.reporter``) reports.
-PROJECT_CODES = frozenset({"LL013", "LL102", "LL202", "LL204", "LL205", "LL207"})
 
 _DIRECTIVE = re.compile(r"#\s*noqa:[ \t]*(?P<codes>[A-Za-z][A-Za-z0-9]*(?:[ \t]*,?[ \t]*[A-Za-z][A-Za-z0-9]*)*)", re.I)
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9]*")
@@ -60,7 +58,7 @@ def unused_noqa(
             code = text.upper()
             if code.startswith("LL") and code not in CODES:
                 invalid.append(text)
-            elif code in CODES and code in select and code not in PROJECT_CODES and (row, code) not in found:
+            elif code in CODES and code in select and not rule_class(code).across_files and (row, code) not in found:
                 unused.append(code)
             else:
                 kept.append(text)

@@ -12,7 +12,8 @@ from loadlint.cst.codegen import code_for_node
 from loadlint.facts.cursor import Cursor, Provider
 from loadlint.facts.loaders import LoaderCall
 from loadlint.facts.names import Key, NameFacts
-from loadlint.facts.resolve import Scope, evaluate
+from loadlint.cst.walk import find_all
+from loadlint.facts.resolve import Scope, canonical, evaluate
 
 _DISTRIBUTED_CALLS = {
     "torch.distributed.init_process_group",
@@ -139,6 +140,28 @@ def lightning_hook(names: NameFacts, call: LoaderCall) -> bool:
         return False
     cls = names.classes.get(call.class_name)
     return cls is not None and any(b.endswith(_LIGHTNING_BASES) for b in cls.bases)
+
+
+def conditional_start(names: NameFacts, facts: DistributedFacts, call: LoaderCall) -> cst.BaseExpression | None:
+    """The condition of the ``if`` under which the loader's function starts
+    distributed training, when every call there that shows it is inside one
+    (``if args.distributed: model = DDP(model)``): a run may have no process
+    group, and a ``DistributedSampler`` fails without one."""
+    found = [f for f in names.functions if f.name == call.function and f.class_name == call.class_name]
+    if call.function is None or len(found) != 1:
+        return None
+    evidence = set(facts.evidence)
+    shown = [
+        node for node in find_all(found[0].node, cst.Call)
+        if canonical(names.imports.qualify(node.func)) in evidence
+    ]
+    guards: dict[int, cst.If] = {}
+    for branch in find_all(found[0].node, cst.If):
+        for inner in find_all(branch.body, cst.Call):
+            guards.setdefault(id(inner), branch)
+    if not shown or not all(id(node) in guards for node in shown):
+        return None
+    return guards[id(shown[0])].test
 
 
 def in_test(cursor: Cursor) -> bool:

@@ -11,7 +11,7 @@ import libcst as cst
 
 from loadlint.facts.cursor import Provider
 from loadlint.facts.names import Key, LoopFrame
-from loadlint.facts.resolve import MISSING, UNKNOWN, Scope, evaluate
+from loadlint.facts.resolve import MISSING, UNKNOWN, Origin, Scope, evaluate, origin
 from loadlint.facts.signature import DATALOADER, DEFAULTS, POSITIONAL
 
 #: A ``**kwargs`` dict's keys: parameter -> (expression or None when unknown, its scope).
@@ -47,6 +47,18 @@ class LoaderCall:
             return arg.value
         entry = self.dict_args.get(name)
         return entry[0] if entry else None
+
+    def scope_of(self, name: str) -> Scope:
+        """The scope ``expr(name)`` is read in: the call's for an argument
+        written in it; for a key of a ``**dict``, the scope of the function
+        whose dict literal (or ``.update``, or ``d["key"] = ...``) gave it."""
+        entry = None if name in self.args else self.dict_args.get(name)
+        return self.scope if entry is None else entry[1]
+
+    def origin(self, name: str) -> Origin | None:
+        """Where the argument's value comes from when it is an overridable
+        default (``num_workers=args.workers``), else None."""
+        return origin(self.expr(name), self.scope_of(name))
 
     def value(self, name: str) -> Any:
         """The argument's value, MISSING when certainly absent, else UNKNOWN."""
@@ -202,7 +214,8 @@ class LoaderProvider(Provider[LoaderFacts]):
         changed only by ``.update(<dict literal or such a name>)`` and
         ``name["key"] = value`` before the call.  A change made under a
         condition the call is not under makes that key's value unknown (it
-        may or may not be there).
+        may or may not be there).  What else is opaque, and what is not
+        seen, is written for rule authors in docs/rule-authors.md.
         """
         cursor = self.cursor
         if type(node) is cst.Dict:

@@ -18,28 +18,11 @@ import libcst as cst
 
 from loadlint.types import Descriptor
 
-
-class _Sentinel:
-    __slots__ = ("name",)
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __repr__(self) -> str:
-        return self.name
-
-    def __bool__(self) -> bool:  # a sentinel used as a condition is a bug
-        raise TypeError(f"{self.name} has no truth value")
-
-
-#: The value cannot be decided statically.
-UNKNOWN: Any = _Sentinel("UNKNOWN")
-#: The argument is certainly absent from the call.
-MISSING: Any = _Sentinel("MISSING")
-
-
-def is_known(value: object) -> bool:
-    return value is not UNKNOWN and value is not MISSING
+# The values a resolution gives; rules read them from loadlint.facts.values.
+from loadlint.facts.values import MISSING as MISSING
+from loadlint.facts.values import UNKNOWN as UNKNOWN
+from loadlint.facts.values import Origin as Origin
+from loadlint.facts.values import is_known as is_known
 
 
 def dotted_name(node: cst.BaseExpression) -> str | None:
@@ -76,18 +59,6 @@ class DictMutation:
     key: str | None
     path: tuple[int, ...]
     order: int
-
-
-@dataclass(frozen=True)
-class Origin:
-    """Where a value the code reads comes from when it is a default the user
-    may override (a command-line option, a dataclass field)."""
-
-    #: How a message names it: "with the default `--workers 16`".
-    text: str
-    #: The default's expression: a fix edits it rather than the use.  None
-    #: when there is no expression to edit (``action="store_true"``).
-    node: cst.BaseExpression | None = None
 
 
 @dataclass(frozen=True)

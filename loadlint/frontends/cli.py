@@ -257,13 +257,14 @@ def _add_noqa(run: Run) -> int:
     do not parse are left as they are."""
     from loadlint.sources.files import read_source, write_fixes
     from loadlint.engine.noqa import add_noqa
-    from loadlint.rules import ENGINE_CODES
+    from loadlint.rules import codes_where
 
+    engine = codes_where(engine=True)
     total = 0
     for result in run.results:
         rows: dict[int, set[str]] = {}
         for finding in result.findings:
-            if finding.cell is None and finding.code not in ENGINE_CODES:
+            if finding.cell is None and finding.code not in engine:
                 rows.setdefault(finding.location.row, set()).add(finding.code)
         if not rows or result.path.endswith(".ipynb"):
             continue
@@ -448,7 +449,7 @@ def rule_command(code: str | None, all_rules: bool, output_format: str) -> None:
         fail("give a rule code or name (loadlint rule LL201, loadlint rule synchronous-loading) or --all")
     from loadlint.rules.runtime import RUNTIME_CODES
 
-    by_name = {name: c for c, (name, _, _) in CODES.items()}
+    by_name = {entry.name: c for c, entry in CODES.items()}
     by_name.update({r.name: c for c, r in RUNTIME_CODES.items()})
     codes = sorted(CODES) if all_rules or code is None else [by_name.get(code.lower(), code.upper())]
     if codes[0] in RUNTIME_CODES and not all_rules and output_format == "text":  # reported by `loadlint trace` only

@@ -10,7 +10,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from loadlint.rules import all_rules
+from loadlint.rules import CODES, all_rules, category_of
+from loadlint.rules.categories import CATEGORIES
 from loadlint.rules.runtime import RUNTIME_CODES
 
 SECTIONS = ("## What it does", "## Why is this bad?", "## Example", "Use instead:", "## Fix safety", "## References")
@@ -33,9 +34,31 @@ def write(directory: Path) -> list[str]:
     return changed
 
 
+def _spans(codes: list[str]) -> str:
+    """``LL001-LL013, LL015``: runs of codes next to each other in the registry."""
+    order = list(CODES)
+    runs: list[list[str]] = []
+    for code in codes:
+        if runs and order.index(code) == order.index(runs[-1][-1]) + 1:
+            runs[-1].append(code)
+        else:
+            runs.append([code])
+    return ", ".join(run[0] if len(run) == 1 else f"{run[0]}-{run[-1]}" for run in runs)
+
+
+def legend() -> str:
+    """Which codes are errors and which warnings, by category."""
+    parts: dict[str, list[str]] = {"error": [], "warning": []}
+    for category in CATEGORIES.values():
+        codes = [code for code in CODES if category_of(code) is category]
+        if codes:
+            parts[category.severity].append(f"{category.title} ({_spans(codes)})")
+    return f"Errors: {', '.join(parts['error'])}; warnings: {', '.join(parts['warning'])}.\n"
+
+
 def rule_table() -> str:
-    """The README's rule table (Markdown)."""
-    rows = ["| Code | Name | What it catches | Fix |", "|---|---|---|---|"]
+    """The README's rule table (Markdown), after the legend of severities."""
+    rows = [legend(), "| Code | Name | What it catches | Fix |", "|---|---|---|---|"]
     fix = {"always": "yes", "sometimes": "sometimes", "none": "no"}
     for rule in all_rules():
         rows.append(

@@ -22,7 +22,7 @@ from xml.etree import ElementTree as ET
 from loadlint import __version__
 from loadlint.sources.nbjson import cell_lines
 from loadlint.output.report import Sources, Style, Summary, severity
-from loadlint.rules import CODES, rule_class
+from loadlint.rules import CODES, category_of, rule_class
 from loadlint.sources.source import lines as split_lines
 from loadlint.sources.source import visible
 from loadlint.types import FileResult, Finding, Location, Run
@@ -350,9 +350,14 @@ _GITLAB_SEVERITY = {"error": "major", "warning": "minor"}
 def gitlab_severity(code: str) -> str:
     """GitLab Code Quality's severity for a code."""
     # A file that cannot be parsed or read hides every other finding in it.
-    if code in ("LL900", "LL901"):
+    if code in CODES and category_of(code).key in ("syntax", "unreadable"):
         return "blocker"
     return _GITLAB_SEVERITY[severity(code)]
+
+
+def _gitlab_category(code: str) -> str:
+    """Code Quality's category: slow paths are performance, the rest bug risks."""
+    return "Performance" if code in CODES and category_of(code).key == "performance" else "Bug Risk"
 
 
 def format_gitlab(run: Run, summary: Summary, style: Style, sources: Sources) -> str:
@@ -370,7 +375,7 @@ def format_gitlab(run: Run, summary: Summary, style: Style, sources: Sources) ->
                     "type": "issue",
                     "check_name": finding.code,
                     "description": f"{finding.code} {_message(finding)}",
-                    "categories": ["Performance"] if finding.code.startswith("LL2") else ["Bug Risk"],
+                    "categories": [_gitlab_category(finding.code)],
                     "severity": gitlab_severity(finding.code),
                     "fingerprint": fingerprint,
                     "location": {

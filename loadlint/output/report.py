@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, TextIO
 
 from loadlint.sources.files import unified_diff
-from loadlint.rules import CODES, name_of
+from loadlint.rules import CODES, category_of, name_of
 from loadlint.sources.source import lines as split_lines
 from loadlint.sources.source import visible
 from loadlint.types import HUMAN_FORMATS, FileResult, Finding, Run
@@ -62,9 +62,10 @@ def use_color(choice: str, stream: TextIO | None = None) -> bool:
 
 
 def severity(code: str) -> str:
-    """Crashes, silent data bugs and unreadable files are errors; slow paths
-    and suppression comments that suppress nothing warnings."""
-    return "warning" if code.startswith("LL2") or code == "LL902" else "error"
+    """The severity of the rule's category: crashes, silent data bugs and
+    unreadable files are errors; slow paths and suppression comments that
+    suppress nothing warnings."""
+    return category_of(code).severity if code in CODES else "error"
 
 
 def rule_url(code: str) -> str | None:

@@ -1,79 +1,104 @@
-"""The rule registry.
+"""The rule registry, built from the rule modules' file names.
 
-``CODES`` maps each code to its module and class without importing them:
-selection, ``noqa`` and ``--statistics`` work without loading libcst, which
-keeps start-up fast for files that never reach a rule.  A test checks the
-table against the modules.  The worker hazards are found on the rule classes
-(those that override ``Rule.worker_hazards``).
+A rule lives in ``llNNN_snake_name.py``: the file name gives its code
+(``LLNNN``) and name (``snake-name``), so adding the file registers the
+rule.  The registry is read without importing the modules: selection,
+``noqa``, severities and ``--statistics`` work without loading libcst, which
+keeps start-up fast for files that never reach a rule (a cached run).  A
+module is imported when its rule first runs.
+
+A rule's category (``Rule.category``) is read the same way, from the
+``category = "..."`` line of its class; a test checks it against the class.
+The worker hazards are found on the rule classes (those that override
+``Rule.worker_hazards``).
 """
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
+import re
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
+
+from loadlint.rules.categories import CATEGORIES, Category
 
 if TYPE_CHECKING:
     from loadlint.facts.loaders import LoaderCall
     from loadlint.rules.base import Context, Rule
 
-#: code -> (name, module under loadlint.rules, class)
-CODES: dict[str, tuple[str, str, str]] = {
-    "LL001": ("prefetch-without-workers", "ll001_prefetch_without_workers", "PrefetchWithoutWorkers"),
-    "LL002": ("persistent-without-workers", "ll002_persistent_without_workers", "PersistentWithoutWorkers"),
-    "LL003": ("sampler-with-shuffle", "ll003_sampler_with_shuffle", "SamplerWithShuffle"),
-    "LL004": ("batch-sampler-conflict", "ll004_batch_sampler_conflict", "BatchSamplerConflict"),
-    "LL005": ("invalid-loader-argument", "ll005_invalid_loader_argument", "InvalidLoaderArgument"),
-    "LL006": ("timeout-without-workers", "ll006_timeout_without_workers", "TimeoutWithoutWorkers"),
-    "LL007": ("unpicklable-worker-function", "ll007_unpicklable_worker_function", "UnpicklableWorkerFunction"),
-    "LL008": ("iterable-dataset-with-sampler", "ll008_iterable_dataset_with_sampler", "IterableDatasetWithSampler"),
-    "LL009": ("invalid-multiprocessing-context", "ll009_invalid_multiprocessing_context", "InvalidMultiprocessingContext"),
-    "LL010": ("batch-none-drop-last", "ll010_batch_none_drop_last", "BatchNoneDropLast"),
-    "LL011": ("loader-attribute-reassigned", "ll011_loader_attribute_reassigned", "LoaderAttributeReassigned"),
-    "LL012": ("notebook-worker-code", "ll012_notebook_worker_code", "NotebookWorkerCode"),
-    "LL013": ("missing-main-guard", "ll013_missing_main_guard", "MissingMainGuard"),
-    "LL101": ("missing-distributed-sampler", "ll101_missing_distributed_sampler", "MissingDistributedSampler"),
-    "LL102": ("missing-set-epoch", "ll102_missing_set_epoch", "MissingSetEpoch"),
-    "LL103": ("worker-rng-duplication", "ll103_worker_rng_duplication", "WorkerRngDuplication"),
-    "LL104": ("unsharded-iterable-dataset", "ll104_unsharded_iterable_dataset", "UnshardedIterableDataset"),
-    "LL105": ("cuda-in-worker", "ll105_cuda_in_worker", "CudaInWorker"),
-    "LL201": ("synchronous-loading", "ll201_synchronous_loading", "SynchronousLoading"),
-    "LL202": ("missing-pin-memory", "ll202_missing_pin_memory", "MissingPinMemory"),
-    "LL203": ("worker-oversubscription", "ll203_worker_oversubscription", "WorkerOversubscription"),
-    "LL204": ("non-persistent-workers", "ll204_non_persistent_workers", "NonPersistentWorkers"),
-    "LL205": ("blocking-transfer", "ll205_blocking_transfer", "BlockingTransfer"),
-    "LL206": ("loader-rebuilt-per-epoch", "ll206_loader_rebuilt_per_epoch", "LoaderRebuiltPerEpoch"),
-    "LL207": ("iterator-recreated", "ll207_iterator_recreated", "IteratorRecreated"),
-    "LL208": ("pin-memory-without-accelerator", "ll208_pin_memory_without_accelerator", "PinMemoryWithoutAccelerator"),
-    "LL209": ("shared-memory-too-small", "ll209_shared_memory_too_small", "SharedMemoryTooSmall"),
-    "LL210": ("xla-without-device-loader", "ll210_xla_without_device_loader", "XlaWithoutDeviceLoader"),
-    "LL211": ("manual-pin-in-loop", "ll211_manual_pin_in_loop", "ManualPinInLoop"),
-    "LL900": ("syntax-error", "ll900_syntax_error", "SyntaxErrorRule"),
-    "LL901": ("unreadable-file", "ll901_unreadable_file", "UnreadableFile"),
-    "LL902": ("unused-noqa", "ll902_unused_noqa", "UnusedNoqa"),
-}
+#: A rule module's name: its code's digits, then its name in snake case.
+RULE_MODULE = re.compile(r"ll(?P<digits>[0-9]{3})_(?P<snake>[a-z0-9]+(?:_[a-z0-9]+)*)")
+#: The category a rule class declares (one per module).
+_CATEGORY_LINE = re.compile(r'^[ \t]+category(?:[ \t]*:[^=\n]*)?[ \t]*=[ \t]*"(?P<category>[a-z-]+)"', re.M)
 
-#: Reported by the engine itself (parse and read failures), not by a visitor.
-ENGINE_CODES = frozenset({"LL900", "LL901", "LL902"})
+
+class RuleEntry(NamedTuple):
+    #: The rule's name (``prefetch-without-workers``).
+    name: str
+    #: Its module under ``loadlint.rules``.
+    module: str
+
+
+def _registry() -> dict[str, RuleEntry]:
+    found: dict[str, RuleEntry] = {}
+    for info in pkgutil.iter_modules(__path__):
+        match = RULE_MODULE.fullmatch(info.name)
+        if match is not None and not info.ispkg:
+            code = f"LL{match.group('digits')}"
+            found[code] = RuleEntry(match.group("snake").replace("_", "-"), info.name)
+    return dict(sorted(found.items()))
+
+
+#: code -> (name, module under loadlint.rules), by code.
+CODES: dict[str, RuleEntry] = _registry()
 
 #: Rules that are opt-in (``--select``/``extend-select``), as ruff's preview.
 DEFAULT_OFF: frozenset[str] = frozenset()
 
 
 def name_of(code: str) -> str:
-    return CODES[code][0]
+    return CODES[code].name
+
+
+@lru_cache(maxsize=None)
+def category_of(code: str) -> Category:
+    """The category the rule's class declares, read from its module's text."""
+    module = CODES[code].module
+    data = pkgutil.get_data(__name__, f"{module}.py")
+    found = _CATEGORY_LINE.findall(data.decode("utf-8")) if data is not None else []
+    if len(found) != 1 or found[0] not in CATEGORIES:
+        raise LookupError(f"{module}.py must declare one category (one of {', '.join(CATEGORIES)}), found {found}")
+    return CATEGORIES[found[0]]
+
+
+@lru_cache(maxsize=None)
+def codes_where(**wanted: object) -> frozenset[str]:
+    """The codes whose category has the given attributes, e.g.
+    ``codes_where(engine=True)``."""
+    return frozenset(
+        code for code in CODES if all(getattr(category_of(code), key) == value for key, value in wanted.items())
+    )
 
 
 @lru_cache(maxsize=None)
 def rule_class(code: str) -> type[Rule]:
-    _, module, cls = CODES[code]
-    found: type[Rule] = getattr(importlib.import_module(f"loadlint.rules.{module}"), cls)
-    return found
+    """The one rule class its module defines (imported on first use)."""
+    from loadlint.rules.base import Rule
+
+    module = importlib.import_module(f"{__name__}.{CODES[code].module}")
+    classes = [
+        value for value in vars(module).values()
+        if isinstance(value, type) and issubclass(value, Rule) and value.__module__ == module.__name__
+    ]
+    if len(classes) != 1:
+        raise LookupError(f"{module.__name__} must define one rule class, found {len(classes)}")
+    return classes[0]
 
 
 def all_rules() -> list[type[Rule]]:
     """Every rule class, by code."""
-    return [rule_class(code) for code in sorted(CODES)]
+    return [rule_class(code) for code in CODES]
 
 
 @lru_cache(maxsize=None)

@@ -13,7 +13,7 @@ import abc
 import re
 import textwrap
 from dataclasses import dataclass, field
-from typing import Callable, ClassVar, Iterator, Literal
+from typing import Any, Callable, ClassVar, Iterator, Literal
 
 import libcst as cst
 
@@ -21,12 +21,18 @@ from loadlint.facts.accelerator import AcceleratorFacts
 from loadlint.facts.cli_args import CliFacts
 from loadlint.facts.collect import ModuleFacts
 from loadlint.facts.datasets import DatasetFacts, dataset_class, in_memory_dataset, is_iterable_dataset
-from loadlint.facts.distributed import DistributedFacts, lightning_hook
+from loadlint.facts.distributed import DistributedFacts, conditional_start, lightning_hook
 from loadlint.facts.iteration import Iteration, IterationFacts
+from loadlint.facts.live_source import live_source
 from loadlint.facts.loaders import LoaderCall, LoaderFacts
 from loadlint.facts.loops import LoopFacts, epoch_uses
 from loadlint.facts.names import ClassFacts, Key, LoopFrame, NameFacts
 from loadlint.facts.pretokenized import pretokenized
+from loadlint.facts.resolve import dotted_name, evaluate, follow_name
+# A scope is a handle rules pass back to Context (``LoaderCall.scope_of``):
+# exported for their annotations.
+from loadlint.facts.resolve import Scope as Scope
+from loadlint.rules.categories import CategoryName
 from loadlint.types import HardwareProfile
 
 FixAvailability = Literal["always", "sometimes", "none"]
@@ -168,6 +174,27 @@ class Context:
             raise ProfileNotDeclared("a rule without `needs_hardware = True` read the hardware profile")
         return self.settings.profile
 
+    # -- values of expressions ------------------------------------------------
+    # How the values resolve (names bound once, ``**dict`` keys, namespaces
+    # of parsed arguments) is ``loadlint.facts.resolve``'s business; rules ask here.
+
+    @staticmethod
+    def evaluate(expr: cst.BaseExpression | None, scope: Scope | None) -> Any:
+        """The value of an expression read in ``scope`` (``LoaderCall.scope_of``
+        gives an argument's): a plain value, or UNKNOWN."""
+        return evaluate(expr, scope)
+
+    @staticmethod
+    def follow(expr: cst.BaseExpression, scope: Scope | None) -> tuple[cst.BaseExpression, Scope | None]:
+        """The expression a name bound exactly once stands for, with the scope
+        to read it in (for its structure, not its value)."""
+        return follow_name(expr, scope)
+
+    @staticmethod
+    def dotted(expr: cst.BaseExpression) -> str | None:
+        """``a.b.c`` for a Name/Attribute chain, else None."""
+        return dotted_name(expr)
+
     # -- facts joined across providers ---------------------------------------
 
     @property
@@ -204,6 +231,17 @@ class Context:
         """The loader is returned by a Lightning ``*_dataloader`` hook."""
         return lightning_hook(self.names, call)
 
+    def live_source(self, call: LoaderCall) -> tuple[str, str, str] | None:
+        """(class, object, mutating method) when the loop keeps changing an
+        object the loader's iterable dataset reads (a replay buffer):
+        workers would each read a frozen copy."""
+        return live_source(self.names, self.datasets, call)
+
+    def conditional_start(self, call: LoaderCall) -> cst.BaseExpression | None:
+        """The condition under which the loader's function starts distributed
+        training, when it starts it only under one; else None."""
+        return conditional_start(self.names, self.launch, call)
+
 
 @dataclass(frozen=True)
 class Valid:
@@ -230,12 +268,20 @@ class Invalid:
 class Rule(abc.ABC):
     code: ClassVar[str]
     name: ClassVar[str]
+    #: What the finding means (``loadlint.rules.categories``): its severity,
+    #: whether a fix may introduce it, whether test files get it.  Written
+    #: as a literal (``category = "crash"``): the registry reads it without
+    #: importing the module.
+    category: ClassVar[CategoryName]
     #: One line for the README's rule table and SARIF shortDescription.
     summary: ClassVar[str]
     fix_availability: ClassVar[FixAvailability] = "none"
     #: Whether the rule reads the hardware profile (``Context.profile``
     #: raises otherwise; the profile is detected only when a rule reads it).
     needs_hardware: ClassVar[bool] = False
+    #: The project analysis (``loadlint.project``) reports it too, joined
+    #: across files: a ``noqa`` for it is never called unused.
+    across_files: ClassVar[bool] = False
     #: Where this rule's reasons go among the worker hazards of LL201's fix
     #: note: crashes first, then wrong data.
     hazard_order: ClassVar[int] = 0

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from loadlint.facts.resolve import MISSING, UNKNOWN
+from loadlint.facts.values import MISSING, UNKNOWN
 from loadlint.rules.base import (
     CallChange,
     Context,
@@ -73,6 +73,7 @@ class PrefetchWithoutWorkers(Rule):
 
     code = "LL001"
     name = "prefetch-without-workers"
+    category = "crash"
     summary = "`prefetch_factor` without worker processes (ValueError at construction)"
     fix_availability = "sometimes"
     needs_hardware = True

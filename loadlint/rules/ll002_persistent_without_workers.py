@@ -59,6 +59,7 @@ class PersistentWithoutWorkers(Rule):
 
     code = "LL002"
     name = "persistent-without-workers"
+    category = "crash"
     summary = "`persistent_workers` without worker processes (ValueError at construction)"
     fix_availability = "sometimes"
 

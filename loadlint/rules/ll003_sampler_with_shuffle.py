@@ -5,8 +5,9 @@ from typing import Iterator
 import libcst as cst
 
 from loadlint.facts.loaders import LoaderCall
+from loadlint.facts.arguments import sampler_presence
 from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
-from loadlint.rules.shared import is_truthy, sampler_presence, value_text, written_in_call
+from loadlint.rules.shared import is_truthy, value_text, written_in_call
 
 
 class SamplerWithShuffle(Rule):
@@ -59,6 +60,7 @@ class SamplerWithShuffle(Rule):
 
     code = "LL003"
     name = "sampler-with-shuffle"
+    category = "crash"
     summary = "`sampler` together with `shuffle=True` (ValueError at construction)"
     fix_availability = "sometimes"
 

@@ -2,9 +2,10 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from loadlint.facts.resolve import MISSING, UNKNOWN
+from loadlint.facts.values import MISSING, UNKNOWN
+from loadlint.facts.arguments import sampler_presence
 from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
-from loadlint.rules.shared import is_truthy, sampler_presence, value_text
+from loadlint.rules.shared import is_truthy, value_text
 
 
 class BatchSamplerConflict(Rule):
@@ -50,6 +51,7 @@ class BatchSamplerConflict(Rule):
 
     code = "LL004"
     name = "batch-sampler-conflict"
+    category = "crash"
     summary = "`batch_sampler` with `batch_size`/`shuffle`/`sampler`/`drop_last` (ValueError at construction)"
 
     def check(self, ctx: Context) -> Iterator[Report]:

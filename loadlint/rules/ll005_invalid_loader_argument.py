@@ -5,9 +5,10 @@ from typing import Iterator
 import libcst as cst
 
 from loadlint.facts.loaders import LoaderCall
-from loadlint.facts.resolve import MISSING, UNKNOWN, follow_name
+from loadlint.facts.values import MISSING, UNKNOWN
+from loadlint.facts.arguments import sampler_presence
 from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
-from loadlint.rules.shared import code_of, sampler_presence, value_text, written_in_call
+from loadlint.rules.shared import code_of, value_text, written_in_call
 
 
 def _number(value: object) -> bool:
@@ -69,6 +70,7 @@ class InvalidLoaderArgument(Rule):
 
     code = "LL005"
     name = "invalid-loader-argument"
+    category = "crash"
     summary = "negative workers/timeout/prefetch, a non-positive or float `batch_size`, a non-bool `drop_last`"
     fix_availability = "sometimes"
 
@@ -118,7 +120,7 @@ class InvalidLoaderArgument(Rule):
         expr = call.expr("batch_size")
         if expr is None:
             return None
-        target, _ = follow_name(expr, call.scope)
+        target, _ = Context.follow(expr, call.scope)
         if type(target) is cst.BinaryOperation and type(target.operator) is cst.Divide:
             fix = None
             if written_in_call(call, "batch_size") and target is expr:

@@ -59,6 +59,7 @@ class TimeoutWithoutWorkers(Rule):
 
     code = "LL006"
     name = "timeout-without-workers"
+    category = "crash"
     summary = "`timeout` without worker processes (AssertionError at the first batch)"
     fix_availability = "sometimes"
 

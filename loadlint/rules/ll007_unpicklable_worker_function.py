@@ -8,8 +8,7 @@ import libcst as cst
 from loadlint.facts.datasets import helper
 from loadlint.facts.loaders import LoaderCall
 from loadlint.facts.names import ClassFacts, FunctionFacts
-from loadlint.facts.resolve import Scope, follow_name
-from loadlint.rules.base import Context, FixSpec, Invalid, Report, Rule, Valid
+from loadlint.rules.base import Context, FixSpec, Invalid, Report, Rule, Scope, Valid
 from loadlint.rules.shared import code_of, module_spawn_reason, workers_on
 from loadlint.types import HardwareProfile
 
@@ -110,7 +109,7 @@ def callable_problem(
         return None
     if type(expr) is cst.Lambda:
         return _lambda_problem(ctx, expr, param)
-    target, owner = follow_name(expr, scope)
+    target, owner = ctx.follow(expr, scope)
     if type(target) is cst.Lambda:
         return _lambda_problem(ctx, target, param)
     if type(target) is cst.Name and owner is not None:
@@ -129,7 +128,7 @@ def callable_problem(
             cls = ctx.names.classes.get(call.class_name)
             if cls is not None and cls.nested:
                 return PickleProblem(param, f"is a method of `{cls.name}`, a class defined inside a function")
-        base_target, base_scope = follow_name(base, scope)
+        base_target, base_scope = ctx.follow(base, scope)
         local = _instance_problem(ctx, base_target, base_scope)
         if local:
             return PickleProblem(param, f"is a method of `{local}`, a class defined inside a function")
@@ -144,7 +143,7 @@ def dataset_pickle_problem(ctx: Context, call: LoaderCall) -> PickleProblem | No
     expr = call.expr("dataset")
     if expr is None:
         return None
-    target, scope = follow_name(expr, call.scope)
+    target, scope = ctx.follow(expr, call.scope)
     if type(target) is not cst.Call or scope is None:
         return None
     local = _instance_problem(ctx, target, scope)
@@ -154,7 +153,7 @@ def dataset_pickle_problem(ctx: Context, call: LoaderCall) -> PickleProblem | No
     if id(target) in names.calls_with_lambda:
         return PickleProblem("dataset", "is built with a lambda among its arguments")
     for name in sorted(names.call_names.get(id(target), ())):
-        bound, _ = follow_name(cst.Name(name), scope)
+        bound, _ = ctx.follow(cst.Name(name), scope)
         if type(bound) is cst.Lambda:
             return PickleProblem("dataset", f"is built with `{name}`, a lambda")
         if type(bound) is cst.Call and id(bound) in names.calls_with_lambda:
@@ -169,12 +168,7 @@ def pickle_problems(ctx: Context, call: LoaderCall) -> list[PickleProblem]:
     """LL007's condition, without the worker count and start-method gates."""
     problems = []
     for param in ("collate_fn", "worker_init_fn"):
-        arg = call.args.get(param)
-        scope: Scope | None = call.scope
-        expr = arg.value if arg is not None else None
-        if expr is None and param in call.dict_args:
-            expr, scope = call.dict_args[param]
-        problem = callable_problem(ctx, expr, scope, call, param)
+        problem = callable_problem(ctx, call.expr(param), call.scope_of(param), call, param)
         if problem is not None:
             problems.append(problem)
     problem = dataset_pickle_problem(ctx, call)
@@ -266,6 +260,7 @@ class UnpicklableWorkerFunction(Rule):
 
     code = "LL007"
     name = "unpicklable-worker-function"
+    category = "crash"
     summary = "a lambda or local function reaches spawned workers (pickling error at the first batch)"
     fix_availability = "sometimes"
     needs_hardware = True

@@ -3,8 +3,9 @@ from __future__ import annotations
 from typing import Iterator
 
 from loadlint.facts.datasets import DATAPIPE_BASES
+from loadlint.facts.arguments import sampler_presence
 from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
-from loadlint.rules.shared import is_truthy, sampler_presence, value_text
+from loadlint.rules.shared import is_truthy, value_text
 
 
 class IterableDatasetWithSampler(Rule):
@@ -53,6 +54,7 @@ class IterableDatasetWithSampler(Rule):
 
     code = "LL008"
     name = "iterable-dataset-with-sampler"
+    category = "crash"
     summary = "`shuffle`/`sampler`/`batch_sampler` on an `IterableDataset` (ValueError at construction)"
 
     def check(self, ctx: Context) -> Iterator[Report]:

@@ -4,9 +4,10 @@ from typing import Iterator
 
 import libcst as cst
 
-from loadlint.facts.resolve import MISSING, UNKNOWN
+from loadlint.facts.values import MISSING, UNKNOWN
+from loadlint.facts.arguments import context_method
 from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
-from loadlint.rules.shared import context_method, value_text, workers_text, written_in_call
+from loadlint.rules.shared import value_text, workers_text, written_in_call
 from loadlint.types import HardwareProfile
 
 _METHODS = ("fork", "spawn", "forkserver")
@@ -58,6 +59,7 @@ class InvalidMultiprocessingContext(Rule):
 
     code = "LL009"
     name = "invalid-multiprocessing-context"
+    category = "crash"
     summary = "`multiprocessing_context` without workers, or not a start method of the target (ValueError)"
     fix_availability = "sometimes"
     needs_hardware = True
@@ -67,8 +69,7 @@ class InvalidMultiprocessingContext(Rule):
             expr = call.expr("multiprocessing_context")
             if expr is None:
                 continue
-            scope = call.scope if "multiprocessing_context" in call.args else call.dict_args["multiprocessing_context"][1]
-            method = context_method(expr, scope)
+            method = context_method(expr, call.scope_of("multiprocessing_context"))
             if method is None:
                 continue
             shown = value_text(call, "multiprocessing_context")

@@ -2,9 +2,10 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from loadlint.facts.resolve import MISSING
+from loadlint.facts.values import MISSING
+from loadlint.facts.arguments import sampler_presence
 from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
-from loadlint.rules.shared import is_truthy, sampler_presence, value_text, written_in_call
+from loadlint.rules.shared import is_truthy, value_text, written_in_call
 
 
 class BatchNoneDropLast(Rule):
@@ -43,6 +44,7 @@ class BatchNoneDropLast(Rule):
 
     code = "LL010"
     name = "batch-none-drop-last"
+    category = "crash"
     summary = "`batch_size=None` with `drop_last=True` (ValueError at construction)"
     fix_availability = "sometimes"
 

@@ -6,7 +6,7 @@ import libcst as cst
 
 from loadlint.facts.loaders import LoaderCall
 from loadlint.facts.names import Key
-from loadlint.facts.resolve import MISSING, evaluate
+from loadlint.facts.values import MISSING
 from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
 
 _LOCKED = ("batch_size", "batch_sampler", "sampler", "drop_last", "dataset", "persistent_workers")
@@ -67,6 +67,7 @@ class LoaderAttributeReassigned(Rule):
 
     code = "LL011"
     name = "loader-attribute-reassigned"
+    category = "crash"
     summary = "assigning `batch_size`/`sampler`/... on a constructed DataLoader (ValueError)"
 
     def check(self, ctx: Context) -> Iterator[Report]:
@@ -105,7 +106,7 @@ class LoaderAttributeReassigned(Rule):
         prefetch = call.value("prefetch_factor")
         if type(workers) is not int or workers != 0 or (prefetch is not MISSING and prefetch is not None):
             return False
-        value = evaluate(node.value, call.scope)
+        value = Context.evaluate(node.value, call.scope)
         return type(value) is int and value > 0
 
     VALID = [

@@ -7,8 +7,7 @@ import libcst as cst
 from loadlint.facts.datasets import helper, passed_for
 from loadlint.facts.loaders import LoaderCall
 from loadlint.facts.names import ClassFacts, FunctionFacts
-from loadlint.facts.resolve import Scope, follow_name
-from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
+from loadlint.rules.base import Context, Invalid, Report, Rule, Scope, Valid
 from loadlint.rules.shared import module_spawn_reason, workers_on
 from loadlint.types import HardwareProfile
 
@@ -34,7 +33,7 @@ def defined_here(ctx: Context, expr: cst.BaseExpression | None, scope: Scope | N
         definition = ctx.names.definition(expr.value, scope)
         if isinstance(definition, (FunctionFacts, ClassFacts)):
             return None if definition.nested else definition.name
-        target, owner = follow_name(expr, scope)
+        target, owner = ctx.follow(expr, scope)
         if target is not expr:
             return defined_here(ctx, target, owner, depth + 1)
         # A helper's parameter: what this module's calls of the helper pass.
@@ -76,10 +75,7 @@ def notebook_definitions(ctx: Context, call: LoaderCall) -> list[tuple[str, str]
     defined in this module."""
     out = []
     for param in ("dataset", "collate_fn", "worker_init_fn"):
-        expr, scope = call.expr(param), call.scope
-        if param not in call.args and param in call.dict_args:
-            scope = call.dict_args[param][1]
-        name = defined_here(ctx, expr, scope)
+        name = defined_here(ctx, call.expr(param), call.scope_of(param))
         if name is None:
             continue
         if param == "dataset":
@@ -169,6 +165,7 @@ class NotebookWorkerCode(Rule):
 
     code = "LL012"
     name = "notebook-worker-code"
+    category = "crash"
     summary = "workers under spawn/forkserver cannot import a Dataset, `collate_fn` or `worker_init_fn` defined in the notebook"
     needs_hardware = True
     hazard_order = 2

@@ -86,6 +86,8 @@ class MissingMainGuard(Rule):
 
     code = "LL013"
     name = "missing-main-guard"
+    category = "crash"
+    across_files = True
     summary = "a loader with workers iterated at module level without `if __name__ == \"__main__\":` under spawn/forkserver"
     needs_hardware = True
 

@@ -6,34 +6,11 @@ import libcst as cst
 
 from loadlint.cst.codegen import code_for_node
 from loadlint.facts.loaders import LoaderCall
-from loadlint.facts.resolve import MISSING, canonical, dotted_name
-from loadlint.cst.walk import find_all
+from loadlint.facts.values import MISSING
 from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
 
 _IMPORT = "from torch.utils.data.distributed import DistributedSampler"
 _SAMPLER_NAMES = ("torch.utils.data.DistributedSampler",)
-
-
-def conditional_start(ctx: Context, call: LoaderCall) -> str | None:
-    """The condition of the ``if`` under which the loader's function starts
-    distributed training, when every call there that shows it is inside one
-    (``if args.distributed: model = DDP(model)``): a run may have no process
-    group, and a ``DistributedSampler`` fails without one."""
-    found = [f for f in ctx.names.functions if f.name == call.function and f.class_name == call.class_name]
-    if call.function is None or len(found) != 1:
-        return None
-    evidence = set(ctx.launch.evidence)
-    shown = [
-        node for node in find_all(found[0].node, cst.Call)
-        if canonical(ctx.names.imports.qualify(node.func)) in evidence
-    ]
-    guards: dict[int, cst.If] = {}
-    for branch in find_all(found[0].node, cst.If):
-        for inner in find_all(branch.body, cst.Call):
-            guards.setdefault(id(inner), branch)
-    if not shown or not all(id(node) in guards for node in shown):
-        return None
-    return code_for_node(guards[id(shown[0])].test)
 
 
 class MissingDistributedSampler(Rule):
@@ -101,6 +78,7 @@ class MissingDistributedSampler(Rule):
 
     code = "LL101"
     name = "missing-distributed-sampler"
+    category = "data-bug"
     summary = "distributed training without a `DistributedSampler`: every rank sees every sample"
     fix_availability = "sometimes"
 
@@ -125,18 +103,19 @@ class MissingDistributedSampler(Rule):
 
     def _fix(self, ctx: Context, call: LoaderCall) -> FixSpec | None:
         dataset = call.expr("dataset")
-        if dataset is None or dotted_name(dataset) is None or "dataset" not in call.args:
+        if dataset is None or ctx.dotted(dataset) is None or "dataset" not in call.args:
             return None
         shuffle = call.expr("shuffle")
         shuffle_code = "False" if shuffle is None else code_for_node(shuffle)
-        sampler = f"DistributedSampler({dotted_name(dataset)}, shuffle={shuffle_code})"
+        sampler = f"DistributedSampler({ctx.dotted(dataset)}, shuffle={shuffle_code})"
         spec = FixSpec(
             "unsafe",
             "Pass a `DistributedSampler` (changes which samples each rank sees)",
             calls=[CallChange(call.node, {"sampler": sampler}, ("shuffle",))],
             imports=[] if self._has_import(ctx) else [_IMPORT],
         )
-        condition = conditional_start(ctx, call)
+        start = ctx.conditional_start(call)
+        condition = code_for_node(start) if start is not None else None
         if condition is not None:
             spec.withheld = (
                 f"no fix: this function trains distributed only `if {condition}:`, and a `DistributedSampler` fails "

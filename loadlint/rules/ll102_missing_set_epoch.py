@@ -8,9 +8,8 @@ from loadlint.facts.distributed import SamplerCall
 from loadlint.facts.iteration import Iteration
 from loadlint.facts.loaders import LoaderCall
 from loadlint.facts.names import LoopFrame
-from loadlint.facts.resolve import evaluate, follow_name
+from loadlint.facts.arguments import sampler_presence
 from loadlint.rules.base import Context, FixSpec, Invalid, Report, Rule, Valid
-from loadlint.rules.shared import sampler_presence
 
 
 def _shuffle_arg(node: cst.Call) -> cst.BaseExpression | None:
@@ -88,6 +87,8 @@ class MissingSetEpoch(Rule):
 
     code = "LL102"
     name = "missing-set-epoch"
+    category = "data-bug"
+    across_files = True
     summary = "`DistributedSampler` without `set_epoch`: every epoch uses the same order"
     fix_availability = "sometimes"
 
@@ -96,7 +97,7 @@ class MissingSetEpoch(Rule):
             return
         for sampler in ctx.launch.samplers:
             shuffle = _shuffle_arg(sampler.node)
-            if shuffle is not None and evaluate(shuffle, sampler.scope) is not True:
+            if shuffle is not None and ctx.evaluate(shuffle, sampler.scope) is not True:
                 continue  # False, or unknown: silent
             for call in ctx.calls:
                 conditional = self._uses(call, sampler.node)
@@ -120,7 +121,7 @@ class MissingSetEpoch(Rule):
             return None
         if expr is node:
             return False
-        target, _ = follow_name(expr, call.scope)
+        target, _ = Context.follow(expr, call.scope)
         if target is node:
             return False
         if type(target) is cst.IfExp and node in (target.body, target.orelse):

@@ -3,7 +3,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from loadlint.facts.loaders import LoaderCall
-from loadlint.facts.resolve import MISSING
+from loadlint.facts.values import MISSING
 from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
 from loadlint.rules.shared import workers_on
 
@@ -90,6 +90,7 @@ class WorkerRngDuplication(Rule):
 
     code = "LL103"
     name = "worker-rng-duplication"
+    category = "data-bug"
     summary = "a Dataset's random generator is copied into every worker: identical augmentations"
     hazard_order = 5
 

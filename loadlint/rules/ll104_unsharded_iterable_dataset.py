@@ -4,7 +4,7 @@ from typing import Iterator
 
 from loadlint.facts.datasets import DATAPIPE_BASES
 from loadlint.facts.loaders import LoaderCall
-from loadlint.facts.resolve import MISSING
+from loadlint.facts.values import MISSING
 from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
 from loadlint.rules.shared import workers_on
 
@@ -77,6 +77,7 @@ class UnshardedIterableDataset(Rule):
 
     code = "LL104"
     name = "unsharded-iterable-dataset"
+    category = "data-bug"
     summary = "an `IterableDataset` that does not shard by worker: every sample arrives `num_workers` times"
     hazard_order = 4
 

@@ -6,15 +6,14 @@ import libcst as cst
 
 from loadlint.facts.loaders import LoaderCall
 from loadlint.facts.names import FunctionFacts, LambdaFacts
-from loadlint.facts.resolve import Scope, follow_name
-from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
+from loadlint.rules.base import Context, Invalid, Report, Rule, Scope, Valid
 from loadlint.rules.shared import dataset_touches_cuda, workers_on
 
 
 def _callable_facts(ctx: Context, expr: cst.BaseExpression | None, scope: Scope | None) -> FunctionFacts | LambdaFacts | None:
     if expr is None:
         return None
-    target, _ = follow_name(expr, scope)
+    target, _ = ctx.follow(expr, scope)
     if type(target) is cst.Lambda:
         return ctx.names.lambdas.get(id(target))
     if type(expr) is cst.Name and scope is not None:
@@ -90,6 +89,7 @@ class CudaInWorker(Rule):
 
     code = "LL105"
     name = "cuda-in-worker"
+    category = "data-bug"
     summary = "the Dataset or `collate_fn` uses CUDA inside worker processes"
     hazard_order = 3
 

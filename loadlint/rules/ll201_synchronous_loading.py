@@ -3,12 +3,11 @@ from __future__ import annotations
 from typing import Iterator
 
 from loadlint.facts.loaders import LoaderCall
-from loadlint.facts.resolve import MISSING, Origin
+from loadlint.facts.values import MISSING, Origin
 from loadlint.rules import worker_hazards
-from loadlint.rules.live_source import live_source
 from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
 from loadlint.rules.shared import (
-    measured_defers, module_spawn_reason, origin_note, origin_of, set_workers_fix, suggested_workers, trainer_workers,
+    measured_defers, module_spawn_reason, origin_note, set_workers_fix, suggested_workers, trainer_workers,
     use_workers, WORKERS_CONSTANT, waits, workers_code,
 )
 from loadlint.types import HardwareProfile
@@ -196,6 +195,7 @@ class SynchronousLoading(Rule):
 
     code = "LL201"
     name = "synchronous-loading"
+    category = "performance"
     summary = "`num_workers` missing or 0: batches load on the training thread"
     fix_availability = "sometimes"
     needs_hardware = True
@@ -207,9 +207,9 @@ class SynchronousLoading(Rule):
                 continue
             if ctx.in_memory_dataset(call) or ctx.pretokenized_rows(call):
                 continue
-            found = origin_of(call, "num_workers")
+            found = call.origin("num_workers")
             what = "`num_workers` is not set" if value is MISSING else "`num_workers=0`" + origin_note(found)
-            live = live_source(ctx, call)
+            live = ctx.live_source(call)
             if live is not None:
                 cls, target, method = live
                 message = (

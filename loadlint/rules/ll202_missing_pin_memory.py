@@ -2,9 +2,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from loadlint.facts.resolve import MISSING
+from loadlint.facts.values import MISSING
 from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
-from loadlint.rules.shared import dataset_touches_cuda, origin_note, origin_of, set_argument_fix
+from loadlint.rules.shared import dataset_touches_cuda, origin_note, set_argument_fix
 
 
 def _training_arguments(ctx: Context) -> Iterator[Report]:
@@ -76,6 +76,8 @@ class MissingPinMemory(Rule):
 
     code = "LL202"
     name = "missing-pin-memory"
+    category = "performance"
+    across_files = True
     summary = "batches go to the GPU from pageable memory (`pin_memory` not set)"
     fix_availability = "always"
 
@@ -88,7 +90,7 @@ class MissingPinMemory(Rule):
                 continue
             if dataset_touches_cuda(ctx, call):
                 continue
-            found = origin_of(call, "pin_memory")
+            found = call.origin("pin_memory")
             what = "`pin_memory` is not set" if value is MISSING else "`pin_memory=False`" + origin_note(found)
             message = (
                 f"{what} but batches go to the GPU: copies from pageable memory block and cannot overlap compute; "

@@ -5,10 +5,9 @@ from typing import Iterator
 import libcst as cst
 
 from loadlint.cst.codegen import code_for_node
-from loadlint.facts.resolve import follow_name
 from loadlint.rules.base import Context, FixSpec, Invalid, Report, Rule, Valid
 from loadlint.rules.shared import (
-    DECLARE_TARGET, RANK_WORKERS_CONSTANT, measured_defers, origin_of, portable, oversubscribed, ranks, set_workers_fix,
+    DECLARE_TARGET, RANK_WORKERS_CONSTANT, measured_defers, portable, oversubscribed, ranks, set_workers_fix,
     suggested_workers, trainer_workers, use_workers, workers_code,
 )
 from loadlint.types import HardwareProfile
@@ -109,6 +108,7 @@ class WorkerOversubscription(Rule):
 
     code = "LL203"
     name = "worker-oversubscription"
+    category = "performance"
     summary = "more DataLoader workers on a node than it has usable CPUs"
     fix_availability = "always"
     needs_hardware = True
@@ -117,7 +117,7 @@ class WorkerOversubscription(Rule):
         for call in ctx.calls:
             expr = call.expr("num_workers")
             if expr is not None and ctx.distributed:
-                target, _ = follow_name(expr, call.scope)
+                target, _ = ctx.follow(expr, call.scope)
                 if type(target) is cst.Call and id(target) in ctx.loaders.cpu_count_calls:
                     name = code_for_node(target.func)
                     message = (
@@ -140,7 +140,7 @@ class WorkerOversubscription(Rule):
             if defers:
                 continue  # measured faster on this hardware: not a guess to correct
             n = suggested_workers(ctx, call)
-            found = origin_of(call, "num_workers")
+            found = call.origin("num_workers")
             message = (
                 f"{oversubscribed('num_workers', value, found, per_node)} on {usable} usable CPUs: workers compete for cores and memory; "
                 f"{use_workers(ctx, 'num_workers', n)}{elsewhere}"

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from loadlint.facts.resolve import MISSING
+from loadlint.facts.values import MISSING
 from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
-from loadlint.rules.shared import measured_defers, origin_note, origin_of, set_argument_fix, workers_on
+from loadlint.rules.shared import measured_defers, origin_note, set_argument_fix, workers_on
 
 
 def _training_arguments(ctx: Context) -> Iterator[Report]:
@@ -87,6 +87,8 @@ class NonPersistentWorkers(Rule):
 
     code = "LL204"
     name = "non-persistent-workers"
+    category = "performance"
+    across_files = True
     summary = "workers restarted every epoch (`persistent_workers` not set)"
     fix_availability = "always"
 
@@ -102,11 +104,11 @@ class NonPersistentWorkers(Rule):
             if measured_defers(ctx, call)[0]:
                 continue  # loadlint verify measured this configuration
             n = call.workers()
-            found = origin_of(call, "persistent_workers")
+            found = call.origin("persistent_workers")
             what = ("`persistent_workers` is not set" if value is MISSING
                     else "`persistent_workers=False`" + origin_note(found))
             message = (
-                f"{what}: the {n} workers{origin_note(origin_of(call, 'num_workers'))} of this loader are started "
+                f"{what}: the {n} workers{origin_note(call.origin('num_workers'))} of this loader are started "
                 "again at every epoch; set `persistent_workers=True`"
             )
             fix = set_argument_fix(call.node, "persistent_workers", "True", found, "Set `persistent_workers=True`")

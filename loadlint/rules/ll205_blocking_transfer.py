@@ -54,6 +54,8 @@ class BlockingTransfer(Rule):
 
     code = "LL205"
     name = "blocking-transfer"
+    category = "performance"
+    across_files = True
     summary = "pinned batches copied to the GPU without `non_blocking=True`"
     fix_availability = "always"
 

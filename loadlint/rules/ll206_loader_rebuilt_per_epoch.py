@@ -64,6 +64,7 @@ class LoaderRebuiltPerEpoch(Rule):
 
     code = "LL206"
     name = "loader-rebuilt-per-epoch"
+    category = "performance"
     summary = "a DataLoader with workers constructed inside a loop with unchanging arguments"
 
     def check(self, ctx: Context) -> Iterator[Report]:

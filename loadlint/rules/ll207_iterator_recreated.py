@@ -47,6 +47,8 @@ class IteratorRecreated(Rule):
 
     code = "LL207"
     name = "iterator-recreated"
+    category = "performance"
+    across_files = True
     summary = "`next(iter(loader))` in a loop restarts the workers each time"
 
     def check(self, ctx: Context) -> Iterator[Report]:

@@ -54,6 +54,7 @@ class PinMemoryWithoutAccelerator(Rule):
 
     code = "LL208"
     name = "pin-memory-without-accelerator"
+    category = "performance"
     summary = "`pin_memory=True` where no accelerator uses it"
     fix_availability = "sometimes"
     needs_hardware = True

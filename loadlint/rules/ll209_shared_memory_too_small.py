@@ -61,6 +61,7 @@ class SharedMemoryTooSmall(Rule):
 
     code = "LL209"
     name = "shared-memory-too-small"
+    category = "performance"
     summary = "workers with less than 1 GiB of `/dev/shm` (bus errors in containers)"
     needs_hardware = True
 

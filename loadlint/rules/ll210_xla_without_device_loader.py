@@ -45,6 +45,7 @@ class XlaWithoutDeviceLoader(Rule):
 
     code = "LL210"
     name = "xla-without-device-loader"
+    category = "performance"
     summary = "batches moved to an XLA device one by one instead of through `MpDeviceLoader`"
 
     def check(self, ctx: Context) -> Iterator[Report]:

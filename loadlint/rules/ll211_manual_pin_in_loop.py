@@ -4,7 +4,7 @@ from typing import Iterator
 
 import libcst as cst
 
-from loadlint.facts.resolve import UNKNOWN
+from loadlint.facts.values import UNKNOWN
 from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
 from loadlint.rules.shared import code_of
 
@@ -51,6 +51,7 @@ class ManualPinInLoop(Rule):
 
     code = "LL211"
     name = "manual-pin-in-loop"
+    category = "performance"
     summary = "`.pin_memory()` on batches in the loop instead of the loader's pin thread"
     fix_availability = "always"
 

@@ -67,6 +67,7 @@ class SyntaxErrorRule(Rule):
 
     code = "LL900"
     name = "syntax-error"
+    category = "syntax"
     summary = "the file does not parse (or is too deeply nested to analyse)"
 
     def check(self, ctx: Context) -> Iterator[Report]:

@@ -40,6 +40,7 @@ class UnreadableFile(Rule):
 
     code = "LL901"
     name = "unreadable-file"
+    category = "unreadable"
     summary = "the file cannot be read or decoded"
 
     def check(self, ctx: Context) -> Iterator[Report]:

@@ -48,6 +48,7 @@ class UnusedNoqa(Rule):
 
     code = "LL902"
     name = "unused-noqa"
+    category = "noqa"
     summary = "a `# noqa` code that suppresses nothing (unknown, or no finding on its line)"
     fix_availability = "always"
 

@@ -12,7 +12,8 @@ from loadlint.facts.cli_args import TrainingArgumentsCall
 from loadlint.facts.datasets import WORKER_METHODS
 from loadlint.facts.loaders import LoaderCall
 from loadlint.hardware.detect import ranks_per_node, suggest_num_workers
-from loadlint.facts.resolve import MISSING, UNKNOWN, Origin, Scope, dotted_name, evaluate, follow_name, origin
+from loadlint.facts.arguments import context_method
+from loadlint.facts.values import MISSING, UNKNOWN, Origin
 from loadlint.rules.base import CallChange, Context, FixSpec
 from loadlint.types import HardwareProfile
 
@@ -138,17 +139,6 @@ def torch_before_2(profile: HardwareProfile) -> bool:
     return bool(version) and version < (2,)
 
 
-def context_method(expr: cst.BaseExpression, scope: Scope | None) -> object:
-    """The start method a ``multiprocessing_context`` argument names, or UNKNOWN."""
-    value = evaluate(expr, scope)
-    if value is not UNKNOWN:
-        return value
-    target, owner = follow_name(expr, scope)
-    if type(target) is cst.Call and (dotted_name(target.func) or "").endswith("get_context") and target.args:
-        return evaluate(target.args[0].value, owner)
-    return UNKNOWN
-
-
 def spawn_reason(
     profile: HardwareProfile, call: LoaderCall | None = None, start_methods: AbstractSet[str] = frozenset()
 ) -> str | None:
@@ -164,11 +154,7 @@ def spawn_reason(
     if call is not None:
         expr = call.expr("multiprocessing_context")
         if expr is not None:
-            scope = call.scope
-            entry = call.dict_args.get("multiprocessing_context")
-            if "multiprocessing_context" not in call.args and entry is not None:
-                scope = entry[1]
-            method = context_method(expr, scope)
+            method = context_method(expr, call.scope_of("multiprocessing_context"))
             if method == "fork":
                 return None
             if method in ("spawn", "forkserver"):
@@ -230,36 +216,6 @@ def is_truthy(value: object) -> bool | None:
     return bool(value)
 
 
-def sampler_presence(expr: cst.BaseExpression | None, scope: Scope | None, _depth: int = 0) -> str | None:
-    """"always" when a sampler is certainly passed, "conditional" when one
-    branch of a conditional passes one and the other None, else None.
-
-    A call counts only when it constructs something (a capitalised callee):
-    a helper function may return None.
-    """
-    if expr is None or _depth > 5:
-        return None
-    if evaluate(expr, scope) is None:
-        return None
-    target, owner = follow_name(expr, scope)
-    if type(target) is cst.IfExp:
-        branches = (target.body, target.orelse)
-        kinds = [sampler_presence(b, owner, _depth + 1) for b in branches]
-        if kinds == ["always", "always"]:
-            return "always"
-        if "always" in kinds and any(evaluate(b, owner) is None for b in branches):
-            return "conditional"
-        return None
-    if isinstance(target, (cst.List, cst.Tuple)) and target.elements:
-        return "always"
-    if type(target) is cst.Call:
-        func = target.func
-        callee = func.attr.value if type(func) is cst.Attribute else func.value if type(func) is cst.Name else ""
-        if callee[:1].isupper():
-            return "always"
-    return None
-
-
 def written_in_call(call: LoaderCall, name: str) -> bool:
     """The argument is written in the call itself (so a fix can edit it),
     not carried by a resolved ``**dict``."""
@@ -280,16 +236,6 @@ def value_text(call: LoaderCall, name: str) -> str:
     """An argument as a message quotes it: ``name=<code>``."""
     expr = call.expr(name)
     return f"`{name}={code_of(expr)}`" if expr is not None else f"`{name}`"
-
-
-def origin_of(call: LoaderCall, name: str) -> Origin | None:
-    """Where an argument's value comes from when it is an overridable
-    default (``num_workers=args.workers``), else None."""
-    arg = call.args.get(name)
-    if arg is not None:
-        return origin(arg.value, call.scope)
-    entry = call.dict_args.get(name)
-    return origin(entry[0], entry[1]) if entry is not None else None
 
 
 def origin_note(found: Origin | None) -> str:

@@ -9,6 +9,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
+from loadlint.rules import CODES, name_of
 from loadlint.rules.runtime import (
     DATA_WAIT_SHARE, IDLE_SHARE, RANK_WAIT_MS, RANK_WAIT_RATIO, RUNTIME_CODES, SAWTOOTH_STEPS,
 )
@@ -25,10 +26,6 @@ BLOCKING_SHARE = 0.02
 #: quarter of the median step) is workers starting again.
 RESTART_RATIO = 4.0
 
-STATIC_NAMES = {
-    "LL201": "synchronous-loading", "LL202": "missing-pin-memory",
-    "LL204": "non-persistent-workers", "LL205": "blocking-transfer",
-}
 
 
 @dataclass
@@ -45,7 +42,7 @@ class TraceFinding:
 
     @property
     def name(self) -> str:
-        return STATIC_NAMES.get(self.code) or RUNTIME_CODES[self.code].name
+        return name_of(self.code) if self.code in CODES else RUNTIME_CODES[self.code].name
 
     def as_json(self) -> dict[str, Any]:
         return {"code": self.code, "message": self.message, "evidence": self.evidence, "location": self.location}

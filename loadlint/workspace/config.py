@@ -20,7 +20,7 @@ from typing import Any, Iterable
 
 from loadlint.sources.boundary import is_inside, repository_root
 from loadlint.sources.files import read_source
-from loadlint.rules import CODES, DEFAULT_OFF
+from loadlint.rules import CODES, DEFAULT_OFF, codes_where
 
 
 def _tomllib() -> ModuleType:
@@ -58,7 +58,7 @@ class Settings:
     extend_exclude: tuple[str, ...] = ()
     respect_gitignore: bool = True
     unsafe_fixes: bool = False
-    #: Whether performance codes (LL2xx) are reported in test files.
+    #: Whether the performance codes are reported in test files.
     performance_in_tests: bool = False
     output_format: str | None = None
     target: tuple[tuple[str, Any], ...] = ()
@@ -77,7 +77,7 @@ class Settings:
         rel = _relative(path, self.root)
         if not self.performance_in_tests and is_test_file(rel):
             # A test's loader is sized for the test, not for training speed.
-            codes = frozenset(code for code in codes if not code.startswith(PERFORMANCE_PREFIX))
+            codes = codes - codes_where(in_tests=False)
         if not self.per_file_ignores:
             return codes
         absolute = os.path.abspath(path).replace(os.sep, "/")
@@ -94,8 +94,6 @@ class Settings:
         return repr((sorted(self.codes_for(path)), self.target))
 
 
-#: The codes of slow paths, not reported in test files unless asked for.
-PERFORMANCE_PREFIX = "LL2"
 #: Folders whose files are tests, and test files' names, as pytest and unittest find them.
 TEST_FOLDERS = frozenset({"test", "tests", "testing"})
 _TEST_NAME = re.compile(r"^(?:test_.*|.*_test|tests?|conftest)\.(?:py|pyi|ipynb)$")

@@ -6,31 +6,30 @@ from __future__ import annotations
 
 import libcst as cst
 
-from loadlint.facts.loaders import LoaderCall
-from loadlint.facts.names import FunctionFacts
-from loadlint.facts.resolve import follow_name
-from loadlint.rules.base import Context
 from loadlint.cst.walk import find_all
+from loadlint.facts.datasets import DatasetFacts, dataset_class, is_iterable_dataset
+from loadlint.facts.loaders import LoaderCall
+from loadlint.facts.names import FunctionFacts, NameFacts
+from loadlint.facts.resolve import follow_name
 
 #: Methods that change a container in place (a replay buffer, a queue).
 _MUTATORS = frozenset({"append", "appendleft", "extend", "extendleft", "insert", "push", "put", "put_nowait", "add", "update"})
 
 
-def live_source(ctx: Context, call: LoaderCall) -> tuple[str, str, str] | None:
+def live_source(names: NameFacts, datasets: DatasetFacts, call: LoaderCall) -> tuple[str, str, str] | None:
     """(class, object, mutating method) when the loader's dataset is a local
     IterableDataset that never asks which worker it runs in and whose
     ``__iter__`` reads an object passed to its constructor that the code
     building the loader keeps changing (in the same function, or in any
     method of the same class for a ``self.`` attribute).  Workers would each
     sample a frozen copy of that object.  Conservative: None when unsure."""
-    _, cls = ctx.dataset_class(call)
-    if cls is None or ctx.is_iterable_dataset(call) is not True:
+    _, cls = dataset_class(names, call)
+    if cls is None or is_iterable_dataset(names, call) is not True:
         return None
-    names = ctx.names
     init, iterate = names.method_of(cls, "__init__"), names.method_of(cls, "__iter__")
     if init is None or iterate is None:
         return None
-    callers = ctx.datasets.worker_info_callers
+    callers = datasets.worker_info_callers
     if any(fn in callers for klass in names.class_hierarchy(cls) for fn in klass.methods.values()):
         return None
     ctor = call.expr("dataset")
@@ -41,7 +40,7 @@ def live_source(ctx: Context, call: LoaderCall) -> tuple[str, str, str] | None:
     for attr, param in _stored_params(init).items():
         arg = _argument(ctor, init.params, param) if attr in read else None
         target = _dotted(arg) if arg is not None else None
-        method = _mutation(ctx, call, target) if target is not None else None
+        method = _mutation(names, call, target) if target is not None else None
         if target is not None and method is not None:
             return cls.name, target, method
     return None
@@ -83,15 +82,15 @@ def _dotted(expr: cst.BaseExpression) -> str | None:
     return None
 
 
-def _mutation(ctx: Context, call: LoaderCall, target: str) -> str | None:
+def _mutation(names: NameFacts, call: LoaderCall, target: str) -> str | None:
     """The mutating method called on ``target`` where the loader is built."""
     if call.function is None:
         return None
     if target.startswith("self."):
-        cls = ctx.names.classes.get(call.class_name) if call.class_name else None
+        cls = names.classes.get(call.class_name) if call.class_name else None
         scopes = list(cls.methods.values()) if cls is not None else []
     else:
-        scopes = [f for f in ctx.names.functions if f.name == call.function and f.class_name == call.class_name]
+        scopes = [f for f in names.functions if f.name == call.function and f.class_name == call.class_name]
     for fn in scopes:
         for node in find_all(fn.node, cst.Call):
             if type(node.func) is not cst.Attribute:
