@@ -1,6 +1,7 @@
 """The parser's node constructors (loadlint.cst.constructors): what they build
-must be what libcst's own constructors build; installed once per process,
-they check every node as libcst's do, but while a parse runs."""
+must be what libcst's own constructors build; in place only while loadlint
+parses, they check every node as libcst's do, but those the parsing thread
+builds."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from loadlint.cst import slicing
 from loadlint.cst.constructors import constructors
 from tests.texts import FIXTURES, REPO, decoded
 
-CONSTRUCTORS, _ = constructors(cst)
+CONSTRUCTORS = constructors(cst)
 
 #: Syntax the fixtures may lack; every statement and expression kind once.
 SYNTAX = '''\
@@ -93,8 +94,10 @@ def _texts() -> list[tuple[str, str]]:
 
 
 @pytest.fixture
-def prepared() -> None:
-    slicing.prepare()  # for the rest of this process, as in a run
+def prepared() -> Iterator[None]:
+    slicing.prepare()
+    with slicing.fast_nodes():  # as in a run
+        yield
 
 
 @contextlib.contextmanager
@@ -266,9 +269,10 @@ with slicing.parser_nodes(check_names=False):
     slicing.prepare()  # made while a parse runs: it still checks nothing
     print(invalid())
 print(invalid())
-slicing.parse_module("x = 1\n" * 5)
-assert vars(cst.Call)["__init__"] is not original, "not installed"
-print(invalid())
+with slicing.fast_nodes():
+    assert vars(cst.Call)["__init__"] is not original, "not installed"
+    print(invalid())
+assert vars(cst.Call)["__init__"] is original, "not restored"
 """
 
 
