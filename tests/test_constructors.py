@@ -259,7 +259,7 @@ slicing.parse_module("x = 1\n" * 5)
 assert slicing._fast is None and vars(cst.Call)["__init__"] is original, "made too soon"
 try:
     slicing.parse_module("\U0002ebf0 = 1\n")
-except cst.CSTValidationError:
+except (cst.CSTValidationError, cst.ParserSyntaxError):  # libcst 1.4's tokenizer rejects it itself
     pass
 else:
     raise AssertionError("a name went unchecked before they were made")
@@ -283,6 +283,7 @@ def test_a_process_makes_them_once_and_checks_as_before() -> None:
 
 @pytest.mark.usefixtures("prepared")
 def test_names_are_still_checked_in_text_that_is_not_ascii() -> None:
-    with pytest.raises(cst.CSTValidationError, match="not a valid identifier"):
+    # libcst's node check rejects it; libcst 1.4's tokenizer already does.
+    with pytest.raises((cst.CSTValidationError, cst.ParserSyntaxError), match="not a valid identifier"):
         slicing.parse_module("\U0002ebf0 = 1\n")
     assert slicing.parse_module("\u00e9t\u00e9 = 1\n").code == "\u00e9t\u00e9 = 1\n"
