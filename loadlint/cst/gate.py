@@ -28,6 +28,8 @@ PLAIN_ENV = "LOADLINT_PLAIN_LIBCST"
 
 @functools.cache
 def libcst_version() -> str:
+    """The installed release, without importing libcst (a warm run needs it
+    for the cache's stamp and parses nothing)."""
     try:
         return metadata.version("libcst")
     except metadata.PackageNotFoundError:
@@ -43,7 +45,9 @@ def tested(version: str) -> bool:
 
 @functools.cache
 def _tested_here() -> bool:
-    return tested(libcst_version())
+    import libcst  # imported anyway by what asks: its own record, not the metadata's (slow to import)
+
+    return tested(libcst.LIBCST_VERSION)
 
 
 def fast() -> bool:
