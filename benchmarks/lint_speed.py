@@ -6,7 +6,8 @@
 With ``--tree``, it measures a checkout you name (the speed issue's
 figures come from Lightning-AI/pytorch-lightning), in one run, side by
 side: ``loadlint check --no-cache --select LL201 .`` cold and warm (wall and
-CPU), ``torchfix --select TOR401 .`` (``--torchfix PATH``, default
+CPU), cold again with plain libcst (``LOADLINT_PLAIN_LIBCST=1``: none of
+``loadlint.cst``'s speed-ups), ``torchfix --select TOR401 .`` (``--torchfix PATH``, default
 ``torchfix`` on PATH; "not installed" when there is none) and the ratios,
 the libcst parse of the files loadlint parses (timed in a subprocess beside
 each cold run) and loadlint's CPU as a multiple of it (also, for reference,
@@ -208,12 +209,15 @@ class Measure:
     timed_out: bool = False
 
 
-def run(cmd: list[str], cwd: Path, *, poll: bool = False, capture: bool = False, limit: float | None = None) -> Measure:
-    """Wall time of one run; with ``poll``, the peak memory of its tree too."""
+def run(cmd: list[str], cwd: Path, *, poll: bool = False, capture: bool = False, limit: float | None = None,
+        env: dict[str, str] | None = None) -> Measure:
+    """Wall time of one run; with ``poll``, the peak memory of its tree too;
+    ``env``: variables set for it on top of this process's."""
     out = tempfile.TemporaryFile() if capture else subprocess.DEVNULL
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    proc = psutil.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.DEVNULL)
+    proc = psutil.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.DEVNULL,
+                        env=None if env is None else {**os.environ, **env})
     peak_pss = peak_rss = 0
     timed_out = False
     if poll:
@@ -516,11 +520,12 @@ def tree_benchmark(args: argparse.Namespace) -> int:
         # drifts by a fifth over minutes, and the multiple compares the two.
         log(f"{tree.name}: loadlint cold, each beside the parse cost of the files it parses")
         recorded = parsed_texts(tree, select, scratch / "parsed.json")
-        parses, everything, colds = [], [], []
+        parses, everything, colds, plains = [], [], [], []
         for i in range(args.repeat):
             parses.append(parse_cost(tree))
             everything.append(parse_cost(tree, scratch / "parsed.json"))
             colds.append(run(cold_cmd, tree, capture=i == 0))
+            plains.append(run(cold_cmd, tree, env={"LOADLINT_PLAIN_LIBCST": "1"}))
         parse = dict(parses[0], cpu=statistics.median(p["cpu"] for p in parses))
         whole = dict(everything[0], cpu=statistics.median(p["cpu"] for p in everything), **recorded)
         cold_out = colds[0].stdout
@@ -557,6 +562,8 @@ def tree_benchmark(args: argparse.Namespace) -> int:
     print("| run | wall | CPU |")
     print("|---|---:|---:|")
     print(f"| loadlint cold (`--no-cache`) | {fmt_s(cold)} | {fmt_s(cold_cpu)} |")
+    plain, plain_cpu = med(plains, "wall"), med(plains, "cpu")
+    print(f"| loadlint cold, plain libcst (`LOADLINT_PLAIN_LIBCST=1`) | {fmt_s(plain)} | {fmt_s(plain_cpu)} |")
     print(f"| loadlint warm (cache hit for every file) | {fmt_s(warm)} | {fmt_s(warm_cpu)} |")
     if ones:
         print(f"| loadlint on `{one}`, warm cache (pre-commit) | {fmt_s(med(ones, 'wall'))} | {fmt_s(med(ones, 'cpu'))} |")
@@ -583,6 +590,9 @@ def tree_benchmark(args: argparse.Namespace) -> int:
     multiple = cold_cpu / parse["cpu"] if parse["cpu"] else float("inf")
     print(f"| loadlint cold CPU / libcst parse CPU | ≤ {TREE_GOALS['cpu_vs_parse']}× | {multiple:.2f}× | "
           f"{verdict(multiple <= TREE_GOALS['cpu_vs_parse'])} |")
+    plain_multiple = plain_cpu / parse["cpu"] if parse["cpu"] else float("inf")
+    print(f"| plain libcst: cold CPU / libcst parse CPU (plain / fast CPU) | — | {plain_multiple:.2f}× "
+          f"({plain_cpu / cold_cpu:.2f}×) | what the speed-ups save |")
     pairs = sorted(c.cpu / p["cpu"] for c, p in zip(colds, parses) if p["cpu"])
     if len(pairs) > 1:
         # The machine's pace drifts between runs: how far one pair's multiple strays from the medians'.

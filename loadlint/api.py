@@ -2,7 +2,10 @@
 plugin share: check or fix paths and sources, never raising for one bad file.
 
 Every file goes through :mod:`loadlint.engine.pipeline`; many files through
-:mod:`loadlint.run.runner`.
+:mod:`loadlint.run.runner`.  libcst's node classes are changed only while a
+call parses (:mod:`loadlint.cst.slicing`) and only for the calling thread's
+nodes: they are libcst's own again once it returns.  ``LOADLINT_PLAIN_LIBCST=1``
+leaves them alone altogether (:mod:`loadlint.cst.gate`).
 """
 
 from __future__ import annotations

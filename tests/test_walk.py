@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
+import typing
 from pathlib import Path
 
 import libcst as cst
 import libcst.matchers as m
 import pytest
 
+from loadlint.cst import walk as walk_module
 from loadlint.cst.walk import find_all
 
 SOURCES = sorted((Path(__file__).parent / "fixtures" / "fix").glob("*.in.py"))[:12]
@@ -183,3 +186,71 @@ def test_walk_units_walks_as_walk_does_and_finds_the_statement_units(text: str) 
         return {node: (id(units[unit][0]), units[unit][1]) for node, unit in owner.items()}
 
     assert by_statement(owner, units) == by_statement(*statement_units(module)) == by_statement(*_reference_units(module))
+
+
+def _node_classes() -> list[type]:
+    """Every node class libcst defines (its subclasses of CSTNode, all modules)."""
+    found, stack = set(), [cst.CSTNode]
+    while stack:
+        for sub in stack.pop().__subclasses__():
+            if sub.__module__.startswith("libcst.") and sub not in found:
+                found.add(sub)
+                stack.append(sub)
+    return sorted((c for c in found if dataclasses.is_dataclass(c)), key=lambda c: (c.__module__, c.__qualname__))
+
+
+def test_the_fields_the_walker_skips_carry_no_code() -> None:
+    classes = _node_classes()
+    assert len(classes) > 150
+    skipped_kinds: set[type] = set()
+    for node_type in classes:
+        hints = typing.get_type_hints(node_type)
+        walked = walk_module._fields(node_type)
+        for field in dataclasses.fields(node_type):
+            kinds = walk_module.node_types(hints[field.name])
+            if field.name in walked:
+                assert kinds, (node_type, field.name)  # a walked field can hold a node
+            else:
+                # Nothing but whitespace and punctuation: no node the walker visits.
+                assert all(issubclass(k, walk_module.TRIVIA) for k in kinds), (node_type, field.name, kinds)
+                skipped_kinds |= kinds
+    assert cst.Comma in skipped_kinds and cst.BaseBinaryOp not in skipped_kinds
+
+
+def test_the_walker_visits_every_node_libcsts_visitor_visits_but_trivia() -> None:
+    text = "async def f(a, b):\n    async for x in y: c = a + b - (x * 2)\n    return [i async for i in z if not i] and -a\n"
+    module = cst.parse_module(text)
+    seen: list[str] = []
+
+    class Theirs(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if not isinstance(node, walk_module.TRIVIA):
+                seen.append(type(node).__name__)
+            return True
+
+    module.visit(Theirs())
+    names = sorted(set(seen))
+    ours = type("Ours", (), {f"visit_{n}": (lambda self, node: self.found.append(type(node).__name__)) for n in names})()
+    ours.found = []  # type: ignore[attr-defined]
+    walk_module.walk(module, ours)
+    assert sorted(ours.found) == sorted(seen)  # type: ignore[attr-defined]
+    assert seen.count("Add") == 1 and seen.count("Asynchronous") == 3 and "Not" in seen
+
+
+@pytest.mark.parametrize("hook", ["visit_Comma", "leave_SimpleWhitespace", "visit_Call_lpar", "leave_Arg_comma"])
+def test_the_walker_refuses_a_hook_it_would_never_call(hook: str) -> None:
+    visitor_type = type("Refused", (), {hook: lambda self, node: None})
+    with pytest.raises(TypeError, match="never"):
+        walk_module.walk(cst.parse_module("f(a, b)\n"), visitor_type())
+    with pytest.raises(TypeError, match="never"):
+        walk_module.walk_units(cst.parse_module("f(a, b)\n"), visitor_type())
+
+
+def test_libcsts_own_no_op_hooks_are_not_refused() -> None:
+    class Visitor(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            self.names = getattr(self, "names", 0) + 1
+
+    visitor = Visitor()
+    walk_module.walk(cst.parse_module("f(a, b)\n"), visitor)
+    assert visitor.names == 3

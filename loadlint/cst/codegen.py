@@ -5,7 +5,8 @@ most expressions (``record_syntactic_position``) even when no position is
 wanted, and splits every token on line breaks when positions are.  These
 states do the same with a reusable context object and a test for a line
 break first (rendering a fix's call takes a tenth less); the code and the
-positions are libcst's (the tests compare both on real files).
+positions are libcst's (the tests compare both on real files).  Plain
+libcst (``gate``): ``Module.code_for_node`` and its ``PositionProvider``.
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ from typing import Any, Mapping, cast
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
-from libcst.metadata import CodePosition, CodeRange
+from libcst.metadata import CodePosition, CodeRange, MetadataWrapper
 from libcst.metadata.position_provider import PositionProvider, PositionProvidingCodegenState
+
+from loadlint.cst import gate
 
 
 class _Nothing:
@@ -47,6 +50,8 @@ _ALONE = cst.Module([])
 
 def code_for_node(node: cst.CSTNode, module: cst.Module = _ALONE) -> str:
     """``module.code_for_node(node)``."""
+    if not gate.fast():
+        return module.code_for_node(node)
     state = _PlainState(default_indent=module.default_indent, default_newline=module.default_newline)
     node._codegen(state)
     return "".join(state.tokens)
@@ -94,7 +99,11 @@ def code_ranges(node: cst.CSTNode, module: cst.Module, indents: tuple[str, ...] 
     holds, rendered from line 1 inside blocks indented by ``indents``.
 
     The provider is run directly: ``MetadataWrapper.resolve`` also walks the
-    whole tree for batchable providers, which doubled the cost."""
+    whole tree for batchable providers, which doubled the cost.  Plain
+    libcst: the whole module's positions, which place ``node`` where it is
+    in ``module`` (a caller shifts them by where its statement starts)."""
+    if not gate.fast():
+        return _module_ranges(module)
     provider = PositionProvider()
     state = _PositionState(
         default_indent=module.default_indent, default_newline=module.default_newline, provider=provider,
@@ -102,3 +111,14 @@ def code_ranges(node: cst.CSTNode, module: cst.Module, indents: tuple[str, ...] 
     )
     node._codegen(state)
     return cast(Mapping[cst.CSTNode, CodeRange], provider._computed)
+
+
+#: The last module's positions (plain libcst): a file's findings ask for several.
+_last: list[tuple[cst.Module, Mapping[cst.CSTNode, CodeRange]]] = []
+
+
+def _module_ranges(module: cst.Module) -> Mapping[cst.CSTNode, CodeRange]:
+    if not _last or _last[0][0] is not module:
+        # No copy: the positions are looked up by the caller's nodes.
+        _last[:] = [(module, MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider))]
+    return _last[0][1]

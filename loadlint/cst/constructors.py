@@ -6,22 +6,25 @@ frozen class refuses plain assignment) and calls ``__post_init__``, which
 validates the node.  The parser's output is valid by construction: these
 constructors store each field straight through its slot, which a frozen
 dataclass cannot do (a tenth of the parse), and validate the node only when
-``Checks`` says so (skipping it during a parse saves a sixth).  Outside a
-parse they validate every node, as libcst's do.
+``CHECKS`` says so for the thread building it (skipping it during a parse
+saves a sixth).  Outside a parse, and in any other thread, they validate
+every node, as libcst's do.
 
 They are made from the classes themselves (fields, defaults, default
 factories), so a libcst release that changes a node changes its constructor
 too.  A class this cannot reproduce exactly (fields outside ``__init__``,
 keyword-only or slot-less fields, its own ``__post_init__``, an ``__init__``
-not made by dataclasses) keeps libcst's.  ``slicing.prepare`` installs them
-once per process: swapping classes' constructors at every parse made the
-interpreter drop what it had learnt about those classes each time (a tenth
-of a run).
+not made by dataclasses) keeps libcst's.  ``slicing.prepare`` makes them
+once per process; ``slicing.fast_nodes`` installs them only while loadlint
+parses (a run installs them once: swapping classes' constructors at every
+parse made the interpreter drop what it had learnt about those classes each
+time, a tenth of a run).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import threading
 import types
 from typing import Any, Callable
 
@@ -29,25 +32,23 @@ from typing import Any, Callable
 Constructors = list[tuple[type, Callable[..., None], Callable[..., None]]]
 
 
-class Checks:
-    """Which nodes a set of constructors validates: every node (as
-    libcst's do), or while the parser builds them none, or only names."""
+class _Checks(threading.local):
+    """Which nodes the constructors validate in this thread: every node (as
+    libcst's do), or while the thread parses none, or only names.  Per
+    thread: a node another thread builds meanwhile is still checked."""
 
-    def __init__(self, namespace: dict[str, Any]) -> None:
-        self._namespace = namespace
-        self.set(nodes=True, names=True)
-
-    def set(self, *, nodes: bool, names: bool) -> None:
-        # Globals of the constructors: read at each call, rebound here.
-        self._namespace["_CHECK"] = nodes
-        self._namespace["_CHECK_NAME"] = nodes or names
+    nodes = True
+    names = True
 
 
-def constructors(cst: Any) -> tuple[Constructors, Checks]:
-    """The fast constructors of the node classes ``cst`` (libcst) exports,
-    and what they check (every node, until told otherwise)."""
+CHECKS = _Checks()
+
+
+def constructors(cst: Any) -> Constructors:
+    """The fast constructors of the node classes ``cst`` (libcst) exports;
+    they check what ``CHECKS`` says."""
     base = cst.CSTNode
-    namespace: dict[str, Any] = {}
+    namespace: dict[str, Any] = {"_STATE": CHECKS}
     sources: list[str] = []
     classes: list[type] = []
     for name in sorted(getattr(cst, "__all__", dir(cst))):
@@ -55,7 +56,7 @@ def constructors(cst: Any) -> tuple[Constructors, Checks]:
         if not isinstance(cls, type) or base not in cls.__mro__ or cls in classes:
             continue
         # A name may be checked while others are not: when its text is not ASCII (``slicing.parser_nodes``).
-        source = _source(cls, base, f"_{len(classes)}", namespace, flag="_CHECK_NAME" if cls is cst.Name else "_CHECK")
+        source = _source(cls, base, f"_{len(classes)}", namespace, flag="names" if cls is cst.Name else "nodes")
         if source is not None:
             sources.append(source)
             classes.append(cls)
@@ -69,13 +70,19 @@ def constructors(cst: Any) -> tuple[Constructors, Checks]:
         fast.__name__, fast.__qualname__, fast.__module__ = "__init__", original.__qualname__, original.__module__
         fast.__doc__, fast.__annotations__ = original.__doc__, dict(original.__annotations__)
         made.append((cls, original, fast))
-    return made, Checks(namespace)
+    return made
+
+
+def install(made: Constructors, fast: bool) -> None:
+    """The fast constructors in place (``fast``), or libcst's."""
+    for cls, original, quick in made:
+        cls.__init__ = quick if fast else original  # type: ignore[misc]
 
 
 def _source(cls: type, base: type, name: str, namespace: dict[str, Any], flag: str) -> str | None:
     """The definition of ``cls``'s fast constructor, as ``name``; the values
     it reads are added to ``namespace``; it calls ``__post_init__`` as
-    libcst's does when the global ``flag`` is true.  None: libcst's is kept."""
+    libcst's does when ``CHECKS``'s ``flag`` is true in the building thread.  None: libcst's is kept."""
     original = vars(cls).get("__init__")
     if not dataclasses.is_dataclass(cls) or not isinstance(original, types.FunctionType):
         return None
@@ -110,6 +117,6 @@ def _source(cls: type, base: type, name: str, namespace: dict[str, Any], flag: s
         else:
             params.append(field.name)
         body.append(f"    {name}_set{i}(self, {field.name})")
-    body.append(f"    if {flag}:\n        self.__post_init__()")
+    body.append(f"    if _STATE.{flag}:\n        self.__post_init__()")
     namespace.update(values)
     return f"def {name}(self, {', '.join(params)}):\n" + "\n".join(body or ["    pass"]) + "\n"

@@ -35,7 +35,8 @@ import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator
 
-from loadlint.cst.constructors import Checks, Constructors, constructors
+from loadlint.cst import gate
+from loadlint.cst.constructors import CHECKS, Constructors, constructors, install
 from loadlint.sources.source import LINE_BREAK
 
 if TYPE_CHECKING:
@@ -185,17 +186,13 @@ def parse(text: str, piece: Slice | None) -> tuple[libcst.Module, Slice | None]:
         return parse_module(piece.blanked()), None
 
 
-_validation = threading.Lock()
-_parsing = 0
-#: Whether a running parse checks names (its text is not all ASCII).
-_names = False
-#: Before the fast constructors are made, a parse swaps libcst's check
-#: (``CSTNode.__post_init__``, kept in ``_checked``) for a hook.
-_hooked = False
+_lock = threading.Lock()
+#: How many ``fast_nodes`` scopes are open, in all threads.
+_scopes = 0
+#: libcst's check (``CSTNode.__post_init__``), while ``_check_hook`` replaces it.
 _checked: Any = None
 _Name: Any = None
 _fast: Constructors | None = None
-_checks: Checks | None = None
 #: Characters a process parses before the fast constructors pay for the
 #: compile that makes them (about 30 ms: a tenth of a 100 KB parse).
 PREPARE_AFTER = 100_000
@@ -203,20 +200,49 @@ _parsed = 0
 
 
 def prepare() -> None:
-    """Make the fast constructors and install them, once per process
-    (forked workers then share them).  From then on every node is built by
-    them, checked as libcst's constructors check it but during a parse."""
-    global _fast, _checks
+    """Make the fast constructors, once per process (forked workers then
+    share them); they are in place only inside ``fast_nodes``."""
+    global _fast
+    if not gate.fast():
+        return
     import libcst as cst
 
-    with _validation:  # one set, made once, whichever thread parses first
+    with _lock:  # one set, made once, whichever thread parses first
         if _fast is None:
-            made, checks = constructors(cst)
-            # A parse running meanwhile checks what it checked before.
-            checks.set(nodes=_parsing == 0, names=_parsing == 0 or _names)
-            for cls, _, fast in made:
-                cls.__init__ = fast  # type: ignore[misc]
-            _fast, _checks = made, checks
+            _fast = constructors(cst)
+            if _scopes:
+                install(_fast, True)
+
+
+@contextlib.contextmanager
+def fast_nodes() -> Iterator[None]:
+    """libcst's node classes with loadlint's constructors and check hook
+    meanwhile, and as they were after: a caller of loadlint (the API, a
+    flake8 process) finds libcst as it left it.  A run opens one scope for
+    all its parses (swapping at each parse cost a tenth of a run); scopes
+    nest, in any thread.  Plain libcst (``gate``): nothing is replaced."""
+    global _scopes, _checked, _Name
+    if not gate.fast():
+        yield
+        return
+    import libcst as cst
+
+    with _lock:
+        if _scopes == 0:
+            _checked, _Name = vars(cst.CSTNode)["__post_init__"], cst.Name
+            cst.CSTNode.__post_init__ = _check_hook  # type: ignore[method-assign,assignment]
+            if _fast is not None:
+                install(_fast, True)
+        _scopes += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _scopes -= 1
+            if _scopes == 0:
+                cst.CSTNode.__post_init__ = _checked  # type: ignore[method-assign]
+                if _fast is not None:
+                    install(_fast, False)
 
 
 def parse_module(text: str, config: libcst.PartialParserConfig | None = None) -> libcst.Module:
@@ -227,9 +253,12 @@ def parse_module(text: str, config: libcst.PartialParserConfig | None = None) ->
     is wasted on parser output.  Names in a text that is not all ASCII are
     still checked: the parser's Unicode tables may accept an identifier this
     Python rejects (LL900).  Once a process has parsed ``PREPARE_AFTER``
-    characters the nodes are built by ``loadlint.cst.constructors``."""
+    characters the nodes are built by ``loadlint.cst.constructors``.  Plain
+    libcst (``gate``): ``libcst.parse_module`` itself."""
     import libcst as cst
 
+    if not gate.fast():
+        return cst.parse_module(text) if config is None else cst.parse_module(text, config=config)
     global _parsed
     _parsed += len(text)
     if _fast is None and _parsed > PREPARE_AFTER:
@@ -240,46 +269,26 @@ def parse_module(text: str, config: libcst.PartialParserConfig | None = None) ->
 
 @contextlib.contextmanager
 def parser_nodes(check_names: bool) -> Iterator[None]:
-    """Nodes built meanwhile go unchecked, names excepted when
-    ``check_names``: the fast constructors are told so once they are made,
-    else libcst's check is swapped for a hook.  Nodes built in another
-    thread meanwhile are built so too; ours are built only by fixes, which
-    tests render and parse again."""
-    import libcst as cst
-
-    global _parsing, _names, _hooked, _checked, _Name
-    with _validation:
-        # A parse in another thread: never check less than it needs.
-        _names = check_names or (_parsing > 0 and _names)
-        if _checks is None and not _hooked:
-            _checked, _Name = vars(cst.CSTNode)["__post_init__"], cst.Name
-            _hooked = True
-        if _hooked:
-            cst.CSTNode.__post_init__ = _names_only if _names else _nothing  # type: ignore[method-assign,assignment]
-        if _checks is not None:
-            _checks.set(nodes=False, names=_names)
-        _parsing += 1
-    try:
-        yield
-    finally:
-        with _validation:
-            _parsing -= 1
-            if _parsing == 0:
-                _names = False
-                if _hooked:
-                    cst.CSTNode.__post_init__ = _checked  # type: ignore[method-assign]
-                    _hooked = False
-                if _checks is not None:
-                    _checks.set(nodes=True, names=True)
+    """Nodes this thread builds meanwhile go unchecked, names excepted when
+    ``check_names``; other threads' nodes are checked as libcst checks them
+    (the flags are per thread).  Ours are built only by fixes, outside a
+    parse."""
+    with fast_nodes():
+        nodes, names = CHECKS.nodes, CHECKS.names
+        # A parse nested in another: never check less than the outer one needs.
+        CHECKS.nodes, CHECKS.names = False, check_names or (not nodes and names)
+        try:
+            yield
+        finally:
+            CHECKS.nodes, CHECKS.names = nodes, names
 
 
-def _names_only(node: libcst.CSTNode) -> None:
-    if type(node) is _Name:
+def _check_hook(node: libcst.CSTNode) -> None:
+    """``CSTNode.__post_init__`` inside ``fast_nodes``: libcst's check,
+    unless this thread is parsing."""
+    state = CHECKS
+    if state.nodes or (state.names and type(node) is _Name):
         _checked(node)
-
-
-def _nothing(node: libcst.CSTNode) -> None:
-    pass
 
 
 class _Names:

@@ -24,31 +24,65 @@ from typing import Any, Callable, TypeVar
 
 import libcst as cst
 
+from loadlint.cst import gate
 from loadlint.cst.slicing import logical_lines
 from loadlint.sources.source import line_starts
 
 Hook = Callable[[Any, cst.CSTNode], Any]
 FieldHooks = tuple[tuple[str, Hook | None, Hook | None], ...]
 
-#: Fields that only ever hold whitespace, comments or punctuation.
-_SKIP_PREFIXES = ("whitespace", "lpar", "rpar", "comma", "semicolon", "leading_lines", "lines_after", "header",
-                  "footer", "trailing_whitespace", "lbracket", "rbracket", "lbrace", "rbrace", "equal", "dot",
-                  "colon", "asynchronous", "first_line", "empty_lines", "last_line", "newline", "indent")
+#: Whitespace and punctuation: nodes that carry no code.  The walker never
+#: visits them, and refuses a visitor's hooks for them (``check_hooks``).
+TRIVIA: tuple[type, ...] = (
+    cst.BaseParenthesizableWhitespace, cst.TrailingWhitespace, cst.EmptyLine, cst.Newline, cst.Comment,
+    cst.LeftParen, cst.RightParen, cst.LeftSquareBracket, cst.RightSquareBracket, cst.LeftCurlyBrace,
+    cst.RightCurlyBrace, cst.Comma, cst.Semicolon, cst.Colon, cst.Dot, cst.AssignEqual,
+)
 
-_SCALARS = (str, bool, int, "str", "bool", "int")
+
+def node_types(hint: Any) -> set[type]:
+    """The node classes an annotation admits (inside unions, optionals and sequences)."""
+    if isinstance(hint, type):
+        return {hint} if issubclass(hint, cst.CSTNode) else set()
+    if typing.get_origin(hint) is typing.Literal:
+        return set()
+    found: set[type] = set()
+    for arg in typing.get_args(hint):
+        found |= node_types(arg)
+    return found
 
 
+@functools.cache
 def _fields(node_type: type) -> tuple[str, ...]:
-    names: list[str] = []
-    for field in dataclasses.fields(node_type):
-        name = field.name
-        if name.startswith(_SKIP_PREFIXES) or name in ("operator", "default_indent", "default_newline", "encoding",
-                                                       "has_trailing_newline", "value_raw", "prefix", "quote", "star"):
+    """The fields of ``node_type`` that can hold code: read from libcst's
+    annotations (a node that is not ``TRIVIA``, or a sequence of them)."""
+    hints = typing.get_type_hints(node_type)
+    return tuple(
+        field.name for field in dataclasses.fields(node_type)
+        if any(not issubclass(kind, TRIVIA) for kind in node_types(hints[field.name]))
+    )
+
+
+_HOOK = re.compile(r"(?:visit|leave)_([A-Za-z]+)(?:_(\w+))?")
+
+
+def check_hooks(visitor_type: type) -> None:
+    """Refuse a visitor whose hooks name a node the walker never visits
+    (whitespace, punctuation) or a field it never enters: they would never
+    be called, where libcst's own visit calls them.  libcst's no-op hooks
+    (a ``CSTVisitor`` has one for every node) are not the visitor's."""
+    for klass in visitor_type.__mro__:
+        if klass.__module__.split(".")[0] == "libcst":
             continue
-        if field.type in _SCALARS:  # a name's or a number's text: never a node
-            continue
-        names.append(name)
-    return tuple(names)
+        for name in vars(klass):
+            match = _HOOK.fullmatch(name)
+            node_type = getattr(cst, match[1], None) if match else None
+            if match is None or not isinstance(node_type, type) or not issubclass(node_type, cst.CSTNode):
+                continue
+            if issubclass(node_type, TRIVIA):
+                raise TypeError(f"{visitor_type.__qualname__}.{name}: the walker never visits {match[1]} (whitespace or punctuation)")
+            if match[2] is not None and dataclasses.is_dataclass(node_type) and match[2] not in _fields(node_type):
+                raise TypeError(f"{visitor_type.__qualname__}.{name}: the walker never enters {match[1]}.{match[2]}")
 
 
 def _hooks(visitor_type: type, node_type: type) -> tuple[Hook | None, Hook | None, FieldHooks]:
@@ -70,7 +104,11 @@ def walk(node: cst.CSTNode, visitor: object) -> None:
     visitor_type = type(visitor)
     table = _TABLES.get(visitor_type)
     if table is None:
+        check_hooks(visitor_type)
         table = _TABLES[visitor_type] = {}
+    if not gate.fast():
+        _plain(node, visitor, None)
+        return
     _walk(node, visitor, table)
 
 
@@ -108,6 +146,55 @@ def _walk(node: cst.CSTNode, visitor: object, table: dict[type, tuple[Hook | Non
         leave(visitor, node)
 
 
+def _plain(node: cst.CSTNode, visitor: object, units: tuple[dict[int, int], list[Unit], str] | None,
+           unit: int = -1, flat: bool = False) -> None:
+    """``walk`` (``units`` None) or ``walk_units`` for plain libcst: every
+    field of every node, read from the node itself, whitespace and
+    punctuation left out; the hooks looked up at each node, as libcst's
+    visitor does.  The fast walkers must find what this finds."""
+    if units is not None and unit >= 0:
+        units[0][id(node)] = unit
+    key = (type(visitor), type(node))
+    hooks = _PLAIN.get(key)
+    if hooks is None:
+        # Every field of the node, as libcst's visitor passes each (looked up once per pair of types).
+        name = type(node).__name__
+        hooks = _PLAIN[key] = (getattr(type(visitor), f"visit_{name}", None), getattr(type(visitor), f"leave_{name}", None),
+                               tuple((f.name, getattr(type(visitor), f"visit_{name}_{f.name}", None),
+                                      getattr(type(visitor), f"leave_{name}_{f.name}", None)) for f in dataclasses.fields(node)))
+    visit, leave, fields = hooks
+    if visit is not None and visit(visitor, node) is False:
+        if leave is not None:
+            leave(visitor, node)
+        return
+    # An indented block's statements are units (not in a match statement's cases).
+    own = units is not None and (type(node) is cst.Module or type(node) is _INDENTED and not flat)
+    flat = flat or type(node) is _MATCH
+    for field, before, after in fields:
+        if before is not None:
+            before(visitor, node)
+        value = getattr(node, field)
+        if own and field == "body":
+            assert units is not None
+            indents = () if type(node) is cst.Module else units[1][unit][1] + (
+                units[2] if node.indent is None else node.indent,)  # type: ignore[attr-defined]
+            for child in value:
+                units[1].append((child, indents))
+                _plain(child, visitor, units, len(units[1]) - 1, False)
+        else:
+            for child in value if isinstance(value, (tuple, list)) else (value,):
+                if isinstance(child, cst.CSTNode) and not isinstance(child, TRIVIA):
+                    _plain(child, visitor, units, unit, flat)
+        if after is not None:
+            after(visitor, node)
+    if leave is not None:
+        leave(visitor, node)
+
+
+#: (visitor type, node type) -> its hooks, for ``_plain``.
+_PLAIN: dict[tuple[type, type], tuple[Hook | None, Hook | None, FieldHooks]] = {}
+
+
 def walk_units(module: cst.Module, visitor: object) -> tuple[dict[int, int], list[Unit]]:
     """``walk(module, visitor)``, and ``statement_units(module)`` from the
     same traversal: each node's unit is known where the walk passes it, so
@@ -121,6 +208,9 @@ def walk_units(module: cst.Module, visitor: object) -> tuple[dict[int, int], lis
     owner: dict[int, int] = {}
     units: list[Unit] = []
     state = (units, module.default_indent)
+    if not gate.fast():
+        _plain(module, visitor, (owner, units, module.default_indent))
+        return owner, units
     visit, leave, fields = walkers.module_hooks
     if visit is None or visit(visitor, module) is not False:
         for field, before, after in fields:
@@ -147,6 +237,7 @@ class _UnitWalkers(dict[type, Callable[..., None]]):
 
     def __init__(self, visitor_type: type) -> None:
         super().__init__()
+        check_hooks(visitor_type)
         self.visitor_type = visitor_type
         #: The module's own hooks: ``walk_units`` walks its body itself.
         self.module_hooks = _hooks(visitor_type, cst.Module)

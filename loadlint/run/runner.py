@@ -38,6 +38,7 @@ from loadlint.sources.prefilter import passes_prefilter
 from loadlint.sources.files import read_source, staging, staging_now
 from loadlint.engine.pipeline import ProfileCache, Target, options_for
 from loadlint.run.progress import Progress
+from loadlint.cst.slicing import fast_nodes
 from loadlint.rules import name_of
 from loadlint.types import HUMAN_FORMATS, CheckOptions, FileResult, Finding, FixRequest, HardwareProfile, Location, Options, Run
 
@@ -182,6 +183,7 @@ def _lint_one(
 FIX_ROUNDS = 4
 
 
+@fast_nodes()  # one scope for every parse of the run; libcst as it was after
 def lint_candidates(
     candidates: Iterable[Candidate],
     request: FixRequest | None = None,
@@ -484,8 +486,12 @@ def _run_pool(
     executor = ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_worker, initargs=(profiles, request))
     running: dict[Future[Done], _Work] = {}
     # What the workers inherit stays out of their collections: a collection
-    # touching it would copy the pages it lies on into every worker.
-    gc.freeze()
+    # touching it would copy the pages it lies on into every worker.  Only
+    # when nothing is frozen yet: ``gc.unfreeze`` thaws everything, and what
+    # a host program froze is not ours to thaw.
+    freeze = gc.get_freeze_count() == 0
+    if freeze:
+        gc.freeze()
     try:
         while pending or running:
             # Largest first, as long as the bytes being parsed stay within
@@ -516,7 +522,8 @@ def _run_pool(
         pass  # a worker died (killed, out of memory): the rest is done here
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
-        gc.unfreeze()
+        if freeze:
+            gc.unfreeze()
         if restore is not None:
             restore()
     rest = [item for item in work if item.index not in done]
