@@ -17,6 +17,7 @@ import libcst as cst
 from loadlint.facts.accelerator import AcceleratorFacts, AcceleratorProvider
 from loadlint.facts.calls import CallFacts, CallProvider
 from loadlint.facts.cli_args import CliFacts, CliProvider
+from loadlint.facts.configs import bind_configs
 from loadlint.facts.cursor import Cursor
 from loadlint.facts.datasets import DatasetFacts, DatasetProvider
 from loadlint.facts.distributed import DistributedFacts, DistributedProvider
@@ -125,7 +126,9 @@ def collect(module: cst.Module, text: str | None = None) -> ModuleFacts:
     collector.providers = (loaders, iteration, loops, distributed, accelerator, datasets, between, cli)
     # Our walker, not module.visit(): libcst's rebuilds every node it passes.
     units = walk_units(module, collector)
-    # Namespaces first: a device may be a command-line default.
+    # Namespaces first: a device may be a command-line default; config
+    # objects before them, so that ``main(cfg)`` flows as ``main(args)`` does.
+    bind_configs(module, collector.names, text)
     cli.finish(module, text)
     accelerator.finish()
     distributed.finish()

@@ -69,6 +69,22 @@ class WorkerOversubscription(Rule):
     same way, and a command-line default counts (the message names it; the
     fix changes the default, so the option still overrides it).
 
+    Config objects count the same way: the default of a yacs `CfgNode`
+    tree (`_C.DATA.NUM_WORKERS = 8`, read as `cfg.DATA.NUM_WORKERS` through
+    `_C.clone()`, a `get_cfg_defaults()` returning it, or a parameter every
+    call passes it to) and of a dataclass field (`num_workers: int = 8`,
+    read through `DataConfig()`, a nested `field(default_factory=...)`, or a
+    parameter annotated with the class).  A config file merged in
+    (`merge_from_file`) or a command-line list may override it, as an option
+    overrides its default: the message names the default and the fix
+    changes it.  Limits: a value assigned again anywhere in the module
+    (`cfg.DATA.NUM_WORKERS = args.workers`, `__post_init__`), a key named in
+    a string (`merge_from_list(["DATA.NUM_WORKERS", "2"])`), a module that
+    calls `setattr`, a tree built from a dict, and a class the module
+    constructs with arguments (for an annotated parameter) stay unknown;
+    so does a config tree imported from another module unless it is read
+    at module level (`from config import cfg`).
+
     "Usable CPUs" is the smallest of the logical CPUs, this process's
     affinity and the cgroup CPU quota of this machine, or `cpus` of the
     declared target.
@@ -185,8 +201,103 @@ class WorkerOversubscription(Rule):
             args = parser.parse_args()
             loader = DataLoader(ds, batch_size=2, num_workers=args.workers)
         """, profile=_T1),
+        # A config attribute set again after construction is not the default that runs.
+        Valid("""
+            from yacs.config import CfgNode as CN
+            from torch.utils.data import DataLoader
+            _C = CN()
+            _C.DATA = CN()
+            _C.DATA.NUM_WORKERS = 16
+            def main(args):
+                cfg = _C.clone()
+                cfg.DATA.NUM_WORKERS = args.workers
+                return DataLoader(ds, batch_size=2, num_workers=cfg.DATA.NUM_WORKERS)
+        """, profile=_T1),
+        Valid("""
+            from dataclasses import dataclass
+            from torch.utils.data import DataLoader
+            @dataclass
+            class DataConfig:
+                num_workers: int = 16
+            cfg = DataConfig(num_workers=2)
+            loader = DataLoader(ds, batch_size=2, num_workers=cfg.num_workers)
+        """, profile=_T1),
     ]
     INVALID = [
+        # A yacs config tree's default, read through ``get_cfg_defaults()`` and a parameter.
+        Invalid(
+            """
+            from yacs.config import CfgNode as CN
+            from torch.utils.data import DataLoader
+            _C = CN()
+            _C.DATA = CN()
+            _C.DATA.NUM_WORKERS = 16
+            def get_cfg_defaults():
+                return _C.clone()
+            def build(cfg):
+                return DataLoader(ds, batch_size=2, num_workers=cfg.DATA.NUM_WORKERS)
+            if __name__ == "__main__":
+                cfg = get_cfg_defaults()
+                cfg.merge_from_file("experiment.yaml")
+                loader = build(cfg)
+            """,
+            message="`num_workers=16` (with the default `_C.DATA.NUM_WORKERS = 16`) on 4 usable CPUs: workers "
+            "compete for cores and memory; use `num_workers=2` (target: 4 CPUs, 1 GPU)",
+            fixed="""
+            from yacs.config import CfgNode as CN
+            from torch.utils.data import DataLoader
+            _C = CN()
+            _C.DATA = CN()
+            _C.DATA.NUM_WORKERS = 2
+            def get_cfg_defaults():
+                return _C.clone()
+            def build(cfg):
+                return DataLoader(ds, batch_size=2, num_workers=cfg.DATA.NUM_WORKERS)
+            if __name__ == "__main__":
+                cfg = get_cfg_defaults()
+                cfg.merge_from_file("experiment.yaml")
+                loader = build(cfg)
+            """,
+            profile=_T1,
+            line=9,
+        ),
+        # A dataclass config: a nested field's default, and a parameter annotated with the class.
+        Invalid(
+            """
+            from dataclasses import dataclass, field
+            from torch.utils.data import DataLoader
+            @dataclass
+            class DataConfig:
+                num_workers: int = 16
+            @dataclass
+            class Config:
+                data: DataConfig = field(default_factory=DataConfig)
+            def build(cfg: DataConfig):
+                return DataLoader(ds, batch_size=2, num_workers=cfg.num_workers)
+            def main():
+                cfg = Config()
+                return build(cfg.data)
+            """,
+            message="`num_workers=16` (with the default `DataConfig.num_workers = 16`) on 4 usable CPUs: workers "
+            "compete for cores and memory; use `num_workers=2` (target: 4 CPUs, 1 GPU)",
+            fixed="""
+            from dataclasses import dataclass, field
+            from torch.utils.data import DataLoader
+            @dataclass
+            class DataConfig:
+                num_workers: int = 2
+            @dataclass
+            class Config:
+                data: DataConfig = field(default_factory=DataConfig)
+            def build(cfg: DataConfig):
+                return DataLoader(ds, batch_size=2, num_workers=cfg.num_workers)
+            def main():
+                cfg = Config()
+                return build(cfg.data)
+            """,
+            profile=_T1,
+            line=10,
+        ),
         # An option declared on a parent parser (``parents=``), as helpers return them.
         Invalid(
             """

@@ -1,0 +1,312 @@
+"""Config objects: the defaults a yacs ``CfgNode`` tree or a dataclass
+config holds, read where a loader takes them (``cfg.DATA.NUM_WORKERS``,
+``cfg.num_workers``).
+
+A default is what the script runs with unless the user overrides it (a
+config file merged in, a command-line list): as with ``argparse`` defaults
+(``loadlint.facts.cli_args``), the rules may use it and their messages say
+where it comes from.  What stays unknown:
+
+* an attribute assigned anywhere else in the module (``cfg.DATA.NUM_WORKERS
+  = args.workers``, ``self.num_workers = ...`` in ``__post_init__``), or
+  named as a literal key (``merge_from_list(["DATA.NUM_WORKERS", "2"])``);
+* a tree built from a dict (``CN({...})``) or under a condition, a field
+  without a default, a module that calls ``setattr`` or writes ``__dict__``;
+* a parameter annotated with a dataclass when the module constructs that
+  class with arguments anywhere.
+
+``bind_configs`` runs after the traversal and before the command-line
+provider binds its namespaces, so a config passed as an argument
+(``main(cfg)``) flows into the parameter the same way a parsed namespace does.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterator
+
+import libcst as cst
+
+from loadlint.facts.names import ClassFacts, FunctionFacts, NameFacts
+from loadlint.facts.resolve import UNKNOWN, Namespace, Option, Origin, Scope, dotted_name, evaluate
+
+#: The classes whose instances are yacs-style trees of attributes.
+CFG_NODES = frozenset({"yacs.config.CfgNode", "fvcore.common.config.CfgNode"})
+_DATACLASS = frozenset({"dataclasses.dataclass", "pydantic.dataclasses.dataclass"})
+#: ``x.attr = ...`` (augmented too), anywhere in the text.
+_ATTR_WRITE = re.compile(r"\.[ \t]*(\w+)[ \t]*(?::[^=\n]*)?(?:\*\*|//|>>|<<|[-+*/%@&|^])?=(?!=)")
+_OPAQUE = re.compile(r"\bsetattr\s*\(|\.__dict__\b")
+_MAX_DEPTH = 8
+
+
+def bind_configs(module: cst.Module, names: NameFacts, text: str | None) -> None:
+    """Give every name bound once to a config object its tree of defaults
+    (``Scope.namespaces``, which ``resolve.evaluate`` reads)."""
+    imported = set(names.imports.names.values())
+    if not (imported & CFG_NODES or imported & _DATACLASS):
+        return
+    code = module.code if text is None else text
+    if _OPAQUE.search(code):
+        return
+    binder = _Binder(module, names, code)
+    binder.roots()
+    binder.bind_names()
+    binder.bind_annotations()
+
+
+class _Binder:
+    def __init__(self, module: cst.Module, names: NameFacts, code: str) -> None:
+        self.module = module
+        self.names = names
+        self.code = code
+        self.scope = names.module_scope
+        self._writes: dict[str, int] | None = None
+        self._dataclasses: dict[int, Namespace | None] = {}
+
+    # -- yacs trees --------------------------------------------------------------
+
+    def roots(self) -> None:
+        """``_C = CN()`` and the module-level assignments under it."""
+        trees: dict[str, Namespace] = {}
+        defined: dict[tuple[str, ...], int] = {}
+        leaves: list[tuple[Namespace, str, tuple[str, ...], cst.BaseExpression]] = []
+        for statement in self.module.body:
+            if type(statement) is not cst.SimpleStatementLine:
+                continue
+            for small in statement.body:
+                if type(small) is not cst.Assign or len(small.targets) != 1:
+                    continue
+                target, value = small.targets[0].target, small.value
+                if type(target) is cst.Name:
+                    if self._is_node(value) and len(self.scope.bindings.get(target.value, ())) == 1:
+                        trees[target.value] = Namespace()
+                    continue
+                path = _path(target)
+                if path is None or path[0] not in trees:
+                    continue
+                defined[path] = defined.get(path, 0) + 1
+                parent = _walk(trees[path[0]], path[1:-1])
+                if parent is None:
+                    continue
+                if self._is_node(value):
+                    parent.options.setdefault(path[-1], Namespace())
+                else:
+                    leaves.append((parent, path[-1], path, value))
+        for parent, leaf, path, value in leaves:
+            dotted = ".".join(path)
+            written = re.search(rf"['\"]{re.escape('.'.join(path[1:]))}['\"]", self.code) is not None
+            if defined[path] > 1 or written or self._writes_of(leaf) > self._definitions(defined, leaf):
+                parent.options[leaf] = Option(UNKNOWN)
+                continue
+            found = evaluate(value, self.scope)
+            parent.options[leaf] = Option(found, Origin(f"with the default `{dotted} = {found!r}`", value))
+        self.scope.namespaces.update(trees)
+
+    def _is_node(self, value: cst.BaseExpression) -> bool:
+        """``CN()`` or ``CN(new_allowed=True)``: an empty tree."""
+        if type(value) is not cst.Call or self.names.imports.qualify(value.func) not in CFG_NODES:
+            return False
+        return all(arg.keyword is not None and not arg.star and arg.keyword.value == "new_allowed" for arg in value.args)
+
+    def _writes_of(self, leaf: str) -> int:
+        if self._writes is None:
+            self._writes = {}
+            for match in _ATTR_WRITE.finditer(self.code):
+                self._writes[match.group(1)] = self._writes.get(match.group(1), 0) + 1
+        return self._writes.get(leaf, 0)
+
+    @staticmethod
+    def _definitions(defined: dict[tuple[str, ...], int], leaf: str) -> int:
+        return sum(count for path, count in defined.items() if path[-1] == leaf)
+
+    # -- names bound to a config --------------------------------------------------
+
+    def bind_names(self) -> None:
+        """``cfg = _C.clone()``, ``cfg = get_cfg_defaults()``, ``cfg = DataConfig()``,
+        ``data = cfg.DATA``: twice, as a name may be bound from one below it."""
+        scopes = [self.scope, *(fn.scope for fn in self.names.functions)]
+        for _ in range(2):
+            for scope in scopes:
+                for name, bindings in scope.bindings.items():
+                    if name in scope.namespaces or len(bindings) != 1 or bindings[0].value is None:
+                        continue
+                    found = self.config_of(bindings[0].value, scope, 0)
+                    if found is not None:
+                        scope.namespaces[name] = found
+
+    def config_of(self, expr: cst.BaseExpression, scope: Scope, depth: int) -> Namespace | None:
+        """The config tree an expression holds, or None."""
+        if depth > _MAX_DEPTH:
+            return None
+        if type(expr) is cst.Name:
+            found = scope.lookup(expr.value)
+            if found is None or len(found[1]) != 1:
+                return None
+            owner, bindings = found
+            if expr.value in owner.namespaces:
+                return owner.namespaces[expr.value]
+            value = bindings[0].value
+            return self.config_of(value, owner, depth + 1) if value is not None else None
+        if type(expr) is cst.Attribute:
+            inner = self.config_of(expr.value, scope, depth + 1)
+            item = inner.options.get(expr.attr.value) if inner is not None else None
+            return item if isinstance(item, Namespace) else None
+        if type(expr) is not cst.Call:
+            return None
+        func = expr.func
+        if type(func) is cst.Attribute and func.attr.value == "clone" and not expr.args:
+            return self.config_of(func.value, scope, depth + 1)
+        if type(func) is not cst.Name:
+            return None
+        definition = self.names.definition(func.value, scope)
+        if isinstance(definition, ClassFacts):
+            return self._constructed(definition, expr, scope)
+        if isinstance(definition, FunctionFacts) and not definition.class_name and not expr.args:
+            returns = list(_returns(definition.node.body))
+            if len(returns) == 1 and returns[0] is not None:
+                return self.config_of(returns[0], definition.scope, depth + 1)
+        return None
+
+    # -- dataclasses ----------------------------------------------------------------
+
+    def _constructed(self, cls: ClassFacts, call: cst.Call, scope: Scope) -> Namespace | None:
+        """``DataConfig(...)``: the fields' defaults, with keywords given replaced."""
+        base = self.dataclass_fields(cls)
+        if base is None:
+            return None
+        given: dict[str, Option | Namespace] = {}
+        for arg in call.args:
+            if arg.star or arg.keyword is None:
+                return None
+            inner = self.config_of(arg.value, scope, 1)
+            given[arg.keyword.value] = inner if inner is not None else Option(evaluate(arg.value, scope))
+        return Namespace({**base.options, **given}) if given else base
+
+    def dataclass_fields(self, cls: ClassFacts, depth: int = 0) -> Namespace | None:
+        """A local dataclass's fields with their defaults; None for another class."""
+        key = id(cls)
+        if key in self._dataclasses:
+            return self._dataclasses[key]
+        self._dataclasses[key] = None  # a class that holds itself stays unknown
+        hierarchy = self.names.class_hierarchy(cls)
+        if depth > _MAX_DEPTH or not all(self._is_dataclass(klass) for klass in hierarchy):
+            return None
+        ns = Namespace()
+        for klass in reversed(hierarchy):
+            for name, default in _fields(klass):
+                ns.options[name] = self._field(klass, name, default, depth)
+        self._dataclasses[key] = ns
+        return ns
+
+    def _field(self, cls: ClassFacts, name: str, default: cst.BaseExpression | None, depth: int) -> Option | Namespace:
+        if default is None or self._writes_of(name) > 0:
+            return Option(UNKNOWN)
+        if type(default) is cst.Call and type(default.func) is cst.Name and default.func.value == "field":
+            factory = _keyword(default, "default_factory")
+            if factory is not None and type(factory) is cst.Name:
+                nested = self.names.definition(factory.value, self.scope)
+                inner = self.dataclass_fields(nested, depth + 1) if isinstance(nested, ClassFacts) else None
+                return inner if inner is not None else Option(UNKNOWN)
+            default = _keyword(default, "default")
+            if default is None:
+                return Option(UNKNOWN)
+        if type(default) is cst.Call:
+            inner = self.config_of(default, self.scope, 1)
+            return inner if inner is not None else Option(UNKNOWN)
+        value = evaluate(default, self.scope)
+        return Option(value, Origin(f"with the default `{cls.name}.{name} = {value!r}`", default))
+
+    def _is_dataclass(self, cls: ClassFacts) -> bool:
+        if cls.nested:
+            return False
+        for decorator in cls.node.decorators:
+            node = decorator.decorator
+            if type(node) is cst.Call:
+                if any(arg.keyword is not None and arg.keyword.value == "init" for arg in node.args):
+                    return False
+                node = node.func
+            if self.names.imports.qualify(node) in _DATACLASS:
+                return True
+        return False
+
+    def bind_annotations(self) -> None:
+        """``def build(cfg: DataConfig)``: the defaults, where the module never
+        constructs the class with arguments."""
+        for fn in self.names.functions:
+            params = fn.node.params
+            for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+                name = param.name.value
+                annotation = param.annotation.annotation if param.annotation is not None else None
+                if type(annotation) is not cst.Name or name in fn.scope.namespaces:
+                    continue
+                if len(fn.scope.bindings.get(name, ())) != 1:
+                    continue
+                cls = self.names.definition(annotation.value, self.scope)
+                if not isinstance(cls, ClassFacts):
+                    continue
+                if re.search(rf"\b{re.escape(cls.name)}\s*\(\s*[^)\s]", self.code):
+                    continue
+                ns = self.dataclass_fields(cls)
+                if ns is not None:
+                    fn.scope.namespaces[name] = ns
+
+
+def _path(node: cst.BaseExpression) -> tuple[str, ...] | None:
+    dotted = dotted_name(node)
+    return tuple(dotted.split(".")) if dotted is not None else None
+
+
+def _walk(ns: Namespace, parts: tuple[str, ...]) -> Namespace | None:
+    item: Option | Namespace | None = ns
+    for part in parts:
+        item = item.options.get(part) if isinstance(item, Namespace) else None
+    return item if isinstance(item, Namespace) else None
+
+
+def _keyword(call: cst.Call, name: str) -> cst.BaseExpression | None:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg.value
+    return None
+
+
+def _fields(cls: ClassFacts) -> Iterator[tuple[str, cst.BaseExpression | None]]:
+    """(name, default expression or None) of each annotated field of a class body."""
+    body = cls.node.body
+    for statement in body.body if type(body) is cst.IndentedBlock else ():
+        if type(statement) is not cst.SimpleStatementLine:
+            continue
+        for small in statement.body:
+            if type(small) is cst.AnnAssign and type(small.target) is cst.Name:
+                annotation = dotted_name(small.annotation.annotation) or ""
+                if annotation.rpartition(".")[2] != "ClassVar":
+                    yield small.target.value, small.value
+
+
+def _returns(body: cst.BaseSuite) -> Iterator[cst.BaseExpression | None]:
+    """The values of a function body's ``return`` statements (nested
+    functions and classes left out)."""
+    statements = body.body if type(body) is cst.IndentedBlock else ()
+    for statement in statements:
+        if type(statement) is cst.SimpleStatementLine:
+            for small in statement.body:
+                if type(small) is cst.Return:
+                    yield small.value
+        elif isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        elif isinstance(statement, cst.BaseCompoundStatement):
+            yield from _returns(statement.body)
+            for part in _else_parts(statement):
+                yield from _returns(part)
+
+
+def _else_parts(statement: cst.BaseCompoundStatement) -> Iterator[cst.BaseSuite]:
+    orelse = getattr(statement, "orelse", None)
+    while orelse is not None:
+        yield orelse.body
+        orelse = getattr(orelse, "orelse", None) if type(orelse) is cst.If else None
+    for handler in getattr(statement, "handlers", ()):
+        yield handler.body
+    final = getattr(statement, "finalbody", None)
+    if final is not None:
+        yield final.body
