@@ -23,7 +23,7 @@ provider binds its namespaces, so a config passed as an argument
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from typing import Any, Callable, Iterator
 
 import libcst as cst
 
@@ -94,8 +94,7 @@ class _Binder:
                     leaves.append((parent, path[-1], path, value))
         for parent, leaf, path, value in leaves:
             dotted = ".".join(path)
-            written = re.search(rf"['\"]{re.escape('.'.join(path[1:]))}['\"]", self.code) is not None
-            if defined[path] > 1 or written or self._writes_of(leaf) > self._definitions(defined, leaf):
+            if defined[path] > 1 or self._rewritten(path, defined):
                 parent.options[leaf] = Option(UNKNOWN)
                 continue
             found = evaluate(value, self.scope)
@@ -115,9 +114,16 @@ class _Binder:
                 self._writes[match.group(1)] = self._writes.get(match.group(1), 0) + 1
         return self._writes.get(leaf, 0)
 
-    @staticmethod
-    def _definitions(defined: dict[tuple[str, ...], int], leaf: str) -> int:
-        return sum(count for path, count in defined.items() if path[-1] == leaf)
+    def _rewritten(self, path: tuple[str, ...], defined: dict[tuple[str, ...], int]) -> bool:
+        """Whether the module assigns the attribute, or a node above it,
+        more often than the tree's own definitions do, or names its key in
+        a string."""
+        for end in range(2, len(path) + 1):
+            suffix = path[1:end]
+            writes = len(re.findall(write_pattern(suffix), self.code))
+            if writes > sum(n for p, n in defined.items() if p[-len(suffix):] == suffix):
+                return True
+        return re.search(key_pattern(path[1:]), self.code) is not None
 
     # -- names bound to a config --------------------------------------------------
 
@@ -251,6 +257,17 @@ class _Binder:
                     fn.scope.namespaces[name] = ns
 
 
+def write_pattern(parts: tuple[str, ...]) -> str:
+    """An assignment (augmented too) to ``<anything>.A.B``, for ``("A", "B")``."""
+    chain = r"[ \t]*\.[ \t]*".join(re.escape(part) for part in parts)
+    return rf"\.[ \t]*{chain}[ \t]*(?::[^=\n]*)?(?:\*\*|//|>>|<<|[-+*/%@&|^])?=(?!=)"
+
+
+def key_pattern(parts: tuple[str, ...]) -> str:
+    """The dotted key ``"A.B"`` in a string (``merge_from_list(["A.B", "2"])``)."""
+    return rf"['\"]{re.escape('.'.join(parts))}['\"]"
+
+
 def _path(node: cst.BaseExpression) -> tuple[str, ...] | None:
     dotted = dotted_name(node)
     return tuple(dotted.split(".")) if dotted is not None else None
@@ -310,3 +327,27 @@ def _else_parts(statement: cst.BaseCompoundStatement) -> Iterator[cst.BaseSuite]
     final = getattr(statement, "finalbody", None)
     if final is not None:
         yield final.body
+
+
+def namespace_options(ns: Namespace, ref_of: Callable[[cst.CSTNode], int], prefix: str = "", depth: int = 0) -> dict[str, Any]:
+    """A tree's known defaults as plain data for another module: dotted
+    attribute path -> value, how a message names it, and where it is."""
+    out: dict[str, Any] = {}
+    for name, item in ns.options.items():
+        dotted = f"{prefix}{name}"
+        if isinstance(item, Namespace):
+            if depth < _MAX_DEPTH:
+                out.update(namespace_options(item, ref_of, dotted + ".", depth + 1))
+            continue
+        origin = item.origin
+        if origin is None or not _plain(item.value) or not origin.text.startswith("with "):
+            continue
+        described: dict[str, Any] = {"value": item.value, "text": origin.text[len("with "):]}
+        if origin.node is not None:
+            described["at"] = ref_of(origin.node)
+        out[dotted] = described
+    return out
+
+
+def _plain(value: object) -> bool:
+    return value is None or type(value) in (int, float, str, bool)

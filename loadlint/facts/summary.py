@@ -15,6 +15,8 @@ A value is a descriptor: ``{"value": 4}``, ``{"cpu_count": true}``,
 ``{"import": "config.WORKERS"}`` (a name imported from another module,
 which the join resolves to that module's ``constants``),
 ``{"sampler": i}`` (the function's i-th ``DistributedSampler``),
+``{"options": {"DATA.NUM_WORKERS": {"value": 8, "text": ..., "at": i}}}``
+(a module-level config tree's known defaults, among the ``constants``),
 ``{"device": "cuda"}`` (a device whose kind is known but not its value), or
 ``{}`` (unknown).  A descriptor may carry a ``"note"`` saying where a
 value comes from; other fact sources can add one without changing the
@@ -30,6 +32,7 @@ from typing import Any, Callable
 import libcst as cst
 
 from loadlint.facts.accelerator import device_kind
+from loadlint.facts.configs import namespace_options
 from loadlint.facts.calls import CallSite
 from loadlint.facts.collect import ModuleFacts
 from loadlint.facts.datasets import imported_dataset_class, in_memory_classes
@@ -46,7 +49,7 @@ MODULE = "<module>"
 #: The loader arguments project analysis reasons about (absent: torch's default).
 _LOADER_SETTINGS = ("num_workers", "persistent_workers", "pin_memory", "multiprocessing_context", "sampler")
 #: Bumped when the shape changes, so cached summaries are not misread.
-VERSION = 6
+VERSION = 7
 
 
 def summarise(facts: ModuleFacts, ref_of: RefOf) -> Summary:
@@ -96,6 +99,12 @@ def _constants(facts: ModuleFacts, imports: dict[str, str], ref_of: RefOf) -> di
     out: dict[str, Any] = {}
     for name, bindings in module.bindings.items():
         if len(bindings) != 1 or bindings[0].value is None or bindings[0].path:
+            continue
+        if name in module.namespaces:
+            # A config tree (or a parsed namespace) another module reads attributes of.
+            options = namespace_options(module.namespaces[name], ref_of)
+            if options:
+                out[name] = {"options": options}
             continue
         expr = bindings[0].value
         value = evaluate(expr, module)
