@@ -9,12 +9,13 @@ a provider's ``finish`` from its records, without a second pass.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import libcst as cst
 
 from loadlint.facts.accelerator import AcceleratorFacts, AcceleratorProvider
+from loadlint.facts.alive import AliveFacts, collect_alive
 from loadlint.facts.calls import CallFacts, CallProvider
 from loadlint.facts.cli_args import CliFacts, CliProvider
 from loadlint.facts.configs import bind_configs
@@ -47,6 +48,8 @@ class ModuleFacts:
     #: Each node's innermost statement unit (``walk.statement_units``),
     #: found by the same traversal: locating a finding needs it.
     units: tuple[dict[int, int], list[Unit]]
+    #: Loaders whose workers are certainly alive at the same time.
+    alive: AliveFacts = field(default_factory=AliveFacts)
 
     @property
     def calls(self) -> list[LoaderCall]:
@@ -148,4 +151,5 @@ def collect(module: cst.Module, text: str | None = None) -> ModuleFacts:
         between.facts,
         cli.facts,
         units,
+        collect_alive(module, collector.names, loaders.facts, iteration.facts),
     )

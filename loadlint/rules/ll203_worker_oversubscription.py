@@ -6,10 +6,11 @@ import libcst as cst
 
 from loadlint.cst.codegen import code_for_node
 from loadlint.facts.resolve import follow_name
+from loadlint.hardware.detect import suggest_num_workers
 from loadlint.rules.base import Context, FixSpec, Invalid, Report, Rule, Valid
 from loadlint.rules.shared import (
-    DECLARE_TARGET, RANK_WORKERS_CONSTANT, measured_defers, origin_of, portable, oversubscribed, ranks, set_workers_fix,
-    suggested_workers, trainer_workers, use_workers, workers_code,
+    DECLARE_TARGET, RANK_WORKERS_CONSTANT, measured_defers, origin_note, origin_of, portable, oversubscribed, profile_note,
+    ranks, set_workers_fix, suggested_workers, trainer_workers, use_workers, workers_code,
 )
 from loadlint.types import HardwareProfile
 
@@ -42,6 +43,35 @@ def _training_arguments(ctx: Context) -> Iterator[Report]:
         fix = set_workers_fix(ctx, call.node, "dataloader_num_workers", n, found)
         fix.withheld = _machine_bound(ctx)
         yield Report(call.node, message, fix)
+
+
+def _alive_together(ctx: Context) -> Iterator[Report]:
+    """Loaders alive at the same time whose workers add up past the usable
+    CPUs, where none does alone (that one is reported by itself)."""
+    per_node, usable = ranks(ctx), ctx.profile.usable_cpus
+    for group in ctx.alive_together():
+        counts = [call.workers() for call in group.calls]
+        if not all(type(n) is int and n >= 0 for n in counts) or sum(1 for n in counts if n > 0) < 2:
+            continue
+        total = sum(counts) * per_node
+        if total <= usable or any(n * per_node > usable for n in counts):
+            continue
+        if any(measured_defers(ctx, call)[0] for call in group.calls):
+            continue
+        named = [f"`{name}`" for name in group.names]
+        loaders = ", ".join(named[:-1]) + f" and {named[-1]}"
+        why = "iterated together by `zip`" if group.kind == "zip" else "persistent workers, kept while each loader lives"
+        terms = " + ".join(f"{n}{origin_note(origin_of(call, 'num_workers'))}" for n, call in zip(counts, group.calls))
+        started = f"({terms}) × {per_node} ranks" if per_node > 1 else terms
+        n = suggest_num_workers(ctx.profile, per_node, None)
+        advice = (f"the usable CPUs at run time ({n} on this machine, {profile_note(ctx)})" if portable(ctx)
+                  else f"{n} at most ({profile_note(ctx)})")
+        message = (
+            f"{loaders} are alive at the same time ({why}): {started} = {total} workers on {usable} usable CPUs: "
+            f"workers compete for cores and memory; lower their `num_workers` to add up to {advice}"
+        )
+        # No fix: how the CPUs are shared among the loaders is the author's choice.
+        yield Report(group.calls[-1].node, message)
 
 
 class WorkerOversubscription(Rule):
@@ -85,6 +115,18 @@ class WorkerOversubscription(Rule):
     so does a config tree imported from another module unless it is read
     at module level (`from config import cfg`).
 
+    Loaders alive at the same time add up: those iterated together by
+    `zip`, and loaders with `persistent_workers=True` bound once in the same
+    function (or at module level), built outside any loop and each started
+    there (a `for` over it, or a call handing it to a local function that
+    loops over it), in a statement that always runs: once started, a
+    persistent loader keeps its workers while it lives.  The message names
+    them; there is no fix, as how to share the CPUs among them is the
+    author's choice.  Limits: loaders kept on `self`, built by a helper,
+    rebuilt in a loop, or started only under a condition are not added up;
+    nor are loaders whose workers end before the next one's start
+    (`persistent_workers=False`, `itertools.chain`).
+
     "Usable CPUs" is the smallest of the logical CPUs, this process's
     affinity and the cgroup CPU quota of this machine, or `cpus` of the
     declared target.
@@ -126,7 +168,7 @@ class WorkerOversubscription(Rule):
     code = "LL203"
     name = "worker-oversubscription"
     summary = "more DataLoader workers on a node than it has usable CPUs"
-    fix_availability = "always"
+    fix_availability = "sometimes"
     needs_hardware = True
 
     def check(self, ctx: Context) -> Iterator[Report]:
@@ -165,6 +207,7 @@ class WorkerOversubscription(Rule):
             fix.withheld = _machine_bound(ctx)
             yield Report(call.node, message, fix)
         yield from _training_arguments(ctx)
+        yield from _alive_together(ctx)
 
 
     VALID = [
@@ -222,8 +265,68 @@ class WorkerOversubscription(Rule):
             cfg = DataConfig(num_workers=2)
             loader = DataLoader(ds, batch_size=2, num_workers=cfg.num_workers)
         """, profile=_T1),
+        # One after the other: each loader's workers stop when its epoch ends.
+        Valid("""
+            from torch.utils.data import DataLoader
+            def main():
+                train = DataLoader(a, batch_size=2, num_workers=3)
+                val = DataLoader(b, batch_size=2, num_workers=3)
+                for epoch in range(10):
+                    for batch in train:
+                        pass
+                    for batch in val:
+                        pass
+        """, profile=_T1),
+        # Persistent, but the test loader may never start: not certainly alive together.
+        Valid("""
+            from torch.utils.data import DataLoader
+            def main(args):
+                train = DataLoader(a, batch_size=2, num_workers=3, persistent_workers=True)
+                test = DataLoader(b, batch_size=2, num_workers=3, persistent_workers=True)
+                for batch in train:
+                    pass
+                if args.test:
+                    for batch in test:
+                        pass
+        """, profile=_T1),
     ]
     INVALID = [
+        # Persistent loaders keep their workers while they live: 3 + 3 + 3 together.
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            def run_epoch(loader):
+                for batch in loader:
+                    pass
+            def main():
+                train = DataLoader(a, batch_size=2, num_workers=3, persistent_workers=True)
+                val = DataLoader(b, batch_size=2, num_workers=3, persistent_workers=True)
+                test = DataLoader(c, batch_size=2, num_workers=3, persistent_workers=True)
+                for epoch in range(10):
+                    run_epoch(train)
+                    run_epoch(val)
+                run_epoch(test)
+            """,
+            message="`train`, `val` and `test` are alive at the same time (persistent workers, kept while each "
+            "loader lives): 3 + 3 + 3 = 9 workers on 4 usable CPUs: workers compete for cores and memory; lower "
+            "their `num_workers` to add up to 3 at most (target: 4 CPUs, 1 GPU)",
+            profile=_T1,
+            line=8,
+        ),
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            labeled = DataLoader(a, batch_size=2, num_workers=3)
+            unlabeled = DataLoader(b, batch_size=2, num_workers=3)
+            for step, (x, u) in enumerate(zip(labeled, unlabeled)):
+                pass
+            """,
+            message="`labeled` and `unlabeled` are alive at the same time (iterated together by `zip`): 3 + 3 = 6 "
+            "workers on 4 usable CPUs: workers compete for cores and memory; lower their `num_workers` to add up "
+            "to 3 at most (target: 4 CPUs, 1 GPU)",
+            profile=_T1,
+            line=3,
+        ),
         # A yacs config tree's default, read through ``get_cfg_defaults()`` and a parameter.
         Invalid(
             """
