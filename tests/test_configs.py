@@ -126,3 +126,62 @@ def test_a_write_in_any_project_module_keeps_an_imported_default_unknown(tmp_pat
     # And a write to the attribute read makes train.py's default unknown.
     (project / "tools" / "other.py").write_text("from configs.defaults import cfg\ncfg.DATA.NUM_WORKERS = 4\n")
     assert "train.py:17:14: LL203" not in check(project, "--no-cache", ".")
+
+
+def test_editing_a_yaml_config_changes_the_finding_on_a_warm_run(tmp_path: Path) -> None:
+    project = tmp_path / "p"
+    shutil.copytree(PROJECTS / "config_yaml", project)
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    first = check(project, *cache, ".")
+    assert "train.py:11:14: LL203 `num_workers=16` (with the default `data.num_workers: 16` from conf/config.yaml:8)" in first
+    config = project / "conf" / "config.yaml"
+    config.write_text(config.read_text().replace("num_workers: 16  #", "num_workers: 4  #"))
+    assert "train.py:11:14: LL203" not in check(project, *cache, ".")
+    config.write_text(config.read_text().replace("num_workers: 4  #", "num_workers: 24  #"))
+    assert "`num_workers=24` (with the default `data.num_workers: 24` from conf/config.yaml:8)" in check(project, *cache, ".")
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        # A defaults list whose groups come after the file's own values.
+        ("  - _self_\n", "  - _self_\n  - data: big\n"),
+        # Not in the subset the reader follows: the whole file is unknown.
+        ("seed: 42\n", "seed: &s 42\nother: *s\n\tbad: 1\n"),
+        # The key in a string: ``OmegaConf.update(cfg, "data.num_workers", 2)``.
+        None,
+    ],
+    ids=["composed-after", "outside-the-subset", "key-in-a-string"],
+)
+def test_what_may_change_a_yaml_value_keeps_it_unknown(tmp_path: Path, edit: tuple[str, str] | None) -> None:
+    project = tmp_path / "p"
+    shutil.copytree(PROJECTS / "config_yaml", project)
+    if edit is None:
+        (project / "tools.py").write_text('from omegaconf import OmegaConf\ndef fast(cfg):\n    OmegaConf.update(cfg, "data.num_workers", 2)\n')
+    else:
+        config = project / "conf" / "config.yaml"
+        config.write_text(config.read_text().replace(*edit))
+    assert "train.py:11:14: LL203" not in check(project, "--no-cache", ".")
+
+
+def test_a_yaml_config_outside_the_project_is_not_read(tmp_path: Path) -> None:
+    project = tmp_path / "p"
+    shutil.copytree(PROJECTS / "config_yaml", project)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "config.yaml").write_text((project / "conf" / "config.yaml").read_text())
+    (project / "conf" / "config.yaml").unlink()
+    (project / "conf" / "config.yaml").symlink_to(outside / "config.yaml")
+    assert "train.py:11:14: LL203" not in check(project, "--no-cache", ".")
+
+
+def test_omegaconf_load_finds_the_file_beside_the_script_or_at_the_root(tmp_path: Path) -> None:
+    project = tmp_path / "p"
+    shutil.copytree(PROJECTS / "config_yaml", project)
+    assert "notebook_style.py:10:14: LL201" in check(project, "--no-cache", ".")
+    # The same path at both places with different contents: which one runs depends on the folder.
+    (project / "sub").mkdir()
+    (project / "sub" / "config.yaml").write_text("loader:\n  workers: 8\n")
+    (project / "sub" / "notebook_style.py").write_text((project / "notebook_style.py").read_text())
+    out = check(project, "--no-cache", ".")
+    assert "sub/notebook_style.py:10:14: LL201" not in out and "notebook_style.py:10:14: LL201" in out

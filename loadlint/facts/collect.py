@@ -18,7 +18,7 @@ from loadlint.facts.accelerator import AcceleratorFacts, AcceleratorProvider
 from loadlint.facts.alive import AliveFacts, collect_alive
 from loadlint.facts.calls import CallFacts, CallProvider
 from loadlint.facts.cli_args import CliFacts, CliProvider
-from loadlint.facts.configs import bind_configs
+from loadlint.facts.configs import ConfigRead, bind_configs
 from loadlint.facts.cursor import Cursor
 from loadlint.facts.datasets import DatasetFacts, DatasetProvider
 from loadlint.facts.distributed import DistributedFacts, DistributedProvider
@@ -50,6 +50,8 @@ class ModuleFacts:
     units: tuple[dict[int, int], list[Unit]]
     #: Loaders whose workers are certainly alive at the same time.
     alive: AliveFacts = field(default_factory=AliveFacts)
+    #: YAML files the module reads into names (Hydra, ``OmegaConf.load``).
+    config_reads: list[ConfigRead] = field(default_factory=list)
 
     @property
     def calls(self) -> list[LoaderCall]:
@@ -131,7 +133,7 @@ def collect(module: cst.Module, text: str | None = None) -> ModuleFacts:
     units = walk_units(module, collector)
     # Namespaces first: a device may be a command-line default; config
     # objects before them, so that ``main(cfg)`` flows as ``main(args)`` does.
-    bind_configs(module, collector.names, text)
+    config_reads = bind_configs(module, collector.names, text)
     cli.finish(module, text)
     accelerator.finish()
     distributed.finish()
@@ -152,4 +154,5 @@ def collect(module: cst.Module, text: str | None = None) -> ModuleFacts:
         cli.facts,
         units,
         collect_alive(module, collector.names, loaders.facts, iteration.facts),
+        config_reads,
     )

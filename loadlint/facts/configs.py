@@ -1,6 +1,8 @@
-"""Config objects: the defaults a yacs ``CfgNode`` tree or a dataclass
-config holds, read where a loader takes them (``cfg.DATA.NUM_WORKERS``,
-``cfg.num_workers``).
+"""Config objects: the defaults a yacs ``CfgNode`` tree, a dataclass
+config or ``OmegaConf.create({...})`` holds, read where a loader takes them
+(``cfg.DATA.NUM_WORKERS``, ``cfg.num_workers``); and the YAML files a module
+reads into names (Hydra, ``OmegaConf.load``), whose values project analysis
+binds (``bind_files``).
 
 A default is what the script runs with unless the user overrides it (a
 config file merged in, a command-line list): as with ``argparse`` defaults
@@ -22,7 +24,9 @@ provider binds its namespaces, so a config passed as an argument
 
 from __future__ import annotations
 
+import posixpath
 import re
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 import libcst as cst
@@ -39,19 +43,77 @@ _OPAQUE = re.compile(r"\bsetattr\s*\(|\.__dict__\b")
 _MAX_DEPTH = 8
 
 
-def bind_configs(module: cst.Module, names: NameFacts, text: str | None) -> None:
+_OMEGACONF = frozenset({"omegaconf.OmegaConf", "omegaconf"})
+_HYDRA = frozenset({"hydra", "hydra.main"})
+_CREATE = "omegaconf.OmegaConf.create"
+_LOAD = "omegaconf.OmegaConf.load"
+#: The key of ``analyse``'s bindings that carries the YAML files' values.
+CONFIG_FILES = "<config files>"
+
+
+@dataclass(frozen=True)
+class ConfigRead:
+    """A YAML file a module reads into a name: Hydra's primary config into
+    the first parameter of an ``@hydra.main`` function, or
+    ``OmegaConf.load("config.yaml")`` bound to a name.  Project analysis
+    reads the file (``loadlint.project.config_files``)."""
+
+    #: ``"<module>"`` or the top-level function the name is bound in.
+    scope: str
+    name: str
+    #: As written: relative to the script's folder for Hydra, to the
+    #: folder the script runs from for ``OmegaConf.load``.
+    file: str
+    #: "hydra" or "load".
+    kind: str
+
+
+def bind_configs(module: cst.Module, names: NameFacts, text: str | None) -> list[ConfigRead]:
     """Give every name bound once to a config object its tree of defaults
-    (``Scope.namespaces``, which ``resolve.evaluate`` reads)."""
+    (``Scope.namespaces``, which ``resolve.evaluate`` reads); the YAML files
+    the module reads into names, for project analysis."""
     imported = set(names.imports.names.values())
-    if not (imported & CFG_NODES or imported & _DATACLASS):
-        return
+    omega = bool(imported & (_OMEGACONF | _HYDRA))
+    if not (imported & CFG_NODES or imported & _DATACLASS or omega):
+        return []
     code = module.code if text is None else text
     if _OPAQUE.search(code):
-        return
+        return []
     binder = _Binder(module, names, code)
     binder.roots()
     binder.bind_names()
     binder.bind_annotations()
+    return binder.reads() if omega else []
+
+
+def bind_files(names: NameFacts, given: dict[str, dict[str, Any]]) -> None:
+    """Bind the values project analysis read from YAML files
+    (``"main\0cfg" -> {"data.num_workers": {"value": 8, "text": ...}}``)
+    to the names that hold them, where each is bound once."""
+    for place, options in given.items():
+        scope_name, _, name = place.partition("\0")
+        scope = names.module_scope if scope_name == "<module>" else next(
+            (fn.scope for fn in names.functions if fn.name == scope_name and not fn.nested and fn.class_name is None),
+            None,
+        )
+        if scope is None or len(scope.bindings.get(name, ())) != 1 or name in scope.namespaces:
+            continue
+        ns = Namespace()
+        for dotted, described in options.items():
+            *parents, leaf = dotted.split(".")
+            parent = _walk_creating(ns, parents)
+            if parent is not None and "value" in described:
+                parent.options[leaf] = Option(described["value"], Origin(f"with {described.get('text')}"))
+        scope.namespaces[name] = ns
+
+
+def _walk_creating(ns: Namespace, parts: list[str]) -> Namespace | None:
+    for part in parts:
+        inner = ns.options.setdefault(part, Namespace())
+        if not isinstance(inner, Namespace):
+            return None
+        ns = inner
+    return ns
 
 
 class _Binder:
@@ -162,6 +224,9 @@ class _Binder:
         func = expr.func
         if type(func) is cst.Attribute and func.attr.value == "clone" and not expr.args:
             return self.config_of(func.value, scope, depth + 1)
+        if self.names.imports.qualify(func) == _CREATE:
+            given = expr.args[0].value if len(expr.args) == 1 and expr.args[0].keyword is None else None
+            return self._mapping(given, scope, ()) if type(given) is cst.Dict and not expr.args[0].star else None
         if type(func) is not cst.Name:
             return None
         definition = self.names.definition(func.value, scope)
@@ -172,6 +237,58 @@ class _Binder:
             if len(returns) == 1 and returns[0] is not None:
                 return self.config_of(returns[0], definition.scope, depth + 1)
         return None
+
+    def _mapping(self, node: cst.Dict, scope: Scope, prefix: tuple[str, ...]) -> Namespace | None:
+        """``OmegaConf.create({"data": {"num_workers": 8}})``: string keys only."""
+        ns = Namespace()
+        for element in node.elements:
+            if type(element) is not cst.DictElement or type(element.key) is not cst.SimpleString:
+                return None  # ``**other`` may set any key
+            key = evaluate(element.key, None)
+            if not isinstance(key, str) or key in ns.options:
+                return None
+            path = (*prefix, key)
+            if type(element.value) is cst.Dict:
+                inner = self._mapping(element.value, scope, path) if len(path) < _MAX_DEPTH else None
+                if inner is None:
+                    return None
+                ns.options[key] = inner
+            elif self._rewritten(("", *path), {}):
+                ns.options[key] = Option(UNKNOWN)
+            else:
+                value = evaluate(element.value, scope)
+                ns.options[key] = Option(value, Origin(f"with the default `{'.'.join(path)}: {value!r}`", element.value))
+        return ns
+
+    # -- YAML files -----------------------------------------------------------------
+
+    def reads(self) -> list[ConfigRead]:
+        out = []
+        for fn in self.names.functions:
+            if fn.nested or fn.class_name is not None or not fn.params:
+                continue
+            for decorator in fn.node.decorators:
+                node = decorator.decorator
+                if type(node) is not cst.Call or self.names.imports.qualify(node.func) != "hydra.main":
+                    continue
+                folder = evaluate(_keyword(node, "config_path"), self.scope)
+                name = evaluate(_keyword(node, "config_name"), self.scope)
+                if isinstance(folder, str) and isinstance(name, str) and name and ":" not in folder + name:
+                    name = name if name.endswith((".yaml", ".yml")) else name + ".yaml"
+                    if len(fn.scope.bindings.get(fn.params[0], ())) == 1:
+                        out.append(ConfigRead(fn.name, fn.params[0], posixpath.join(folder, name), "hydra"))
+        scopes = [("<module>", self.scope)] + [
+            (fn.name, fn.scope) for fn in self.names.functions if not fn.nested and fn.class_name is None
+        ]
+        for scope_name, scope in scopes:
+            for name, bindings in scope.bindings.items():
+                value = bindings[0].value if len(bindings) == 1 else None
+                if type(value) is not cst.Call or self.names.imports.qualify(value.func) != _LOAD:
+                    continue
+                file = evaluate(value.args[0].value, self.scope) if len(value.args) == 1 else None
+                if isinstance(file, str) and file.endswith((".yaml", ".yml")) and value.args[0].keyword is None:
+                    out.append(ConfigRead(scope_name, name, file, "load"))
+        return out
 
     # -- dataclasses ----------------------------------------------------------------
 

@@ -16,7 +16,8 @@ A value is a descriptor: ``{"value": 4}``, ``{"cpu_count": true}``,
 which the join resolves to that module's ``constants``),
 ``{"sampler": i}`` (the function's i-th ``DistributedSampler``),
 ``{"options": {"DATA.NUM_WORKERS": {"value": 8, "text": ..., "at": i}}}``
-(a module-level config tree's known defaults, among the ``constants``),
+(a module-level config tree's known defaults, among the ``constants``);
+``config_files`` lists the YAML files the module reads into names,
 ``{"device": "cuda"}`` (a device whose kind is known but not its value), or
 ``{}`` (unknown).  A descriptor may carry a ``"note"`` saying where a
 value comes from; other fact sources can add one without changing the
@@ -32,7 +33,7 @@ from typing import Any, Callable
 import libcst as cst
 
 from loadlint.facts.accelerator import device_kind
-from loadlint.facts.configs import namespace_options
+from loadlint.facts.configs import CONFIG_FILES, bind_files, namespace_options
 from loadlint.facts.calls import CallSite
 from loadlint.facts.collect import ModuleFacts
 from loadlint.facts.datasets import imported_dataset_class, in_memory_classes
@@ -88,6 +89,10 @@ def summarise(facts: ModuleFacts, ref_of: RefOf) -> Summary:
     constants = _constants(facts, imports, ref_of)
     if constants:
         out["constants"] = constants
+    if facts.config_reads:
+        out["config_files"] = [
+            {"scope": read.scope, "name": read.name, "file": read.file, "kind": read.kind} for read in facts.config_reads
+        ]
     return out
 
 
@@ -411,6 +416,9 @@ def inject(facts: ModuleFacts, bindings: dict[str, dict[str, dict[str, Any]]]) -
     imported = bindings.get(MODULE)
     if imported:
         bind_imported(facts.names.module_scope, facts.loaders.cpu_count_calls, imported)
+    files = bindings.get(CONFIG_FILES)
+    if files:
+        bind_files(facts.names, files)
     for fn in facts.names.functions:
         qual = f"{fn.class_name}.{fn.name}" if fn.class_name else fn.name
         given = bindings.get(qual)

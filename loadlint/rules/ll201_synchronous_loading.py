@@ -121,7 +121,12 @@ class SynchronousLoading(Rule):
     `HfArgumentParser`): it is what the script runs with unless the user
     passes the option, and the message names it.  So is the default of a
     parameter that every call in the module leaves out
-    (`def build(ds, workers=0)` called as `build(train_ds)`).
+    (`def build(ds, workers=0)` called as `build(train_ds)`), and the
+    default of a config object: a yacs `CfgNode` tree, a dataclass field,
+    `OmegaConf.create({...})`, or a YAML file beside the code that Hydra
+    (`@hydra.main(config_path=..., config_name=...)`) or
+    `OmegaConf.load("config.yaml")` reads.  What may change it stays unknown;
+    LL203's page lists the limits.
 
     Hugging Face's `Trainer` builds its loaders from `TrainingArguments`
     (`dataloader_num_workers` defaults to 0): a `TrainingArguments(...)` or
@@ -231,6 +236,14 @@ class SynchronousLoading(Rule):
         yield from _training_arguments(ctx)
 
     VALID = [
+        # Set again after the config is made: unknown.
+        Valid("""
+            from omegaconf import OmegaConf
+            from torch.utils.data import DataLoader
+            cfg = OmegaConf.create({"data": {"num_workers": 0}})
+            cfg.data.num_workers = args.workers
+            loader = DataLoader(ds, batch_size=64, num_workers=cfg.data.num_workers)
+        """),
         Valid("""
             from torch.utils.data import DataLoader
             loader = DataLoader(ds, batch_size=32, num_workers=4)
@@ -317,6 +330,25 @@ class SynchronousLoading(Rule):
         """),
     ]
     INVALID = [
+        # A config object's default (OmegaConf, yacs, dataclass): the message
+        # names it, the fix changes the default.
+        Invalid(
+            """
+            from omegaconf import OmegaConf
+            from torch.utils.data import DataLoader
+            cfg = OmegaConf.create({"data": {"num_workers": 0}})
+            loader = DataLoader(ds, batch_size=64, num_workers=cfg.data.num_workers)
+            """,
+            message="`num_workers=0` (with the default `data.num_workers: 0`): batches are loaded in the training "
+            "process, the training step waits; use `num_workers=15` (target: 16 CPUs, 0 GPUs)",
+            fixed="""
+            from omegaconf import OmegaConf
+            from torch.utils.data import DataLoader
+            cfg = OmegaConf.create({"data": {"num_workers": 15}})
+            loader = DataLoader(ds, batch_size=64, num_workers=cfg.data.num_workers)
+            """,
+            profile=_CPU16,
+        ),
         # A file read in __getitem__, a container passed from outside, a
         # custom collate_fn: not known to be in memory.
         Invalid(

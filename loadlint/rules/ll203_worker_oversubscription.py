@@ -101,19 +101,35 @@ class WorkerOversubscription(Rule):
 
     Config objects count the same way: the default of a yacs `CfgNode`
     tree (`_C.DATA.NUM_WORKERS = 8`, read as `cfg.DATA.NUM_WORKERS` through
-    `_C.clone()`, a `get_cfg_defaults()` returning it, or a parameter every
-    call passes it to) and of a dataclass field (`num_workers: int = 8`,
-    read through `DataConfig()`, a nested `field(default_factory=...)`, or a
-    parameter annotated with the class).  A config file merged in
-    (`merge_from_file`) or a command-line list may override it, as an option
-    overrides its default: the message names the default and the fix
-    changes it.  Limits: a value assigned again anywhere in the module
-    (`cfg.DATA.NUM_WORKERS = args.workers`, `__post_init__`), a key named in
-    a string (`merge_from_list(["DATA.NUM_WORKERS", "2"])`), a module that
-    calls `setattr`, a tree built from a dict, and a class the module
-    constructs with arguments (for an annotated parameter) stay unknown;
-    so does a config tree imported from another module unless it is read
-    at module level (`from config import cfg`).
+    `_C.clone()`, a `get_cfg_defaults()` returning it, a parameter every
+    call passes it to, or `from config import cfg` in another module), of a
+    dataclass field (`num_workers: int = 8`, read through `DataConfig()`, a
+    nested `field(default_factory=...)`, or a parameter annotated with the
+    class), of `OmegaConf.create({...})`, and of a YAML file beside the
+    code: Hydra's primary config (`@hydra.main(config_path="conf",
+    config_name="config")`, read through the function's parameter) or
+    `OmegaConf.load("config.yaml")` (the file beside the script or at the
+    project root).  A config file merged in (`merge_from_file`), a
+    command-line list or a Hydra override (`data.num_workers=4`) may
+    override it, as an option overrides its default: the message names the
+    default and where it is, and the fix changes it in the code (a value
+    from a YAML file or another module is reported without a fix).
+
+    Limits, where the value stays unknown: an attribute assigned again
+    (`cfg.DATA.NUM_WORKERS = args.workers`, `__post_init__`; for a tree or
+    file another module reads, in any module of the project) or named in a
+    string (`merge_from_list(["DATA.NUM_WORKERS", "2"])`,
+    `OmegaConf.update(cfg, "data.num_workers", 2)`); a module that calls
+    `setattr`; a tree built from a dict or under a condition; a class the
+    module constructs with arguments (for an annotated parameter); a tree
+    another module returns from a function (`cfg = get_cfg_defaults()` with
+    the function imported); a config passed on to another module's
+    functions; a Hydra config whose `defaults` list does not end with
+    `_self_` (the groups it composes may override its values) and values of
+    those groups; YAML outside the plain `key: value` subset (lists,
+    anchors, tags, interpolations such as `${...}`); and a config file
+    outside the project.  YAML is read by a small safe reader, never by a
+    loader that can construct objects.
 
     Loaders alive at the same time add up: those iterated together by
     `zip`, and loaders with `persistent_workers=True` bound once in the same
