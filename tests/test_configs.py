@@ -86,17 +86,23 @@ def build(cfg: DataConfig):
 
 
 def test_a_parameter_annotated_with_a_dataclass_reads_its_default() -> None:
-    assert len(codes(DATACLASS.format(extra=""))) == 1
+    assert len(codes(DATACLASS.format(extra="default = DataConfig()"))) == 1
+    # Never made here with its defaults: another module may make it with arguments.
+    assert codes(DATACLASS.format(extra="")) == []
+
+
+def test_a_yacs_leaf_written_through_another_name_stays_unknown() -> None:
+    assert codes(YACS.format(extra="data = cfg.DATA\n    data.NUM_WORKERS = 2")) == []
 
 
 @pytest.mark.parametrize(
     "extra",
     [
         # Constructed with arguments somewhere: the parameter may hold any.
-        "small = DataConfig(num_workers=2)",
-        "def fast(cfg):\n    cfg.num_workers = 0",
+        "default = DataConfig()\nsmall = DataConfig(num_workers=2)",
+        "default = DataConfig()\ndef fast(cfg):\n    cfg.num_workers = 0",
         # A field set again when the object is made.
-        "def __post_init__(self):\n    self.num_workers = 2",
+        "default = DataConfig()\ndef __post_init__(self):\n    self.num_workers = 2",
     ],
 )
 def test_what_may_change_a_dataclass_default_keeps_it_unknown(extra: str) -> None:
@@ -104,7 +110,7 @@ def test_what_may_change_a_dataclass_default_keeps_it_unknown(extra: str) -> Non
 
 
 def test_a_class_that_is_not_a_dataclass_gives_nothing() -> None:
-    assert codes(DATACLASS.format(extra="").replace("@dataclass\n", "")) == []
+    assert codes(DATACLASS.format(extra="default = DataConfig()").replace("@dataclass\n", "")) == []
 
 
 def test_a_module_level_tree_is_exported_with_where_each_default_is() -> None:

@@ -185,6 +185,10 @@ class _Binder:
             writes = len(re.findall(write_pattern(suffix), self.code))
             if writes > sum(n for p, n in defined.items() if p[-len(suffix):] == suffix):
                 return True
+        # ``data = cfg.DATA; data.NUM_WORKERS = 2``: the leaf through another name.
+        aliased = len(re.findall(alias_pattern(path[-1]), self.code))
+        if aliased > sum(n for p, n in defined.items() if len(p) == 2 and p[-1] == path[-1]):
+            return True
         return re.search(key_pattern(path[1:]), self.code) is not None
 
     # -- names bound to a config --------------------------------------------------
@@ -353,8 +357,9 @@ class _Binder:
         return False
 
     def bind_annotations(self) -> None:
-        """``def build(cfg: DataConfig)``: the defaults, where the module never
-        constructs the class with arguments."""
+        """``def build(cfg: DataConfig)``: the defaults, where the module makes
+        the class with its defaults (``DataConfig()``, ``default_factory``)
+        and never with arguments."""
         for fn in self.names.functions:
             params = fn.node.params
             for param in (*params.posonly_params, *params.params, *params.kwonly_params):
@@ -367,8 +372,11 @@ class _Binder:
                 cls = self.names.definition(annotation.value, self.scope)
                 if not isinstance(cls, ClassFacts):
                     continue
-                if re.search(rf"\b{re.escape(cls.name)}\s*\(\s*[^)\s]", self.code):
-                    continue
+                name_re = re.escape(cls.name)
+                if re.search(rf"\b{name_re}\s*\(\s*[^)\s]", self.code):
+                    continue  # made with arguments somewhere: the parameter may hold any
+                if not re.search(rf"\b{name_re}\s*\(\s*\)|default_factory\s*=\s*{name_re}\b", self.code):
+                    continue  # never made here with its defaults: another module may make it otherwise
                 ns = self.dataclass_fields(cls)
                 if ns is not None:
                     fn.scope.namespaces[name] = ns
@@ -378,6 +386,12 @@ def write_pattern(parts: tuple[str, ...]) -> str:
     """An assignment (augmented too) to ``<anything>.A.B``, for ``("A", "B")``."""
     chain = r"[ \t]*\.[ \t]*".join(re.escape(part) for part in parts)
     return rf"\.[ \t]*{chain}[ \t]*(?::[^=\n]*)?(?:\*\*|//|>>|<<|[-+*/%@&|^])?=(?!=)"
+
+
+def alias_pattern(leaf: str) -> str:
+    """An assignment to ``name.LEAF`` where ``name`` is a bare name (it may
+    hold a node of the tree); ``x.TEST.LEAF`` names another node."""
+    return rf"(?<![\w.])[A-Za-z_]\w*[ \t]*\.[ \t]*{re.escape(leaf)}[ \t]*(?::[^=\n]*)?(?:\*\*|//|>>|<<|[-+*/%@&|^])?=(?!=)"
 
 
 def key_pattern(parts: tuple[str, ...]) -> str:

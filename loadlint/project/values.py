@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterator
 from loadlint.engine.analysis import analyse
 from loadlint.project.modules import Resolver, shown_path
 from loadlint.engine.summaries import locate
-from loadlint.facts.configs import key_pattern, write_pattern
+from loadlint.facts.configs import alias_pattern, key_pattern, write_pattern
 from loadlint.sources.files import read_source
 from loadlint.types import Finding, Options
 
@@ -120,7 +120,7 @@ class Constants:
     def _scan(self, path: str, attribute: str) -> bool:
         parts = tuple(attribute.split("."))
         written = [write_pattern(parts[:end]) for end in range(1, len(parts) + 1)]
-        pattern = re.compile("|".join([*written, key_pattern(parts)]).encode())
+        pattern = re.compile("|".join([*written, alias_pattern(parts[-1]), key_pattern(parts)]).encode())
         for count, other in enumerate(_python_files(self.root)):
             if count >= MAX_SCAN:
                 return True  # not all read: assume it is there

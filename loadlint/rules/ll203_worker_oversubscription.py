@@ -105,7 +105,7 @@ class WorkerOversubscription(Rule):
     call passes it to, or `from config import cfg` in another module), of a
     dataclass field (`num_workers: int = 8`, read through `DataConfig()`, a
     nested `field(default_factory=...)`, or a parameter annotated with the
-    class), of `OmegaConf.create({...})`, and of a YAML file beside the
+    class where the module makes it with its defaults), of `OmegaConf.create({...})`, and of a YAML file beside the
     code: Hydra's primary config (`@hydra.main(config_path="conf",
     config_name="config")`, read through the function's parameter) or
     `OmegaConf.load("config.yaml")` (the file beside the script or at the
@@ -120,8 +120,9 @@ class WorkerOversubscription(Rule):
     file another module reads, in any module of the project) or named in a
     string (`merge_from_list(["DATA.NUM_WORKERS", "2"])`,
     `OmegaConf.update(cfg, "data.num_workers", 2)`); a module that calls
-    `setattr`; a tree built from a dict or under a condition; a class the
-    module constructs with arguments (for an annotated parameter); a tree
+    `setattr`; a tree built from a dict or under a condition; for a
+    parameter annotated with a dataclass, a class the module constructs
+    with arguments, or never constructs with its defaults; a tree
     another module returns from a function (`cfg = get_cfg_defaults()` with
     the function imported); a config passed on to another module's
     functions; a Hydra config whose `defaults` list does not end with
