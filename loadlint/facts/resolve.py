@@ -402,6 +402,8 @@ def bind_imported(module: Scope, cpu_count_calls: set[int], given: dict[str, dic
         found = module.bindings.get(head)
         if found is None or len(found) != 1 or found[0].value is not None:
             continue
+        if "." in attr and not descriptor.get("tree"):
+            continue  # only a config tree's defaults are read through nested attributes
         note = descriptor.get("note")
         found_origin = Origin(f"with {note}") if note else None
         if "value" in descriptor:

@@ -106,7 +106,8 @@ class Constants:
         constant = ((self.summary_of(path) or {}).get("constants", {}).get(name) or {}).get("options", {}).get(attribute)
         if not isinstance(constant, dict) or "value" not in constant or self._written_elsewhere(path, attribute):
             return {}
-        return {"value": constant["value"], "note": f"{constant.get('text')} from {self._place(path, constant.get('at'))}"}
+        note = f"{constant.get('text')} from {self._place(path, constant.get('at'))}"
+        return {"value": constant["value"], "note": note, "tree": True}
 
     def _written_elsewhere(self, path: str, attribute: str) -> bool:
         """Whether a project file other than the config's own assigns the
