@@ -63,6 +63,7 @@ def test_one_loader_over_the_cpus_is_reported_alone_not_in_a_total() -> None:
     [
         "for x, y in zip(a_loader, b_loader):",
         "for i, (x, y) in enumerate(zip(a_loader, b_loader)):",
+        "for x, y in zip(a_loader, b_loader, strict=True):",
     ],
 )
 def test_loaders_zipped_together_add_up(loop: str) -> None:

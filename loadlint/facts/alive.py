@@ -125,10 +125,9 @@ def _zipped(iteration: IterationFacts) -> dict[int, list[Key]]:
             iterable = iterable.args[0].value
         if type(iterable) is not cst.Call or dotted_name(iterable.func) != "zip":
             continue
-        plain = all(
-            arg.keyword is None and not arg.star and type(arg.value) in (cst.Name, cst.Attribute) for arg in iterable.args
-        )
-        if plain and len(keys) == len(iterable.args) >= 2:
+        given = [arg for arg in iterable.args if arg.keyword is None or arg.keyword.value != "strict"]
+        plain = all(arg.keyword is None and not arg.star and type(arg.value) in (cst.Name, cst.Attribute) for arg in given)
+        if plain and len(keys) == len(given) >= 2:
             out[loop] = keys
     return out
 
