@@ -31,6 +31,7 @@ from typing import Any, Callable, Iterator
 
 import libcst as cst
 
+from loadlint.facts.calls import CallSite
 from loadlint.facts.names import ClassFacts, FunctionFacts, NameFacts
 from loadlint.facts.resolve import UNKNOWN, Namespace, Option, Origin, Scope, dotted_name, evaluate
 
@@ -86,10 +87,45 @@ def bind_configs(module: cst.Module, names: NameFacts, text: str | None) -> list
     return binder.reads() if omega else []
 
 
-def bind_files(names: NameFacts, given: dict[str, dict[str, Any]]) -> None:
+def bind_files(names: NameFacts, sites: list[CallSite], given: dict[str, dict[str, Any]]) -> None:
     """Bind the values project analysis read from YAML files
     (``"main\0cfg" -> {"data.num_workers": {"value": 8, "text": ...}}``)
-    to the names that hold them, where each is bound once."""
+    to the names that hold them, where each is bound once; and to the
+    parameter of a local function every call of the module passes it to
+    (``train(cfg)``)."""
+    _bind_files(names, given)
+    for _ in range(3):
+        for fn in names.functions:
+            if fn.nested or fn.class_name is not None:
+                continue
+            calls = [site for site in sites if site.callee == fn.name and names.definition(fn.name, site.scope) is fn]
+            for index, param in enumerate(fn.params):
+                if param in fn.scope.namespaces or len(fn.scope.bindings.get(param, ())) != 1:
+                    continue
+                passed = {id(ns): ns for ns in (_passed(site, index, param) for site in calls)}
+                if calls and len(passed) == 1 and None not in [_passed(site, index, param) for site in calls]:
+                    found = next(iter(passed.values()))
+                    if found is not None:
+                        fn.scope.namespaces[param] = found
+
+
+def _passed(site: CallSite, index: int, param: str) -> Namespace | None:
+    """The namespace a call passes as the parameter: a name holding one."""
+    position = 0
+    for arg in site.node.args:
+        if arg.star:
+            return None
+        if (arg.keyword is None and position == index) or (arg.keyword is not None and arg.keyword.value == param):
+            if type(arg.value) is not cst.Name:
+                return None
+            found = site.scope.lookup(arg.value.value)
+            return found[0].namespaces.get(arg.value.value) if found is not None and len(found[1]) == 1 else None
+        if arg.keyword is None:
+            position += 1
+    return None
+
+
+def _bind_files(names: NameFacts, given: dict[str, dict[str, Any]]) -> None:
     for place, options in given.items():
         scope_name, _, name = place.partition("\0")
         scope = names.module_scope if scope_name == "<module>" else next(

@@ -418,7 +418,7 @@ def inject(facts: ModuleFacts, bindings: dict[str, dict[str, dict[str, Any]]]) -
         bind_imported(facts.names.module_scope, facts.loaders.cpu_count_calls, imported)
     files = bindings.get(CONFIG_FILES)
     if files:
-        bind_files(facts.names, files)
+        bind_files(facts.names, facts.calls_between.sites, files)
     for fn in facts.names.functions:
         qual = f"{fn.class_name}.{fn.name}" if fn.class_name else fn.name
         given = bindings.get(qual)
