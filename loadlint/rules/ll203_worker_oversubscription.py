@@ -107,7 +107,8 @@ class WorkerOversubscription(Rule):
     nested `field(default_factory=...)`, or a parameter annotated with the
     class where the module makes it with its defaults), of `OmegaConf.create({...})`, and of a YAML file beside the
     code: Hydra's primary config (`@hydra.main(config_path="conf",
-    config_name="config")`, read through the function's parameter) or
+    config_name="config")`, read through the function's parameter and a
+    local function every call passes it to) or
     `OmegaConf.load("config.yaml")` (the file beside the script or at the
     project root).  A config file merged in (`merge_from_file`), a
     command-line list or a Hydra override (`data.num_workers=4`) may
