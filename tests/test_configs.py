@@ -191,3 +191,12 @@ def test_omegaconf_load_finds_the_file_beside_the_script_or_at_the_root(tmp_path
     (project / "sub" / "notebook_style.py").write_text((project / "notebook_style.py").read_text())
     out = check(project, "--no-cache", ".")
     assert "sub/notebook_style.py:10:14: LL201" not in out and "notebook_style.py:10:14: LL201" in out
+
+
+def test_a_long_line_costs_linear_time() -> None:
+    import time
+
+    source = "from dataclasses import dataclass\nfrom torch.utils.data import DataLoader\nx = '" + ".a:" * 200_000 + "'\n"
+    start = time.perf_counter()
+    codes(source)
+    assert time.perf_counter() - start < 1

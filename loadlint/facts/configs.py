@@ -39,7 +39,7 @@ from loadlint.facts.resolve import UNKNOWN, Namespace, Option, Origin, Scope, do
 CFG_NODES = frozenset({"yacs.config.CfgNode", "fvcore.common.config.CfgNode"})
 _DATACLASS = frozenset({"dataclasses.dataclass", "pydantic.dataclasses.dataclass"})
 #: ``x.attr = ...`` (augmented too), anywhere in the text.
-_ATTR_WRITE = re.compile(r"\.[ \t]*(\w+)[ \t]*(?::[^=\n]*)?(?:\*\*|//|>>|<<|[-+*/%@&|^])?=(?!=)")
+_ATTR_WRITE = re.compile(r"\.[ \t]*(\w+)[ \t]*(?::[^=\n.:]{0,60})?(?:\*\*|//|>>|<<|[-+*/%@&|^])?=(?!=)")
 _OPAQUE = re.compile(r"\bsetattr\s*\(|\.__dict__\b")
 _MAX_DEPTH = 8
 
@@ -421,13 +421,13 @@ class _Binder:
 def write_pattern(parts: tuple[str, ...]) -> str:
     """An assignment (augmented too) to ``<anything>.A.B``, for ``("A", "B")``."""
     chain = r"[ \t]*\.[ \t]*".join(re.escape(part) for part in parts)
-    return rf"\.[ \t]*{chain}[ \t]*(?::[^=\n]*)?(?:\*\*|//|>>|<<|[-+*/%@&|^])?=(?!=)"
+    return rf"\.[ \t]*{chain}[ \t]*(?::[^=\n.:]{0,60})?(?:\*\*|//|>>|<<|[-+*/%@&|^])?=(?!=)"
 
 
 def alias_pattern(leaf: str) -> str:
     """An assignment to ``name.LEAF`` where ``name`` is a bare name (it may
     hold a node of the tree); ``x.TEST.LEAF`` names another node."""
-    return rf"(?<![\w.])[A-Za-z_]\w*[ \t]*\.[ \t]*{re.escape(leaf)}[ \t]*(?::[^=\n]*)?(?:\*\*|//|>>|<<|[-+*/%@&|^])?=(?!=)"
+    return rf"(?<![\w.])[A-Za-z_]\w*[ \t]*\.[ \t]*{re.escape(leaf)}[ \t]*(?::[^=\n.:]{0,60})?(?:\*\*|//|>>|<<|[-+*/%@&|^])?=(?!=)"
 
 
 def key_pattern(parts: tuple[str, ...]) -> str:

@@ -119,7 +119,7 @@ class ConfigFiles:
         return parts[-2:] in index.pairs if len(parts) > 1 else parts[-1] in index.singles
 
 
-_OPERATOR = r"[ \t]*(?::[^=\n]*)?(?:\*\*|//|>>|<<|[-+*/%@&|^])?=(?!=)"
+_OPERATOR = r"[ \t]*(?::[^=\n.:]{0,60})?(?:\*\*|//|>>|<<|[-+*/%@&|^])?=(?!=)"
 _PAIR = re.compile(rb"\.[ \t]*(\w+)[ \t]*\.[ \t]*(\w+)" + _OPERATOR.encode())
 _SINGLE = re.compile(rb"\.[ \t]*(\w+)" + _OPERATOR.encode())
 _STRING = re.compile(rb"['\"]([A-Za-z_][\w.]*)['\"]")
