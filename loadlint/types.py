@@ -274,7 +274,7 @@ Descriptor = TypedDict(
     {
         "value": Scalar, "cpu_count": bool, "param": str, "loader": int, "call": int, "index": Union[int, None],
         "import": str, "sampler": int, "device": str, "lambda": bool, "note": str, "at": int, "default": bool,
-        "unbound": bool,
+        "unbound": bool, "options": dict[str, Any], "text": str, "tree": Any,
     },
     total=False,
 )
@@ -381,5 +381,7 @@ class Summary(_SummaryRequired, total=False):
     """A module's project summary."""
 
     in_memory_classes: list[str]
+    #: Config files (YAML) a function reads: scope, name, file, kind.
+    config_files: list[dict[str, str]]
     imported_datasets: list[ImportedDataset]
     constants: dict[str, Descriptor]

@@ -9,14 +9,16 @@ a provider's ``finish`` from its records, without a second pass.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import libcst as cst
 
 from loadlint.facts.accelerator import AcceleratorFacts, AcceleratorProvider
+from loadlint.facts.alive import AliveFacts, collect_alive
 from loadlint.facts.calls import CallFacts, CallProvider
 from loadlint.facts.cli_args import CliFacts, CliProvider
+from loadlint.facts.configs import ConfigRead, bind_configs
 from loadlint.facts.cursor import Cursor
 from loadlint.facts.datasets import DatasetFacts, DatasetProvider
 from loadlint.facts.distributed import DistributedFacts, DistributedProvider
@@ -46,6 +48,10 @@ class ModuleFacts:
     #: Each node's innermost statement unit (``walk.statement_units``),
     #: found by the same traversal: locating a finding needs it.
     units: tuple[dict[int, int], list[Unit]]
+    #: Loaders whose workers are certainly alive at the same time.
+    alive: AliveFacts = field(default_factory=AliveFacts)
+    #: YAML files the module reads into names (Hydra, ``OmegaConf.load``).
+    config_reads: list[ConfigRead] = field(default_factory=list)
 
     @property
     def calls(self) -> list[LoaderCall]:
@@ -125,7 +131,9 @@ def collect(module: cst.Module, text: str | None = None) -> ModuleFacts:
     collector.providers = (loaders, iteration, loops, distributed, accelerator, datasets, between, cli)
     # Our walker, not module.visit(): libcst's rebuilds every node it passes.
     units = walk_units(module, collector)
-    # Namespaces first: a device may be a command-line default.
+    # Namespaces first: a device may be a command-line default; config
+    # objects before them, so that ``main(cfg)`` flows as ``main(args)`` does.
+    config_reads = bind_configs(module, collector.names, text)
     cli.finish(module, text)
     accelerator.finish()
     distributed.finish()
@@ -145,4 +153,6 @@ def collect(module: cst.Module, text: str | None = None) -> ModuleFacts:
         between.facts,
         cli.facts,
         units,
+        collect_alive(module, collector.names, loaders.facts, iteration.facts),
+        config_reads,
     )

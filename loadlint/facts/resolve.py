@@ -373,14 +373,25 @@ def bind_imported(module: Scope, cpu_count_calls: set[int], given: dict[str, Des
     for local, descriptor in given.items():
         head, _, attr = local.partition(".")
         found = module.bindings.get(head)
-        if found is None or len(found) != 1 or found[0].value is not None or "." in attr:
+        if found is None or len(found) != 1 or found[0].value is not None:
             continue
+        if "." in attr and not descriptor.get("tree"):
+            continue  # only a config tree's defaults are read through nested attributes
         note = descriptor.get("note")
         found_origin = Origin(f"with {note}") if note else None
         if "value" in descriptor:
             option = Option(descriptor["value"], found_origin)
             if attr:
-                module.namespaces.setdefault(head, Namespace()).options[attr] = option
+                # ``cfg.DATA.NUM_WORKERS`` of an imported config tree: nested namespaces.
+                *parents, leaf = attr.split(".")
+                ns = module.namespaces.setdefault(head, Namespace())
+                for part in parents:
+                    inner = ns.options.setdefault(part, Namespace())
+                    if not isinstance(inner, Namespace):
+                        break
+                    ns = inner
+                else:
+                    ns.options[leaf] = option
             else:
                 module.defaults[head] = option
         elif descriptor.get("cpu_count") and not attr:

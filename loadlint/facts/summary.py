@@ -16,6 +16,9 @@ A value is a descriptor: ``{"value": 4}``, ``{"cpu_count": true}``,
 ``{"import": "config.WORKERS"}`` (a name imported from another module,
 which the join resolves to that module's ``constants``),
 ``{"sampler": i}`` (the function's i-th ``DistributedSampler``),
+``{"options": {"DATA.NUM_WORKERS": {"value": 8, "text": ..., "at": i}}}``
+(a module-level config tree's known defaults, among the ``constants``);
+``config_files`` lists the YAML files the module reads into names,
 ``{"device": "cuda"}`` (a device whose kind is known but not its value), or
 ``{}`` (unknown).  A descriptor may carry a ``"note"`` saying where a
 value comes from; other fact sources can add one without changing the
@@ -31,6 +34,7 @@ from typing import Any, Callable, cast
 import libcst as cst
 
 from loadlint.facts.accelerator import device_kind
+from loadlint.facts.configs import CONFIG_FILES, bind_files, namespace_options
 from loadlint.facts.calls import CallSite
 from loadlint.facts.collect import ModuleFacts
 from loadlint.facts.datasets import imported_dataset_class, in_memory_classes
@@ -50,7 +54,7 @@ MODULE = "<module>"
 #: The loader arguments project analysis reasons about (absent: torch's default).
 _LOADER_SETTINGS = ("num_workers", "persistent_workers", "pin_memory", "multiprocessing_context", "sampler")
 #: Bumped when the shape changes, so cached summaries are not misread.
-VERSION = 6
+VERSION = 7
 
 
 def summarise(facts: ModuleFacts, ref_of: RefOf) -> Summary:
@@ -90,6 +94,10 @@ def summarise(facts: ModuleFacts, ref_of: RefOf) -> Summary:
     constants = _constants(facts, imports, ref_of)
     if constants:
         out["constants"] = constants
+    if facts.config_reads:
+        out["config_files"] = [
+            {"scope": read.scope, "name": read.name, "file": read.file, "kind": read.kind} for read in facts.config_reads
+        ]
     return out
 
 
@@ -101,6 +109,12 @@ def _constants(facts: ModuleFacts, imports: dict[str, str], ref_of: RefOf) -> di
     out: dict[str, Descriptor] = {}
     for name, bindings in module.bindings.items():
         if len(bindings) != 1 or bindings[0].value is None or bindings[0].path:
+            continue
+        if name in module.namespaces:
+            # A config tree (or a parsed namespace) another module reads attributes of.
+            options = namespace_options(module.namespaces[name], ref_of)
+            if options:
+                out[name] = {"options": options}
             continue
         expr = bindings[0].value
         value = evaluate(expr, module)
@@ -423,6 +437,9 @@ def inject(facts: ModuleFacts, bindings: dict[str, dict[str, Descriptor]]) -> No
     imported = bindings.get(MODULE)
     if imported:
         bind_imported(facts.names.module_scope, facts.loaders.cpu_count_calls, imported)
+    files = bindings.get(CONFIG_FILES)
+    if files:
+        bind_files(facts.names, facts.calls_between.sites, files)
     for fn in facts.names.functions:
         qual = f"{fn.class_name}.{fn.name}" if fn.class_name else fn.name
         given = bindings.get(qual)

@@ -26,6 +26,7 @@ from loadlint.engine.notebook import joined_text, to_cells
 from loadlint.engine.pipeline import ProfileCache, options_for
 from loadlint.project import HELD, MAX_FILES, Project
 from loadlint.project.modules import Resolver, project_root
+from loadlint.project.config_files import files_read, project_config_findings
 from loadlint.project.values import Constants, constant_findings
 from loadlint.sources.source import DecodeError, decode
 from loadlint.types import FileResult, Finding, Options, Summary
@@ -165,7 +166,8 @@ def _join_one(
     # The settings as the root sees them: one key whichever files a run is given.
     # Messages quote paths from the current folder, so it is part of the key.
     settings_key = f"{first.settings.fingerprint(str(root / '__init__.py'))}\0{first.settings.target!r}\0{os.getcwd()}"
-    key = project_key(root, files, settings_key, listing)
+    # The YAML files the run's modules read are part of the key: editing one changes their findings.
+    key = project_key(root, files + files_read(_given_summaries(original, results), root), settings_key, listing)
     found: dict[str, list[Finding]] | None = None
     if opened is not None:
         from loadlint.workspace.cache import ProjectCache
@@ -308,6 +310,9 @@ def _analyse(
         for finding in _constant_findings(path, summary, constants, read_text, options, own_findings):
             if not any(_same_place(finding, f) for f in found.get(path, [])):
                 found.setdefault(path, []).append(finding)
+    configured = [(path, summary) for path, summary in sorted(summaries.items()) if path in original]
+    for path, findings in project_config_findings(root, configured, read_text, options, own_findings).items():
+        found.setdefault(path, []).extend(f for f in findings if not any(_same_place(f, g) for g in found.get(path, [])))
     for path, findings in found.items():
         text = read_text(path) if path.endswith(NOTEBOOK) else None
         if text is not None:

@@ -18,6 +18,7 @@ reported, with the note in the message.
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -25,6 +26,8 @@ from typing import Any, Callable, Iterator
 from loadlint.engine.analysis import analyse
 from loadlint.project.modules import Resolver, shown_path
 from loadlint.engine.summaries import locate
+from loadlint.facts.configs import alias_pattern, key_pattern, write_pattern
+from loadlint.sources.files import read_source
 from loadlint.types import Descriptor, Finding, FunctionSummary, Options, Summary
 
 MODULE = "<module>"
@@ -33,6 +36,9 @@ MAX_CHAIN = 8
 #: A finding no line names a constant for is attributed by binding each
 #: constant alone, for at most this many constants.
 MAX_SOLE = 4
+#: Files searched for writes to a config attribute, at most.
+MAX_SCAN = 20000
+_SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", "venv", "env", "build", "dist"})
 
 
 class Constants:
@@ -51,6 +57,7 @@ class Constants:
         self.read_text = read_text
         self._memo: dict[tuple[str, str], Descriptor] = {}
         self._lines: dict[str, dict[int, int]] = {}
+        self._written: dict[tuple[str, str], bool] = {}
         #: id of a summary's functions -> (them, the names they import): a
         #: summary is resolved, then asked for its bindings; one walk serves both.
         self._reads: dict[int, tuple[object, list[str]]] = {}
@@ -66,7 +73,9 @@ class Constants:
             return self._memo[key]
         found: Descriptor = {}
         target = self.resolver.module_file(importer, qualified)
-        if target is not None and "." not in target[1] and len(seen) < MAX_CHAIN and target not in seen:
+        if target is not None and "." in target[1]:
+            found = self._option(*target)
+        elif target is not None and len(seen) < MAX_CHAIN and target not in seen:
             path, name = target
             # Parsed only when the name is assigned at the start of a line
             # (a function or class passed as an argument costs a read, not a parse).
@@ -87,6 +96,48 @@ class Constants:
                     found["note"] = note
         self._memo[key] = found
         return found
+
+    def _option(self, path: str, dotted: str) -> Descriptor:
+        """A default of a module-level config tree (``cfg.DATA.NUM_WORKERS``
+        of ``cfg = _C``), with a note naming it."""
+        name, _, attribute = dotted.partition(".")
+        text = self.read_text(path) if not path.endswith(".ipynb") else None
+        if text is None or not re.search(rf"^{re.escape(name)}[ \t]*(?::[^=\n]*)?=(?!=)", text, re.MULTILINE):
+            return {}
+        summary = self.summary_of(path)
+        constants = summary.get("constants") if summary else None
+        entry = constants.get(name) if constants else None
+        tree = entry.get("options") if entry else None
+        constant = tree.get(attribute) if tree else None
+        if not isinstance(constant, dict) or "value" not in constant or self._written_elsewhere(path, attribute):
+            return {}
+        note = f"{constant.get('text')} from {self._place(path, constant.get('at'))}"
+        return {"value": constant["value"], "note": note, "tree": True}
+
+    def _written_elsewhere(self, path: str, attribute: str) -> bool:
+        """Whether a project file other than the config's own assigns the
+        attribute (``cfg.DATA.NUM_WORKERS = ...``) or names its key in a
+        string (``merge_from_list(["DATA.NUM_WORKERS", "2"])``): the default
+        is then not what runs, wherever it is read."""
+        if (path, attribute) not in self._written:
+            self._written[(path, attribute)] = self._scan(path, attribute)
+        return self._written[(path, attribute)]
+
+    def _scan(self, path: str, attribute: str) -> bool:
+        parts = tuple(attribute.split("."))
+        written = [write_pattern(parts[:end]) for end in range(1, len(parts) + 1)]
+        pattern = re.compile("|".join([*written, alias_pattern(parts[-1]), key_pattern(parts)]).encode())
+        for count, other in enumerate(_python_files(self.root)):
+            if count >= MAX_SCAN:
+                return True  # not all read: assume it is there
+            if other == path:
+                continue
+            try:
+                if pattern.search(read_source(other, within=str(self.root))):
+                    return True
+            except OSError:
+                continue
+        return False
 
     def _place(self, path: str, ref: object) -> str:
         name = shown_path(path)
@@ -176,6 +227,12 @@ class Constants:
                     continue
                 out[spelled] = found
         return out
+
+
+def _python_files(root: Path) -> Iterator[str]:
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS)
+        yield from (os.path.join(folder, name) for name in sorted(names) if name.endswith((".py", ".ipynb")))
 
 
 def _module_name(path: str) -> str:

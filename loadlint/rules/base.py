@@ -18,6 +18,7 @@ from typing import Any, Callable, ClassVar, Iterator, Literal
 import libcst as cst
 
 from loadlint.facts.accelerator import AcceleratorFacts
+from loadlint.facts.alive import AliveGroup, alive_groups
 from loadlint.facts.cli_args import CliFacts
 from loadlint.facts.collect import ModuleFacts
 from loadlint.facts.datasets import DatasetFacts, dataset_class, in_memory_dataset, is_iterable_dataset
@@ -164,6 +165,7 @@ class Context:
         self.datasets: DatasetFacts = facts.datasets
         #: Command-line defaults and the framework argument calls.
         self.values: CliFacts = facts.cli
+        self._alive = facts.alive
         #: Calls (by node id) with a measured configuration next to them.
         self.measured: dict[int, Measured] = {}
 
@@ -226,6 +228,10 @@ class Context:
     def pretokenized_rows(self, call: LoaderCall) -> bool:
         """The loader pads pre-tokenized Hugging Face rows (``loadlint.facts.pretokenized``)."""
         return pretokenized(self.names, self.datasets, call)
+
+    def alive_together(self) -> list[AliveGroup]:
+        """Loaders whose workers are certainly alive at the same time."""
+        return alive_groups(self.loaders, self._alive)
 
     def lightning_hook(self, call: LoaderCall) -> bool:
         """The loader is returned by a Lightning ``*_dataloader`` hook."""

@@ -8,7 +8,7 @@ from loadlint.rules import worker_hazards
 from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
 from loadlint.rules.shared import (
     measured_defers, module_spawn_reason, origin_note, set_workers_fix, suggested_workers, trainer_workers,
-    use_workers, WORKERS_CONSTANT, waits, workers_code,
+    unguarded_script, use_workers, WORKERS_CONSTANT, waits, workers_code,
 )
 from loadlint.types import HardwareProfile
 
@@ -28,31 +28,6 @@ def train(buffer):
     for batch in loader:
         buffer.append(step(batch))
 """
-
-def unguarded_script(ctx: Context, call: LoaderCall) -> str | None:
-    """Why workers at a loader built at a script's module level may crash:
-    its workers may start with spawn or forkserver and re-run the module-level
-    code, no loop over the loader is visibly in a function or under the main
-    guard, and a function iterates a parameter (the module level may hand it
-    the loader: LL013 does not follow such calls).  None otherwise."""
-    if ctx.is_notebook or call.function is not None or call.class_name is not None or call.in_main_guard:
-        return None
-    if not any(ctx.iteration.iterated_params.values()):
-        return None
-    keys = ctx.keys_of(call)
-    if any(it.key in keys and (it.in_main_guard or not it.at_module_level) for it in ctx.iteration.iterations):
-        return None
-    why = module_spawn_reason(ctx, call)
-    if why is None:
-        return None
-    name = f"`{call.key[1]}`" if call.key is not None else "this DataLoader"
-    return (
-        f"no fix: {name} is built at the module level of a script whose workers may start with spawn or forkserver "
-        f"({why}): every worker re-imports the script and runs that code again, and nothing shows the loader is "
-        f"iterated only under `if __name__ == \"__main__\":`; move the code that builds and iterates it there "
-        "(e.g. into `main()`) first (LL013)"
-    )
-
 
 def _default_fix(ctx: Context, call: LoaderCall, n: int, found: Origin, hazards: list[str]) -> FixSpec:
     """Raise the command-line default the worker count comes from."""
@@ -134,7 +109,12 @@ class SynchronousLoading(Rule):
     `HfArgumentParser`): it is what the script runs with unless the user
     passes the option, and the message names it.  So is the default of a
     parameter that every call in the module leaves out
-    (`def build(ds, workers=0)` called as `build(train_ds)`).
+    (`def build(ds, workers=0)` called as `build(train_ds)`), and the
+    default of a config object: a yacs `CfgNode` tree, a dataclass field,
+    `OmegaConf.create({...})`, or a YAML file beside the code that Hydra
+    (`@hydra.main(config_path=..., config_name=...)`) or
+    `OmegaConf.load("config.yaml")` reads.  What may change it stays unknown;
+    LL203's page lists the limits.
 
     Hugging Face's `Trainer` builds its loaders from `TrainingArguments`
     (`dataloader_num_workers` defaults to 0): a `TrainingArguments(...)` or
@@ -245,6 +225,14 @@ class SynchronousLoading(Rule):
         yield from _training_arguments(ctx)
 
     VALID = [
+        # Set again after the config is made: unknown.
+        Valid("""
+            from omegaconf import OmegaConf
+            from torch.utils.data import DataLoader
+            cfg = OmegaConf.create({"data": {"num_workers": 0}})
+            cfg.data.num_workers = args.workers
+            loader = DataLoader(ds, batch_size=64, num_workers=cfg.data.num_workers)
+        """),
         Valid("""
             from torch.utils.data import DataLoader
             loader = DataLoader(ds, batch_size=32, num_workers=4)
@@ -378,6 +366,25 @@ class SynchronousLoading(Rule):
                 return tokenizer.pad(examples, return_tensors="pt")
             loader = DataLoader(tokenized_datasets["train"], collate_fn=collate_fn, batch_size=8, num_workers=2)
             """,
+        ),
+        # A config object's default (OmegaConf, yacs, dataclass): the message
+        # names it, the fix changes the default.
+        Invalid(
+            """
+            from omegaconf import OmegaConf
+            from torch.utils.data import DataLoader
+            cfg = OmegaConf.create({"data": {"num_workers": 0}})
+            loader = DataLoader(ds, batch_size=64, num_workers=cfg.data.num_workers)
+            """,
+            message="`num_workers=0` (with the default `data.num_workers: 0`): batches are loaded in the training "
+            "process, the training step waits; use `num_workers=15` (target: 16 CPUs, 0 GPUs)",
+            fixed="""
+            from omegaconf import OmegaConf
+            from torch.utils.data import DataLoader
+            cfg = OmegaConf.create({"data": {"num_workers": 15}})
+            loader = DataLoader(ds, batch_size=64, num_workers=cfg.data.num_workers)
+            """,
+            profile=_CPU16,
         ),
         # A file read in __getitem__, a container passed from outside, a
         # custom collate_fn: not known to be in memory.

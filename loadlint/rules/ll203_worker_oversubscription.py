@@ -5,10 +5,11 @@ from typing import Iterator
 import libcst as cst
 
 from loadlint.cst.codegen import code_for_node
+from loadlint.hardware.detect import suggest_num_workers
 from loadlint.rules.base import Context, FixSpec, Invalid, Report, Rule, Valid
 from loadlint.rules.shared import (
-    DECLARE_TARGET, RANK_WORKERS_CONSTANT, measured_defers, portable, oversubscribed, ranks, set_workers_fix,
-    suggested_workers, trainer_workers, use_workers, workers_code,
+    DECLARE_TARGET, RANK_WORKERS_CONSTANT, measured_defers, origin_note, portable, oversubscribed, profile_note,
+    ranks, set_workers_fix, suggested_workers, trainer_workers, use_workers, workers_code,
 )
 from loadlint.types import HardwareProfile
 
@@ -43,6 +44,35 @@ def _training_arguments(ctx: Context) -> Iterator[Report]:
         yield Report(call.node, message, fix)
 
 
+def _alive_together(ctx: Context) -> Iterator[Report]:
+    """Loaders alive at the same time whose workers add up past the usable
+    CPUs, where none does alone (that one is reported by itself)."""
+    per_node, usable = ranks(ctx), ctx.profile.usable_cpus
+    for group in ctx.alive_together():
+        counts = [call.workers() for call in group.calls]
+        if not all(type(n) is int and n >= 0 for n in counts) or sum(1 for n in counts if n > 0) < 2:
+            continue
+        total = sum(counts) * per_node
+        if total <= usable or any(n * per_node > usable for n in counts):
+            continue
+        if any(measured_defers(ctx, call)[0] for call in group.calls):
+            continue
+        named = [f"`{name}`" for name in group.names]
+        loaders = ", ".join(named[:-1]) + f" and {named[-1]}"
+        why = "iterated together by `zip`" if group.kind == "zip" else "persistent workers, kept while each loader lives"
+        terms = " + ".join(f"{n}{origin_note(call.origin('num_workers'))}" for n, call in zip(counts, group.calls))
+        started = f"({terms}) × {per_node} ranks" if per_node > 1 else terms
+        n = suggest_num_workers(ctx.profile, per_node, None)
+        advice = (f"the usable CPUs at run time ({n} on this machine, {profile_note(ctx)})" if portable(ctx)
+                  else f"{n} at most ({profile_note(ctx)})")
+        message = (
+            f"{loaders} are alive at the same time ({why}): {started} = {total} workers on {usable} usable CPUs: "
+            f"workers compete for cores and memory; lower their `num_workers` to add up to {advice}"
+        )
+        # No fix: how the CPUs are shared among the loaders is the author's choice.
+        yield Report(group.calls[-1].node, message)
+
+
 class WorkerOversubscription(Rule):
     """
     ## What it does
@@ -67,6 +97,52 @@ class WorkerOversubscription(Rule):
     sets them.  `TrainingArguments(dataloader_num_workers=N)` is checked the
     same way, and a command-line default counts (the message names it; the
     fix changes the default, so the option still overrides it).
+
+    Config objects count the same way: the default of a yacs `CfgNode`
+    tree (`_C.DATA.NUM_WORKERS = 8`, read as `cfg.DATA.NUM_WORKERS` through
+    `_C.clone()`, a `get_cfg_defaults()` returning it, a parameter every
+    call passes it to, or `from config import cfg` in another module), of a
+    dataclass field (`num_workers: int = 8`, read through `DataConfig()`, a
+    nested `field(default_factory=...)`, or a parameter annotated with the
+    class where the module makes it with its defaults), of `OmegaConf.create({...})`, and of a YAML file beside the
+    code: Hydra's primary config (`@hydra.main(config_path="conf",
+    config_name="config")`, read through the function's parameter and a
+    local function every call passes it to) or
+    `OmegaConf.load("config.yaml")` (the file beside the script or at the
+    project root).  A config file merged in (`merge_from_file`), a
+    command-line list or a Hydra override (`data.num_workers=4`) may
+    override it, as an option overrides its default: the message names the
+    default and where it is, and the fix changes it in the code (a value
+    from a YAML file or another module is reported without a fix).
+
+    Limits, where the value stays unknown: an attribute assigned again
+    (`cfg.DATA.NUM_WORKERS = args.workers`, `__post_init__`; for a tree or
+    file another module reads, in any module of the project) or named in a
+    string (`merge_from_list(["DATA.NUM_WORKERS", "2"])`,
+    `OmegaConf.update(cfg, "data.num_workers", 2)`); a module that calls
+    `setattr`; a tree built from a dict or under a condition; for a
+    parameter annotated with a dataclass, a class the module constructs
+    with arguments, or never constructs with its defaults; a tree
+    another module returns from a function (`cfg = get_cfg_defaults()` with
+    the function imported); a config passed on to another module's
+    functions; a Hydra config whose `defaults` list does not end with
+    `_self_` (the groups it composes may override its values) and values of
+    those groups; YAML outside the plain `key: value` subset (lists,
+    anchors, tags, interpolations such as `${...}`); and a config file
+    outside the project.  YAML is read by a small safe reader, never by a
+    loader that can construct objects.
+
+    Loaders alive at the same time add up: those iterated together by
+    `zip`, and loaders with `persistent_workers=True` bound once in the same
+    function (or at module level), built outside any loop and each started
+    there (a `for` over it, or a call handing it to a local function that
+    loops over it), in a statement that always runs: once started, a
+    persistent loader keeps its workers while it lives.  The message names
+    them; there is no fix, as how to share the CPUs among them is the
+    author's choice.  Limits: loaders kept on `self`, built by a helper,
+    rebuilt in a loop, or started only under a condition are not added up;
+    nor are loaders whose workers end before the next one's start
+    (`persistent_workers=False`, `itertools.chain`).
 
     "Usable CPUs" is the smallest of the logical CPUs, this process's
     affinity and the cgroup CPU quota of this machine, or `cpus` of the
@@ -110,7 +186,7 @@ class WorkerOversubscription(Rule):
     name = "worker-oversubscription"
     category = "performance"
     summary = "more DataLoader workers on a node than it has usable CPUs"
-    fix_availability = "always"
+    fix_availability = "sometimes"
     needs_hardware = True
 
     def check(self, ctx: Context) -> Iterator[Report]:
@@ -149,6 +225,7 @@ class WorkerOversubscription(Rule):
             fix.withheld = _machine_bound(ctx)
             yield Report(call.node, message, fix)
         yield from _training_arguments(ctx)
+        yield from _alive_together(ctx)
 
 
     VALID = [
@@ -185,8 +262,163 @@ class WorkerOversubscription(Rule):
             args = parser.parse_args()
             loader = DataLoader(ds, batch_size=2, num_workers=args.workers)
         """, profile=_T1),
+        # A config attribute set again after construction is not the default that runs.
+        Valid("""
+            from yacs.config import CfgNode as CN
+            from torch.utils.data import DataLoader
+            _C = CN()
+            _C.DATA = CN()
+            _C.DATA.NUM_WORKERS = 16
+            def main(args):
+                cfg = _C.clone()
+                cfg.DATA.NUM_WORKERS = args.workers
+                return DataLoader(ds, batch_size=2, num_workers=cfg.DATA.NUM_WORKERS)
+        """, profile=_T1),
+        Valid("""
+            from dataclasses import dataclass
+            from torch.utils.data import DataLoader
+            @dataclass
+            class DataConfig:
+                num_workers: int = 16
+            cfg = DataConfig(num_workers=2)
+            loader = DataLoader(ds, batch_size=2, num_workers=cfg.num_workers)
+        """, profile=_T1),
+        # One after the other: each loader's workers stop when its epoch ends.
+        Valid("""
+            from torch.utils.data import DataLoader
+            def main():
+                train = DataLoader(a, batch_size=2, num_workers=3)
+                val = DataLoader(b, batch_size=2, num_workers=3)
+                for epoch in range(10):
+                    for batch in train:
+                        pass
+                    for batch in val:
+                        pass
+        """, profile=_T1),
+        # Persistent, but the test loader may never start: not certainly alive together.
+        Valid("""
+            from torch.utils.data import DataLoader
+            def main(args):
+                train = DataLoader(a, batch_size=2, num_workers=3, persistent_workers=True)
+                test = DataLoader(b, batch_size=2, num_workers=3, persistent_workers=True)
+                for batch in train:
+                    pass
+                if args.test:
+                    for batch in test:
+                        pass
+        """, profile=_T1),
     ]
     INVALID = [
+        # Persistent loaders keep their workers while they live: 3 + 3 + 3 together.
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            def run_epoch(loader):
+                for batch in loader:
+                    pass
+            def main():
+                train = DataLoader(a, batch_size=2, num_workers=3, persistent_workers=True)
+                val = DataLoader(b, batch_size=2, num_workers=3, persistent_workers=True)
+                test = DataLoader(c, batch_size=2, num_workers=3, persistent_workers=True)
+                for epoch in range(10):
+                    run_epoch(train)
+                    run_epoch(val)
+                run_epoch(test)
+            """,
+            message="`train`, `val` and `test` are alive at the same time (persistent workers, kept while each "
+            "loader lives): 3 + 3 + 3 = 9 workers on 4 usable CPUs: workers compete for cores and memory; lower "
+            "their `num_workers` to add up to 3 at most (target: 4 CPUs, 1 GPU)",
+            profile=_T1,
+            line=8,
+        ),
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            labeled = DataLoader(a, batch_size=2, num_workers=3)
+            unlabeled = DataLoader(b, batch_size=2, num_workers=3)
+            for step, (x, u) in enumerate(zip(labeled, unlabeled)):
+                pass
+            """,
+            message="`labeled` and `unlabeled` are alive at the same time (iterated together by `zip`): 3 + 3 = 6 "
+            "workers on 4 usable CPUs: workers compete for cores and memory; lower their `num_workers` to add up "
+            "to 3 at most (target: 4 CPUs, 1 GPU)",
+            profile=_T1,
+            line=3,
+        ),
+        # A yacs config tree's default, read through ``get_cfg_defaults()`` and a parameter.
+        Invalid(
+            """
+            from yacs.config import CfgNode as CN
+            from torch.utils.data import DataLoader
+            _C = CN()
+            _C.DATA = CN()
+            _C.DATA.NUM_WORKERS = 16
+            def get_cfg_defaults():
+                return _C.clone()
+            def build(cfg):
+                return DataLoader(ds, batch_size=2, num_workers=cfg.DATA.NUM_WORKERS)
+            if __name__ == "__main__":
+                cfg = get_cfg_defaults()
+                cfg.merge_from_file("experiment.yaml")
+                loader = build(cfg)
+            """,
+            message="`num_workers=16` (with the default `_C.DATA.NUM_WORKERS = 16`) on 4 usable CPUs: workers "
+            "compete for cores and memory; use `num_workers=2` (target: 4 CPUs, 1 GPU)",
+            fixed="""
+            from yacs.config import CfgNode as CN
+            from torch.utils.data import DataLoader
+            _C = CN()
+            _C.DATA = CN()
+            _C.DATA.NUM_WORKERS = 2
+            def get_cfg_defaults():
+                return _C.clone()
+            def build(cfg):
+                return DataLoader(ds, batch_size=2, num_workers=cfg.DATA.NUM_WORKERS)
+            if __name__ == "__main__":
+                cfg = get_cfg_defaults()
+                cfg.merge_from_file("experiment.yaml")
+                loader = build(cfg)
+            """,
+            profile=_T1,
+            line=9,
+        ),
+        # A dataclass config: a nested field's default, and a parameter annotated with the class.
+        Invalid(
+            """
+            from dataclasses import dataclass, field
+            from torch.utils.data import DataLoader
+            @dataclass
+            class DataConfig:
+                num_workers: int = 16
+            @dataclass
+            class Config:
+                data: DataConfig = field(default_factory=DataConfig)
+            def build(cfg: DataConfig):
+                return DataLoader(ds, batch_size=2, num_workers=cfg.num_workers)
+            def main():
+                cfg = Config()
+                return build(cfg.data)
+            """,
+            message="`num_workers=16` (with the default `DataConfig.num_workers = 16`) on 4 usable CPUs: workers "
+            "compete for cores and memory; use `num_workers=2` (target: 4 CPUs, 1 GPU)",
+            fixed="""
+            from dataclasses import dataclass, field
+            from torch.utils.data import DataLoader
+            @dataclass
+            class DataConfig:
+                num_workers: int = 2
+            @dataclass
+            class Config:
+                data: DataConfig = field(default_factory=DataConfig)
+            def build(cfg: DataConfig):
+                return DataLoader(ds, batch_size=2, num_workers=cfg.num_workers)
+            def main():
+                cfg = Config()
+                return build(cfg.data)
+            """,
+            profile=_T1,
+            line=10,
+        ),
         # An option declared on a parent parser (``parents=``), as helpers return them.
         Invalid(
             """

@@ -262,3 +262,28 @@ def set_workers_fix(ctx: Context, call: cst.Call, name: str, n: int, found: Orig
     """``set_argument_fix`` for a worker count (``workers_code``)."""
     code, needs, defined = workers_code(ctx, n)
     return set_argument_fix(call, name, code, found, f"Set `{name}={code}`{defined}", needs)
+
+
+def unguarded_script(ctx: Context, call: LoaderCall) -> str | None:
+    """Why workers at a loader built at a script's module level may crash:
+    its workers may start with spawn or forkserver and re-run the module-level
+    code, no loop over the loader is visibly in a function or under the main
+    guard, and a function iterates a parameter (the module level may hand it
+    the loader: LL013 does not follow such calls).  None otherwise."""
+    if ctx.is_notebook or call.function is not None or call.class_name is not None or call.in_main_guard:
+        return None
+    if not any(ctx.iteration.iterated_params.values()):
+        return None
+    keys = ctx.keys_of(call)
+    if any(it.key in keys and (it.in_main_guard or not it.at_module_level) for it in ctx.iteration.iterations):
+        return None
+    why = module_spawn_reason(ctx, call)
+    if why is None:
+        return None
+    name = f"`{call.key[1]}`" if call.key is not None else "this DataLoader"
+    return (
+        f"no fix: {name} is built at the module level of a script whose workers may start with spawn or forkserver "
+        f"({why}): every worker re-imports the script and runs that code again, and nothing shows the loader is "
+        f"iterated only under `if __name__ == \"__main__\":`; move the code that builds and iterates it there "
+        "(e.g. into `main()`) first (LL013)"
+    )

@@ -1,7 +1,5 @@
-"""Runs a check or fix over many files: discovery, the cache, the pool,
-and the per-file work of :mod:`loadlint.engine.pipeline`.  The library API and the
-command line both come through here; rendering the run is theirs.
-
+"""Runs a check or fix over many files (discovery, cache, pool, the
+per-file work of :mod:`loadlint.engine.pipeline`) for the API and the CLI.
 Where the time goes, and what this module does about it:
 
 * Most files of a repository never mention ``DataLoader``.  They are read
@@ -14,9 +12,7 @@ Where the time goes, and what this module does about it:
   file does not finish last on its own), otherwise right here.  Workers are
   forked on Linux after libcst and the rules are imported and the hardware
   profile is resolved, so none of that is paid again per worker.
-
-The results come back in discovery order and are sorted by path, so the
-report is the same whatever the pool or the cache did.
+Results are sorted by path: the report is the same whatever the pool or the cache did.
 """
 
 from __future__ import annotations
