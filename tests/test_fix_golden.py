@@ -31,7 +31,7 @@ PROFILE = HardwareProfile(
 
 #: The rules whose fixes these fixtures exercise; rules added later must not
 #: change the expectations.
-CODES = frozenset({"LL101", "LL201", "LL202", "LL203"})
+CODES = frozenset({"LL013", "LL101", "LL201", "LL202", "LL203"})
 
 OPTIONS = Options(CODES, lambda: PROFILE)
 

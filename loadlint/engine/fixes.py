@@ -372,6 +372,10 @@ class Builder:
                 edits.extend(self._hoist(node, code))
             for node, code in spec.comment:
                 edits.append(self._comment(node, code))
+            if spec.guard and (id(spec.guard[0]), "guard") not in done_prepend:
+                # Every finding of the script asks for the same guard.
+                done_prepend.add((id(spec.guard[0]), "guard"))
+                edits.append(self._guard(spec.guard))
         imports = []
         for spec in specs:
             for statement in spec.imports:
@@ -463,6 +467,30 @@ class Builder:
                 raise FixError("code follows the definition on its last line")
             edits.append(self._edit(begin, stop, ""))
         return edits
+
+    def _guard(self, statements: tuple[cst.BaseStatement, ...]) -> Edit:
+        """``statements`` (consecutive, top-level) indented under a main
+        guard.  Blank and comment lines above the first stay above the
+        guard; those between the statements move in with them."""
+        if self.positions.piece is not None:
+            raise FixError("the module was parsed in part: the statements between are unknown")
+        first, last = statements[0], statements[-1]
+        start, _, loc, _ = self.positions.span(first)
+        if self.positions.line_text(loc.row)[: loc.column - 1].strip():
+            raise FixError("the first statement does not start its line")
+        _, end, _, end_loc = self.positions.span(last)
+        starts = line_starts(self.positions.text)
+        stop = starts[end_loc.row] if end_loc.row < len(starts) else len(self.positions.text)
+        blank = cst.EmptyLine(indent=False)
+        body = [first.with_changes(leading_lines=())] + [
+            s.with_changes(leading_lines=[line if line.comment is not None else blank for line in s.leading_lines])
+            for s in statements[1:]
+        ]
+        guard = cst.If(test=cst.parse_expression('__name__ == "__main__"'), body=cst.IndentedBlock(body))
+        code = code_for_node(guard, self.module)
+        if not self.positions.text[start:stop].endswith(("\n", "\r")):
+            code = code.rstrip("\r\n")
+        return self._edit(start - (loc.column - 1), stop, code)
 
     def _comment(self, node: cst.CSTNode, text: str) -> Edit:
         """``text`` as the trailing comment of the line where ``node`` ends,

@@ -10,7 +10,7 @@ a provider's ``finish`` from its records, without a second pass.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import libcst as cst
 
@@ -46,6 +46,8 @@ class ModuleFacts:
     #: Each node's innermost statement unit (``walk.statement_units``),
     #: found by the same traversal: locating a finding needs it.
     units: tuple[dict[int, int], list[Unit]]
+    #: The module's top-level statements (a fix that guards some of them).
+    statements: Sequence[cst.BaseStatement] = ()
 
     @property
     def calls(self) -> list[LoaderCall]:
@@ -145,4 +147,5 @@ def collect(module: cst.Module, text: str | None = None) -> ModuleFacts:
         between.facts,
         cli.facts,
         units,
+        module.body,
     )

@@ -4,13 +4,59 @@ from typing import Iterator
 
 import libcst as cst
 
-from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
+from loadlint.facts.toplevel import first_holding, globals_read, is_main_guard, top_statements
+from loadlint.rules.base import Context, FixSpec, Invalid, Report, Rule, Valid
 from loadlint.rules.shared import module_spawn_reason, workers_on
 from loadlint.types import HardwareProfile
 
 _WINDOWS = HardwareProfile(usable_cpus=8, gpu_count=0, platform="windows", declared=frozenset({"cpus", "gpus", "platform"}))
 
 _GUARD = 'if __name__ == "__main__":'
+_FIX = f"Indent the module-level code that starts the workers under `{_GUARD}`"
+_UNSAFE = " (unsafe: a module that imports this script no longer runs that code)"
+
+
+def guard_fix(ctx: Context, nodes: list[cst.CSTNode]) -> FixSpec | None:
+    """The statements from the first that starts workers to the end of the
+    script, with the plain statements just above them that no function
+    reads, indented under the guard; withheld where a worker could miss
+    something it needs."""
+    body = ctx.statements
+    first = first_holding(body, nodes)
+    if first is None:
+        return None
+    tops = top_statements(body)
+
+    def withheld(why: str) -> FixSpec:
+        return FixSpec("unsafe", _FIX + _UNSAFE, withheld=f"no fix: {why}")
+
+    if any(is_main_guard(t.node) for t in tops):
+        return withheld(
+            f"the script already has an `{_GUARD}` block; move this code into it (or into a function it calls)")
+    reads = globals_read(ctx.names)
+    for top in tops[first:]:
+        if top.defines is not None:
+            return withheld(
+                f"`{top.defines}` is defined below the code that starts the workers; under the guard it would be "
+                "hidden from the workers, which re-import the script and may need it; move the definitions above "
+                "that code first")
+        shared = sorted(top.binds & reads.keys())
+        if shared:
+            return withheld(
+                f"`{reads[shared[0]]}` reads the global `{shared[0]}`, which the code to guard assigns; a worker "
+                "re-imports the script without running that code, and would not have it")
+    start = first
+    while start > 0:
+        top = tops[start - 1]
+        if top.preamble or top.defines is not None or top.binds & reads.keys():
+            break
+        start -= 1
+    left = next((t for t in tops[:start] if t.sets_start_method), None)
+    if left is not None:
+        return withheld(
+            "`set_start_method(...)` stays outside the guard (definitions or globals that functions read come "
+            "between): every worker would run it again and fail (\"context has already been set\")")
+    return FixSpec("unsafe", _FIX + _UNSAFE, guard=tuple(t.node for t in tops[start:]))
 
 
 class MissingMainGuard(Rule):
@@ -88,10 +134,14 @@ class MissingMainGuard(Rule):
     name = "missing-main-guard"
     summary = "a loader with workers iterated at module level without `if __name__ == \"__main__\":` under spawn/forkserver"
     needs_hardware = True
+    fix_availability = "sometimes"
+    # Guarding reshapes the script: only where this finding already is.
+    implied_fix = False
 
     def check(self, ctx: Context) -> Iterator[Report]:
         if ctx.is_notebook:
             return
+        found: list[tuple[cst.CSTNode, str]] = []
         for call in ctx.calls:
             if not workers_on(call):
                 continue
@@ -120,14 +170,20 @@ class MissingMainGuard(Rule):
                 continue
             for node, what in starts:
                 place = "loop" if what.endswith("iterated") else "line"
-                yield Report(
+                found.append((
                     node,
                     f"{what} at module level without `{_GUARD}`, "
                     f"and its workers may start with spawn or forkserver ({why}): every worker re-imports this "
                     f"script, reaches this {place} again and fails (\"An attempt has been made to start a new process "
                     f"before the current process has finished its bootstrapping phase\"); move the {place} into a "
                     f"function, e.g. `def main():`, and call it under `{_GUARD}`",
-                )
+                ))
+        if not found:
+            return
+        # One guard for the whole script: every finding offers the same edit.
+        fix = guard_fix(ctx, [node for node, _ in found])
+        for node, message in found:
+            yield Report(node, message, fix)
 
     VALID = [
         Valid(
@@ -212,6 +268,13 @@ class MissingMainGuard(Rule):
             for batch in loader:
                 step(batch)
             """,
+            fixed="""
+            from torch.utils.data import DataLoader
+            if __name__ == "__main__":
+                loader = DataLoader(ds, batch_size=32, num_workers=4)
+                for batch in loader:
+                    step(batch)
+            """,
             message="`loader` (4 workers) is iterated at module level without `if __name__ == \"__main__\":`, and its "
             "workers may start with spawn or forkserver (the target platform is windows, where workers are spawned): "
             "every worker re-imports this script, reaches this loop again and fails (\"An attempt has been made to "
@@ -230,6 +293,16 @@ class MissingMainGuard(Rule):
                 for i, (x, y) in enumerate(tqdm(train_loader)):
                     step(x, y)
             """,
+            fixed="""
+            import torch
+            from tqdm import tqdm
+            if __name__ == "__main__":
+                NUM_WORKERS = 2
+                train_loader = torch.utils.data.DataLoader(ds, num_workers=NUM_WORKERS, multiprocessing_context="spawn")
+                for epoch in range(3):
+                    for i, (x, y) in enumerate(tqdm(train_loader)):
+                        step(x, y)
+            """,
             line=6,
         ),
         # No declared platform or Python: the portable answer.
@@ -240,6 +313,14 @@ class MissingMainGuard(Rule):
             with open("log.txt", "w") as log:
                 for batch in loader:
                     log.write(str(batch))
+            """,
+            fixed="""
+            from torch.utils.data import DataLoader
+            if __name__ == "__main__":
+                loader = DataLoader(ds, num_workers=2)
+                with open("log.txt", "w") as log:
+                    for batch in loader:
+                        log.write(str(batch))
             """,
             profile=HardwareProfile(usable_cpus=4, gpu_count=0),
         ),
@@ -254,12 +335,29 @@ class MissingMainGuard(Rule):
             for batch in loader:
                 pass
             """,
+            fixed="""
+            import multiprocessing
+            from torch.utils.data import DataLoader
+            if __name__ == "__main__":
+                multiprocessing.set_start_method("forkserver")
+                loader = DataLoader(ds, num_workers=2)
+                if __name__ != "__main__":
+                    pass
+                for batch in loader:
+                    pass
+            """,
         ),
         Invalid(
             """
             from torch.utils.data import DataLoader
             loader = DataLoader(ds, num_workers=2, multiprocessing_context="spawn")
             images, labels = next(iter(loader))
+            """,
+            fixed="""
+            from torch.utils.data import DataLoader
+            if __name__ == "__main__":
+                loader = DataLoader(ds, num_workers=2, multiprocessing_context="spawn")
+                images, labels = next(iter(loader))
             """,
             message="`next(iter(loader))` (2 workers) starts the workers at module level without `if __name__ == "
             "\"__main__\":`, and its workers may start with spawn or forkserver (`multiprocessing_context=\"spawn\"`): "
@@ -273,6 +371,12 @@ class MissingMainGuard(Rule):
             from torch.utils.data import DataLoader
             loader = DataLoader(ds, num_workers=2, multiprocessing_context="forkserver")
             batches = iter(loader)
+            """,
+            fixed="""
+            from torch.utils.data import DataLoader
+            if __name__ == "__main__":
+                loader = DataLoader(ds, num_workers=2, multiprocessing_context="forkserver")
+                batches = iter(loader)
             """,
             line=3,
         ),
