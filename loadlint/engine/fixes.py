@@ -482,10 +482,11 @@ class Builder:
         starts = line_starts(self.positions.text)
         stop = starts[end_loc.row] if end_loc.row < len(starts) else len(self.positions.text)
         blank = cst.EmptyLine(indent=False)
-        body = [first.with_changes(leading_lines=())] + [
-            s.with_changes(leading_lines=[line if line.comment is not None else blank for line in s.leading_lines])
-            for s in statements[1:]
-        ]
+        body = [first.with_changes(leading_lines=())]
+        for s in statements[1:]:
+            assert isinstance(s, (cst.SimpleStatementLine, cst.BaseCompoundStatement))
+            # A blank line would otherwise carry the new indentation as trailing spaces.
+            body.append(s.with_changes(leading_lines=[line if line.comment is not None else blank for line in s.leading_lines]))
         guard = cst.If(test=cst.parse_expression('__name__ == "__main__"'), body=cst.IndentedBlock(body))
         code = code_for_node(guard, self.module)
         if not self.positions.text[start:stop].endswith(("\n", "\r")):

@@ -121,9 +121,35 @@ class MissingMainGuard(Rule):
     ```
 
     ## Fix safety
-    There is no automatic fix: which module-level code belongs under the
-    guard (imports and definitions must stay outside it) is for the author
-    to decide.  The message shows the guard.
+    The fix indents the module-level code under `if __name__ == "__main__":`,
+    where it stays at module level, so its names are still the script's
+    globals.  It guards every statement from the first one that starts the
+    workers to the end of the script, and the plain statements just above
+    them (building the loader, the model, `set_start_method(...)`) up to the
+    last import, `def` or `class`, or the last assignment of a global that a
+    function or lambda of the script reads: a worker re-imports the script
+    without running guarded code, and the dataset's methods may read those
+    globals.  Comments and blank lines above the guarded code stay where
+    they are; comments between its statements move in with them.  The fix
+    is unsafe: a module that imports the script no longer runs that code.
+
+    The fix is withheld, with the reason, where the workers could miss
+    something they need:
+
+    - a `def` or `class` comes after the code that starts the workers (a
+      worker needs it to unpickle the dataset or the collate function);
+    - that code assigns a global that a function of the script reads (a
+      dataset's `__getitem__` reading a module-level table);
+    - the script already has a main guard: the code belongs in that one;
+    - a `set_start_method(...)` would stay outside the guard, where every
+      spawned worker runs it again and fails ("context has already been
+      set").
+
+    A fix that adds workers (LL201) does not guard the script as a side
+    effect: where workers would introduce this finding, that fix is
+    withheld instead.  Notebooks get neither the finding nor the fix.  A
+    module that the project also imports is not told apart from a script:
+    the fix is unsafe for that reason.
 
     ## References
     - [PyTorch: Platform-specific behaviors](https://pytorch.org/docs/stable/data.html#platform-specific-behaviors)
@@ -261,6 +287,18 @@ class MissingMainGuard(Rule):
         ),
     ]
     INVALID = [
+        # A definition below the loop: the workers may need it, so no fix.
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, num_workers=2, multiprocessing_context="spawn")
+            for batch in loader:
+                step(batch)
+            def step(batch):
+                pass
+            """,
+            line=3,
+        ),
         Invalid(
             """
             from torch.utils.data import DataLoader
