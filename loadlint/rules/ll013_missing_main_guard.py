@@ -160,7 +160,9 @@ class MissingMainGuard(Rule):
     name = "missing-main-guard"
     summary = "a loader with workers iterated at module level without `if __name__ == \"__main__\":` under spawn/forkserver"
     needs_hardware = True
-    fix_availability = "sometimes"
+    # Offered everywhere, withheld with its reason where a worker could miss
+    # something (as LL203 counts its machine-bound withholding).
+    fix_availability = "always"
     # Guarding reshapes the script: only where this finding already is.
     implied_fix = False
 
