@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from loadlint.engine.analysis import Options, analyse
-from loadlint.engine.withhold import declared
 from loadlint.facts.collect import collect
 from loadlint.rules import CODES, all_rules, hazard_rules, rule_class
 from loadlint.rules.base import Context, Invalid, ProfileNotDeclared, Rule, Settings, dedent
@@ -51,9 +50,7 @@ def _first_finding(rule: type[Rule], example: Invalid, profile_reads: list[int])
         return example.profile or EXAMPLE_PROFILE
 
     options = Options(select=frozenset({rule.code}), profile_factory=profile)
-    findings, analysis = analyse(dedent(example.code), example.path, options, notebook=example.path.endswith(".ipynb"))
-    if analysis is not None:
-        declared(findings, analysis.reports)  # a fix its rule withholds is not offered
+    findings, _ = analyse(dedent(example.code), example.path, options, notebook=example.path.endswith(".ipynb"))
     return next(f for f in findings if f.code == rule.code)
 
 
