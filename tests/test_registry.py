@@ -88,4 +88,4 @@ def test_an_undeclared_profile_read_raises():
 
 
 def test_worker_hazards_are_the_rules_that_declare_them():
-    assert [type(rule).code for rule in hazard_rules()] == ["LL007", "LL012", "LL105", "LL104", "LL103"]
+    assert [type(rule).code for rule in hazard_rules()] == ["LL007", "LL012", "LL014", "LL105", "LL104", "LL103"]

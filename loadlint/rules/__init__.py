@@ -32,6 +32,7 @@ CODES: dict[str, tuple[str, str, str]] = {
     "LL011": ("loader-attribute-reassigned", "ll011_loader_attribute_reassigned", "LoaderAttributeReassigned"),
     "LL012": ("notebook-worker-code", "ll012_notebook_worker_code", "NotebookWorkerCode"),
     "LL013": ("missing-main-guard", "ll013_missing_main_guard", "MissingMainGuard"),
+    "LL014": ("unpicklable-dataset-handle", "ll014_unpicklable_dataset_handle", "UnpicklableDatasetHandle"),
     "LL101": ("missing-distributed-sampler", "ll101_missing_distributed_sampler", "MissingDistributedSampler"),
     "LL102": ("missing-set-epoch", "ll102_missing_set_epoch", "MissingSetEpoch"),
     "LL103": ("worker-rng-duplication", "ll103_worker_rng_duplication", "WorkerRngDuplication"),
