@@ -181,3 +181,50 @@ def test_the_fixed_script_runs_where_the_original_crashes(tmp_path: Path, method
     after = run(out)
     assert after.returncode == 0, after.stderr
     assert after.stdout == f"total {2.0 * sum(i * i for i in range(16))}\n"
+
+
+def _project(tmp_path: Path, imported: bool) -> Path:
+    (tmp_path / "pyproject.toml").touch()
+    (tmp_path / "train.py").write_text(LOOP)
+    if imported:
+        (tmp_path / "evaluate.py").write_text("from train import loader\n\nprint(len(loader))\n")
+    return tmp_path
+
+
+def _cli(folder: Path, *args: str) -> str:
+    import os
+
+    from click.testing import CliRunner
+
+    from loadlint.frontends.cli import cli
+
+    old = os.getcwd()
+    os.chdir(folder)
+    try:
+        return CliRunner().invoke(
+            cli, [*args, "--isolated", "--no-cache", "--select", "LL013", "--target", "cpus=4,gpus=0,platform=macos,python=3.12",
+                  "--output-format", "json", "train.py"],
+            env={"NO_COLOR": "1", "LOADLINT_CACHE_DIR": None}, catch_exceptions=False,
+        ).output
+    finally:
+        os.chdir(old)
+
+
+@pytest.mark.parametrize("imported", [False, True], ids=["script", "imported"])
+def test_a_module_the_project_imports_keeps_its_code_unguarded(tmp_path: Path, imported: bool) -> None:
+    import json
+
+    folder = _project(tmp_path, imported)
+    [record] = json.loads(_cli(folder, "check"))
+    _cli(folder, "fix", "--unsafe-fixes")
+    after = (folder / "train.py").read_text()
+    if not imported:
+        assert record["fix"] is not None and "fix_withheld" not in record
+        assert after == fixed(LOOP)
+        return
+    assert record["fix"] is None
+    assert record["fix_withheld"] == (
+        "no fix: `evaluate.py` imports this module, and under `if __name__ == \"__main__\":` the code it runs on "
+        "import would no longer run there; move that code into a function instead"
+    )
+    assert after == LOOP

@@ -46,7 +46,7 @@ MODULE = "<module>"
 #: The loader arguments project analysis reasons about (absent: torch's default).
 _LOADER_SETTINGS = ("num_workers", "persistent_workers", "pin_memory", "multiprocessing_context", "sampler")
 #: Bumped when the shape changes, so cached summaries are not misread.
-VERSION = 6
+VERSION = 7
 
 
 def summarise(facts: ModuleFacts, ref_of: RefOf) -> Summary:
@@ -71,6 +71,15 @@ def summarise(facts: ModuleFacts, ref_of: RefOf) -> Summary:
         "set_epoch": facts.loops.set_epoch_called,
         "frameworks": bool(facts.distributed.frameworks),
         "start_methods": sorted(facts.loaders.start_methods),
+        # A loop or iterator at module level outside the main guard: LL013's
+        # fix would guard it, which changes what an importer of the module sees.
+        "unguarded_starts": any(
+            it.at_module_level and not it.in_main_guard for it in facts.iteration.iterations
+        ) or any(
+            step.at_module_level and not step.in_main_guard for step in facts.iteration.next_iter
+        ) or any(
+            made.at_module_level and not made.in_main_guard for made in facts.iteration.iter_calls
+        ),
     }
     out: Summary = {"version": VERSION, "imports": imports, "functions": functions, "flags": flags}
     if names.class_defs:

@@ -373,7 +373,8 @@ def _hold(result: FileResult | None, held: list[Finding]) -> set[tuple[str, int,
     reasons = {_place(f): f.fix_withheld for f in held}
     out = set()
     for finding in result.findings if result is not None else []:
-        reason = reasons.get(_place(finding))
+        # Row 0: every finding of that code in the file (LL013's one guard).
+        reason = reasons.get(_place(finding)) or reasons.get((finding.code, 0, 0))
         if reason is not None and finding.fix is not None:
             finding.fix, finding.fix_withheld = None, reason
             out.add(_place(finding))
