@@ -143,13 +143,16 @@ class MissingMainGuard(Rule):
     - the script already has a main guard: the code belongs in that one;
     - a `set_start_method(...)` would stay outside the guard, where every
       spawned worker runs it again and fails ("context has already been
-      set").
+      set");
+    - another module of the project imports this one (found by project
+      analysis): under the guard, what it runs on import would no longer
+      run for that importer.  A file checked alone (standard input, the
+      flake8 plugin, an editor's fix-all) cannot see importers: that is
+      why the fix is unsafe.
 
     A fix that adds workers (LL201) does not guard the script as a side
     effect: where workers would introduce this finding, that fix is
-    withheld instead.  Notebooks get neither the finding nor the fix.  A
-    module that the project also imports is not told apart from a script:
-    the fix is unsafe for that reason.
+    withheld instead.  Notebooks get neither the finding nor the fix.
 
     ## References
     - [PyTorch: Platform-specific behaviors](https://pytorch.org/docs/stable/data.html#platform-specific-behaviors)
