@@ -75,7 +75,7 @@ WITHHELD = {
         "class Data(Dataset):\n    def __len__(self):\n        return 8\n\n"
         "    def __getitem__(self, i):\n        return i * scale\n\n"
         "loader = DataLoader(Data(), num_workers=2)\nfor scale in (1, 2):\n    for batch in loader:\n        pass\n",
-        "no fix: `Data.__getitem__` reads the global `scale`, which the code to guard assigns; a worker re-imports "
+        "no fix: `Data.__getitem__` reads the global `scale`, which the code to guard binds; a worker re-imports "
         "the script without running that code, and would not have it",
     ),
     "guard-elsewhere": (

@@ -43,7 +43,7 @@ def guard_fix(ctx: Context, nodes: list[cst.CSTNode]) -> FixSpec | None:
         shared = sorted(top.binds & reads.keys())
         if shared:
             return withheld(
-                f"`{reads[shared[0]]}` reads the global `{shared[0]}`, which the code to guard assigns; a worker "
+                f"`{reads[shared[0]]}` reads the global `{shared[0]}`, which the code to guard binds; a worker "
                 "re-imports the script without running that code, and would not have it")
     start = first
     while start > 0:
