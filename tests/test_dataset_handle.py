@@ -118,3 +118,79 @@ def test_torch_raises_what_the_message_quotes(tmp_path: Path, kind: str, method:
                          cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == quoted(finding.message)
+
+
+DATA_MODULE = """\
+import lmdb
+from torch.utils.data import Dataset
+
+
+class Frames(Dataset):
+    def __init__(self, path):
+        self.env = lmdb.open(path, readonly=True)
+"""
+
+TRAIN = """\
+from torch.utils.data import DataLoader
+from data import Frames
+
+
+def main():
+    loader = DataLoader(Frames("db"), num_workers=4{extra})
+    for batch in loader:
+        pass
+"""
+
+
+def _project_check(folder: Path, target: str) -> list[dict]:
+    import json
+    import os
+
+    from click.testing import CliRunner
+
+    from loadlint.frontends.cli import cli
+
+    old = os.getcwd()
+    os.chdir(folder)
+    try:
+        out = CliRunner().invoke(
+            cli, ["check", "--isolated", "--no-cache", "--select", "LL014", "--target", target, "--output-format", "json", "."],
+            env={"NO_COLOR": "1", "LOADLINT_CACHE_DIR": None}, catch_exceptions=False,
+        ).output
+    finally:
+        os.chdir(old)
+    return json.loads(out)
+
+
+@pytest.mark.parametrize(
+    ("extra", "target", "reported"),
+    [
+        ("", "cpus=8,gpus=0,platform=macos,python=3.12", True),
+        ("", "cpus=8,gpus=0,platform=linux,python=3.12", False),
+        (', multiprocessing_context="forkserver"', "cpus=8,gpus=0,platform=linux,python=3.12", True),
+        (', multiprocessing_context="fork"', "cpus=8,gpus=0,platform=macos,python=3.12", False),
+        (", multiprocessing_context=ctx", "cpus=8,gpus=0,platform=macos,python=3.12", False),
+        (")  # noqa: LL014\n#(", "cpus=8,gpus=0,platform=macos,python=3.12", False),
+    ],
+    ids=["macos", "linux-fork", "forkserver", "fork", "unknown-context", "noqa"],
+)
+def test_a_class_from_another_module_is_reported_at_the_loader(
+    tmp_path: Path, extra: str, target: str, reported: bool
+) -> None:
+    (tmp_path / "pyproject.toml").touch()
+    (tmp_path / "data.py").write_text(DATA_MODULE)
+    (tmp_path / "train.py").write_text(TRAIN.format(extra=extra))
+    records = _project_check(tmp_path, target)
+    if not reported:
+        assert records == []
+        return
+    [record] = records
+    assert (record["filename"].endswith("train.py"), record["location"]["row"]) == (True, 6)
+    why = ("the target platform is macos, where workers are spawned" if "macos" in target
+           else '`multiprocessing_context="forkserver"`')
+    assert record["message"] == (
+        "`Frames.__init__` (`data.py`) stores an `lmdb` environment on the dataset (`self.env = lmdb.open(...)`), and "
+        f"the DataLoader's 4 workers may start with spawn or forkserver ({why}): starting them pickles the dataset, "
+        "which fails (`TypeError: cannot pickle 'Environment' object`); open it in the worker instead: "
+        "`self.env = None` in `__init__`, opened on the first `__getitem__` (or in a `worker_init_fn`)"
+    )

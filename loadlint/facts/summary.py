@@ -33,6 +33,8 @@ from loadlint.facts.accelerator import device_kind
 from loadlint.facts.calls import CallSite
 from loadlint.facts.collect import ModuleFacts
 from loadlint.facts.datasets import imported_dataset_class, in_memory_classes
+from loadlint.facts.handles import handle_classes
+from loadlint.facts.loaders import LoaderCall
 from loadlint.facts.distributed import SamplerCall
 from loadlint.facts.names import FunctionFacts
 from loadlint.facts.resolve import MISSING, UNKNOWN, Binding, Scope, bind_imported, dotted_name, evaluate, follow_name
@@ -86,14 +88,31 @@ def summarise(facts: ModuleFacts, ref_of: RefOf) -> Summary:
         memory = in_memory_classes(names, facts.datasets)
         if memory:
             out["in_memory_classes"] = memory
-    # Every loader, nested functions' too, whose dataset is an imported class.
+        handles = handle_classes(names, facts.datasets)
+        if handles:
+            out["handle_classes"] = handles
+    # Every loader, nested functions' too, whose dataset is an imported class
+    # (with its workers and start method: LL014 across modules).
     built = [(call, imported_dataset_class(names, call)) for call in facts.loaders.calls]
-    datasets = [{"at": ref_of(call.node), "class": name} for call, name in built if name is not None]
+    datasets = [{"at": ref_of(call.node), "class": name, **_start(call)} for call, name in built if name is not None]
     if datasets:
         out["imported_datasets"] = datasets
     constants = _constants(facts, imports, ref_of)
     if constants:
         out["constants"] = constants
+    return out
+
+
+def _start(call: LoaderCall) -> dict[str, Any]:
+    """The loader's worker count and ``multiprocessing_context`` when
+    written as literals (``"?"`` for a context that is not a string)."""
+    out: dict[str, Any] = {}
+    workers = call.workers()
+    if type(workers) is int:
+        out["workers"] = workers
+    context = call.value("multiprocessing_context")
+    if context is not MISSING:
+        out["context"] = context if isinstance(context, str) or context is None else "?"
     return out
 
 

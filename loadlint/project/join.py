@@ -25,6 +25,7 @@ from loadlint.sources.files import read_source
 from loadlint.engine.notebook import joined_text, to_cells
 from loadlint.engine.pipeline import ProfileCache, options_for
 from loadlint.project import HELD, MAX_FILES, Project
+from loadlint.project.handles import handles_elsewhere
 from loadlint.project.modules import Resolver, project_root
 from loadlint.project.values import Constants, constant_findings
 from loadlint.sources.source import DecodeError, decode
@@ -308,6 +309,8 @@ def _analyse(
         for finding in _constant_findings(path, summary, constants, read_text, options, own_findings):
             if not any(_same_place(finding, f) for f in found.get(path, [])):
                 found.setdefault(path, []).append(finding)
+    for path, handles in handles_elsewhere(root, summaries, summary_of, read_text, original, options).items():
+        found.setdefault(path, []).extend(f for f in handles if not any(_same_place(f, g) for g in found.get(path, [])))
     for path, findings in found.items():
         text = read_text(path) if path.endswith(NOTEBOOK) else None
         if text is not None:

@@ -1,13 +1,9 @@
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Iterator
 
-import libcst as cst
-
+from loadlint.facts.handles import Handle, stored_handle
 from loadlint.facts.loaders import LoaderCall
-from loadlint.facts.names import ClassFacts
-from loadlint.facts.resolve import canonical, dotted_name
 from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
 from loadlint.rules.shared import module_spawn_reason, workers_on
 from loadlint.types import HardwareProfile
@@ -19,98 +15,26 @@ _LINUX_314 = HardwareProfile(usable_cpus=8, gpu_count=0, platform="linux", pytho
 _LINUX_312 = HardwareProfile(usable_cpus=8, gpu_count=0, platform="linux", python="3.12",
                              declared=frozenset({"cpus", "gpus", "platform", "python"}))
 
-#: Bases a dataset may have without hiding how it pickles (another base,
-#: imported, may define ``__getstate__``).
-_PLAIN_BASES = {"torch.utils.data.Dataset", "torch.utils.data.IterableDataset", "object", ""}
-#: Methods with which a class decides what pickling keeps.
-_PICKLE_METHODS = ("__getstate__", "__reduce__", "__reduce_ex__")
-
-
-@dataclass(frozen=True)
-class Handle:
-    """An unpicklable handle a dataset's ``__init__`` stores on ``self``."""
-
-    cls: str
-    attr: str
-    #: What it is, for the message: "an `lmdb` environment".
-    what: str
-    #: The call written, shortened: ``lmdb.open(...)``.
-    written: str
-    #: What pickling raises, as torch reports it.
-    error: str
-    node: cst.Call
-
-
-def _file_type(call: cst.Call) -> str | None:
-    """The ``io`` class ``open(...)`` returns for a literal mode; None when
-    the mode is not written as a literal."""
-    mode: cst.BaseExpression | None = None
-    for i, arg in enumerate(call.args):
-        if arg.keyword is not None and arg.keyword.value == "mode" or arg.keyword is None and i == 1:
-            mode = arg.value
-    if mode is None:
-        return "TextIOWrapper"
-    if type(mode) is not cst.SimpleString:
-        return None
-    text = str(mode.evaluated_value)
-    if "b" not in text:
-        return "TextIOWrapper"
-    if "+" in text:
-        return "BufferedRandom"
-    return "BufferedReader" if "r" in text else "BufferedWriter"
-
-
-def _handle(ctx: Context, cls: str, attr: str, call: cst.Call) -> Handle | None:
-    func = call.func
-    qualified = canonical(ctx.names.imports.qualify(func))
-    written = f"{dotted_name(func)}(...)"
-    if qualified == "lmdb.open":
-        return Handle(cls, attr, "an `lmdb` environment", written, "cannot pickle 'Environment' object", call)
-    if qualified == "h5py.File":
-        return Handle(cls, attr, "an open `h5py` file", written, "h5py objects cannot be pickled", call)
-    builtin = type(func) is cst.Name and func.value == "open" and qualified is None and (
-        ctx.names.module_scope.lookup("open") is None)
-    if builtin or qualified == "io.open":
-        kind = _file_type(call)
-        error = f"cannot pickle '_io.{kind}' object" if kind else "cannot pickle '_io...' object"
-        return Handle(cls, attr, "an open file", written, error, call)
-    return None
-
-
-def stored_handle(ctx: Context, cls: ClassFacts) -> Handle | None:
-    """The first handle the class's ``__init__`` stores on ``self`` (the
-    only assignment of that attribute there), unless the class or a base
-    says how it pickles, or a base is not known."""
-    names = ctx.names
-    if any(names.method_of(cls, m) is not None for m in _PICKLE_METHODS):
-        return None
-    hierarchy = names.class_hierarchy(cls)
-    local = {k.name for k in hierarchy}
-    if any(base not in local and canonical(base) not in _PLAIN_BASES for k in hierarchy for base in k.bases):
-        return None
-    init = names.method_of(cls, "__init__")
-    if init is None or init.class_name is None:
-        return None
-    for (owner, attr), assigned in ctx.datasets.attr_values.items():
-        if owner != init.class_name:
-            continue
-        in_init = [value for fn, value in assigned if fn is init]
-        if len(in_init) != 1 or type(in_init[0]) is not cst.Call:
-            continue  # also set to something else (``None`` once closed): undecided
-        found = _handle(ctx, init.class_name, attr, in_init[0])
-        if found is not None:
-            return found
-    return None
-
-
 def _spawned_handle(ctx: Context, call: LoaderCall) -> tuple[Handle, str] | None:
     """LL014's condition without the worker gate."""
     if ctx.is_notebook:
         return None  # LL012: the notebook's class cannot reach a spawned worker at all
     _, cls = ctx.dataset_class(call)
-    found = stored_handle(ctx, cls) if cls is not None else None
+    found = stored_handle(ctx.names, ctx.datasets, cls) if cls is not None else None
     why = module_spawn_reason(ctx, call) if found is not None else None
     return None if found is None or why is None else (found, why)
+
+
+def message(owner: str, handle: dict[str, str], loader: str, workers: object, why: str) -> str:
+    """The finding's text; ``owner`` is the class's ``__init__`` as the
+    message names it, up to its closing backquote."""
+    attr = handle["attr"]
+    return (
+        f"`{owner} stores {handle['what']} on the dataset (`self.{attr} = {handle['written']}`), and {loader}'s "
+        f"{workers} workers may start with spawn or forkserver ({why}): starting them pickles the dataset, which "
+        f"fails (`TypeError: {handle['error']}`); open it in the worker instead: `self.{attr} = None` in "
+        "`__init__`, opened on the first `__getitem__` (or in a `worker_init_fn`)"
+    )
 
 
 class UnpicklableDatasetHandle(Rule):
@@ -147,8 +71,11 @@ class UnpicklableDatasetHandle(Rule):
     something else (closed and set to `None` once the length is read), when
     the class or a base defines `__getstate__`, `__reduce__` or
     `__reduce_ex__`, when a base class is imported (it may define them), in
-    notebooks (LL012 comes first), and when the dataset's class is not
-    defined in the module.
+    notebooks whose own class is the dataset (LL012 comes first), and when
+    the worker count or the start method is not known.  A dataset class
+    defined in another module of the project is followed by project
+    analysis: the finding is then at the `DataLoader(...)`, naming the
+    class's file.
 
     ## Example
     ```python
@@ -226,13 +153,8 @@ class UnpicklableDatasetHandle(Rule):
                 continue
             reported.add((handle.cls, handle.attr))
             loader = f"`{call.key[1]}`" if call.key is not None else "the DataLoader"
-            yield Report(
-                handle.node,
-                f"`{handle.cls}.__init__` stores {handle.what} on the dataset (`self.{handle.attr} = {handle.written}`), "
-                f"and {loader}'s {call.workers()} workers may start with spawn or forkserver ({why}): starting them "
-                f"pickles the dataset, which fails (`TypeError: {handle.error}`); open it in the worker instead: "
-                f"`self.{handle.attr} = None` in `__init__`, opened on the first `__getitem__` (or in a `worker_init_fn`)",
-            )
+            fields = {"attr": handle.attr, "what": handle.what, "written": handle.written, "error": handle.error}
+            yield Report(handle.node, message(f"{handle.cls}.__init__`", fields, loader, call.workers(), why))
 
     VALID = [
         # Opened lazily, in the worker.
