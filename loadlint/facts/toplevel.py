@@ -12,6 +12,7 @@ from typing import Sequence
 
 import libcst as cst
 
+from loadlint.cst.walk import find_all, walk
 from loadlint.facts.cursor import names_in
 from loadlint.facts.names import NameFacts
 
@@ -44,7 +45,7 @@ class TopStatement:
     sets_start_method: bool = False
 
 
-class _Bindings(cst.CSTVisitor):
+class _Bindings:
     """Module-level bindings of one statement; function, class, lambda and
     comprehension bodies have their own scopes and are not entered."""
 
@@ -123,32 +124,19 @@ def top_statements(body: Sequence[cst.BaseStatement]) -> list[TopStatement]:
     out = []
     for i, node in enumerate(body):
         visitor = _Bindings()
-        node.visit(visitor)
+        walk(node, visitor)
         out.append(TopStatement(node, frozenset(visitor.names), visitor.defines, _preamble(node, i == 0),
                                 visitor.start_method))
     return out
 
 
-class _Finder(cst.CSTVisitor):
-    def __init__(self, wanted: set[int]) -> None:
-        self.wanted = wanted
-        self.found = False
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if self.found or id(node) in self.wanted:
-            self.found = True
-            return False
-        # Module-level code only: the nodes asked about are not in definitions.
-        return not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda))
-
-
-def first_holding(body: Sequence[cst.BaseStatement], nodes: Sequence[cst.CSTNode]) -> int | None:
-    """The index of the first top-level statement that holds one of ``nodes``."""
+def first_holding(body: Sequence[cst.BaseStatement], nodes: Sequence[cst.For | cst.Call]) -> int | None:
+    """The index of the first top-level statement that holds one of
+    ``nodes`` (loops and calls: what starts workers)."""
     wanted = {id(n) for n in nodes}
+    kinds = {type(n) for n in nodes}
     for i, statement in enumerate(body):
-        finder = _Finder(wanted)
-        statement.visit(finder)
-        if finder.found:
+        if any(id(found) in wanted for kind in kinds for found in find_all(statement, kind)):
             return i
     return None
 

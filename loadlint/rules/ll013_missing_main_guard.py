@@ -16,7 +16,7 @@ _FIX = f"Indent the module-level code that starts the workers under `{_GUARD}`"
 _UNSAFE = " (unsafe: a module that imports this script no longer runs that code)"
 
 
-def guard_fix(ctx: Context, nodes: list[cst.CSTNode]) -> FixSpec | None:
+def guard_fix(ctx: Context, nodes: list[cst.For | cst.Call]) -> FixSpec | None:
     """The statements from the first that starts workers to the end of the
     script, with the plain statements just above them that no function
     reads, indented under the guard; withheld where a worker could miss
@@ -173,24 +173,26 @@ class MissingMainGuard(Rule):
         if ctx.is_notebook:
             return
         found: list[tuple[cst.CSTNode, str]] = []
+        anchors: list[cst.For | cst.Call] = []
         for call in ctx.calls:
             if not workers_on(call):
                 continue
             keys = ctx.keys_of(call)
             iteration = ctx.iteration
-            # (node, what the message says): loops, then iterators made by hand.
-            starts: list[tuple[cst.CSTNode, str]] = [
-                (it.node.iter, f"`{it.key[1]}` ({call.workers()} workers) is iterated")
+            # (node, what the message says, the loop or call that starts workers):
+            # loops, then iterators made by hand.
+            starts: list[tuple[cst.CSTNode, str, cst.For | cst.Call]] = [
+                (it.node.iter, f"`{it.key[1]}` ({call.workers()} workers) is iterated", it.node)
                 for it in iteration.iterations
                 if it.key in keys and it.at_module_level and not it.in_main_guard
             ]
             starts += [
-                (step.node, f"`next(iter({step.key[1]}))` ({call.workers()} workers) starts the workers")
+                (step.node, f"`next(iter({step.key[1]}))` ({call.workers()} workers) starts the workers", step.node)
                 for step in iteration.next_iter
                 if step.key in keys and step.at_module_level and not step.in_main_guard
             ]
             starts += [
-                (made.node, f"`iter({made.key[1]})` ({call.workers()} workers) starts the workers")
+                (made.node, f"`iter({made.key[1]})` ({call.workers()} workers) starts the workers", made.node)
                 for made in iteration.iter_calls
                 if made.key in keys and made.at_module_level and not made.in_main_guard
             ]
@@ -199,8 +201,9 @@ class MissingMainGuard(Rule):
             why = module_spawn_reason(ctx, call)
             if why is None:
                 continue
-            for node, what in starts:
+            for node, what, anchor in starts:
                 place = "loop" if what.endswith("iterated") else "line"
+                anchors.append(anchor)
                 found.append((
                     node,
                     f"{what} at module level without `{_GUARD}`, "
@@ -212,7 +215,7 @@ class MissingMainGuard(Rule):
         if not found:
             return
         # One guard for the whole script: every finding offers the same edit.
-        fix = guard_fix(ctx, [node for node, _ in found])
+        fix = guard_fix(ctx, anchors)
         for node, message in found:
             yield Report(node, message, fix)
 
