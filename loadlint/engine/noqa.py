@@ -24,7 +24,7 @@ __all__ = ["CODE", "PROJECT_CODES", "add_noqa", "unused_noqa"]
 
 CODE = "LL902"
 #: The codes the project analysis (``loadlint.project.reporter``) reports.
-PROJECT_CODES = frozenset({"LL013", "LL102", "LL202", "LL204", "LL205", "LL207"})
+PROJECT_CODES = frozenset({"LL013", "LL014", "LL102", "LL202", "LL204", "LL205", "LL207"})
 
 _DIRECTIVE = re.compile(r"#\s*noqa:[ \t]*(?P<codes>[A-Za-z][A-Za-z0-9]*(?:[ \t]*,?[ \t]*[A-Za-z][A-Za-z0-9]*)*)", re.I)
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9]*")
