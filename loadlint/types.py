@@ -357,9 +357,7 @@ class FunctionSummary(_FunctionRequired, total=False):
     returns: Returns
 
 
-class Flags(TypedDict):
-    """What the module's own rules see (``cuda``: CUDA evidence as LL202 reads it)."""
-
+class _FlagsRequired(TypedDict):
     cuda: bool
     cuda_code: bool
     set_epoch: bool
@@ -367,7 +365,21 @@ class Flags(TypedDict):
     start_methods: list[str]
 
 
-ImportedDataset = TypedDict("ImportedDataset", {"at": int, "class": str})
+class Flags(_FlagsRequired, total=False):
+    """What the module's own rules see (``cuda``: CUDA evidence as LL202 reads it)."""
+
+    #: Top-level statements that start workers outside a main guard (LL013's fix).
+    unguarded_starts: bool
+
+
+#: A loader's dataset built from an imported class; its literal worker
+#: count and ``multiprocessing_context`` when written (``"?"``: not a string).
+_ImportedDatasetRequired = TypedDict("_ImportedDatasetRequired", {"at": int, "class": str})
+
+
+class ImportedDataset(_ImportedDatasetRequired, total=False):
+    workers: int
+    context: Union[str, None]
 
 
 class _SummaryRequired(TypedDict):
@@ -381,6 +393,8 @@ class Summary(_SummaryRequired, total=False):
     """A module's project summary."""
 
     in_memory_classes: list[str]
+    #: Classes whose ``__init__`` keeps an unpicklable handle (LL014 across modules).
+    handle_classes: dict[str, dict[str, Any]]
     #: Config files (YAML) a function reads: scope, name, file, kind.
     config_files: list[dict[str, str]]
     imported_datasets: list[ImportedDataset]

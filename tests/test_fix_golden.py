@@ -34,7 +34,7 @@ PROFILE = HardwareProfile(
 
 #: The rules whose fixes these fixtures exercise; rules added later must not
 #: change the expectations.
-CODES = frozenset({"LL101", "LL201", "LL202", "LL203"})
+CODES = frozenset({"LL013", "LL101", "LL201", "LL202", "LL203"})
 
 OPTIONS = Options(CODES, lambda: PROFILE)
 
@@ -87,7 +87,7 @@ def test_golden_output_is_a_fixed_point(path: Path) -> None:
 @pytest.mark.parametrize("path", cases(), ids=lambda p: p.name[: -len(".in.py")])
 def test_only_calls_and_inserted_lines_change(path: Path) -> None:
     """Every edit lies inside a DataLoader call, replaces a node the rule
-    named, or inserts whole lines (imports, ``set_epoch``); the rest of the
+    named, guards whole statements, or inserts whole lines (imports, ``set_epoch``); the rest of the
     file is byte-identical."""
     from loadlint.engine.analysis import analyse
 
@@ -111,6 +111,11 @@ def test_only_calls_and_inserted_lines_change(path: Path) -> None:
             allowed.append(positions.span(change.call)[:2])
         for node, _ in spec.replace:
             allowed.append(positions.span(node)[:2])
+        if spec.guard:
+            # LL013's guard: the guarded statements' whole lines.
+            first, last = positions.span(spec.guard[0])[0], positions.span(spec.guard[-1])[1]
+            end = text.find("\n", last)
+            allowed.append((text.rfind("\n", 0, first) + 1, len(text) if end < 0 else end + 1))
     for edit in edits:
         if edit.start == edit.end:
             at_line_start = edit.start == 0 or text[edit.start - 1] in "\r\n"

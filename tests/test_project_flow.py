@@ -83,6 +83,7 @@ def test_summary_keeps_devices_samplers_and_flags_as_json() -> None:
     assert summary["version"] == VERSION == 7
     assert summary["flags"] == {
         "cuda": True, "cuda_code": True, "set_epoch": False, "frameworks": False, "start_methods": [],
+        "unguarded_starts": False,
     }
     build = summary["functions"]["build"]
     assert build["samplers"] == [{"at": build["samplers"][0]["at"], "shuffle": {"param": "shuffle"}}]

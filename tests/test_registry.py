@@ -161,13 +161,13 @@ def test_an_undeclared_profile_read_raises():
 
 
 def test_worker_hazards_are_the_rules_that_declare_them():
-    assert [type(rule).code for rule in hazard_rules()] == ["LL007", "LL012", "LL105", "LL104", "LL103"]
+    assert [type(rule).code for rule in hazard_rules()] == ["LL007", "LL012", "LL014", "LL105", "LL104", "LL103"]
 
 
 def test_the_rules_declared_across_files_are_those_the_project_analysis_reports():
     project = RULES_DIR.parent / "project"
-    reported = {m for path in project.glob("*.py") for m in re.findall(r'_add\([^()"]*"(LL\d{3})"', path.read_text(encoding="utf-8"))}
-    assert reported == {rule.code for rule in all_rules() if rule.across_files} == {"LL013", "LL102", "LL202", "LL204", "LL205", "LL207"}
+    reported = {a or b for path in project.glob("*.py") for a, b in re.findall(r'_add\([^()"]*"(LL\d{3})"|Finding\("(LL\d{3})", name_of\("LL\d{3}"\), (?!"")', path.read_text(encoding="utf-8"))}
+    assert reported == {rule.code for rule in all_rules() if rule.across_files} == {"LL013", "LL014", "LL102", "LL202", "LL204", "LL205", "LL207"}
 
 
 #: What only the facts layer may do: resolve values, walk nodes, match them.

@@ -84,7 +84,8 @@ def test_fixes_are_the_same_when_sliced(path: Path, always_slice: None) -> None:
     source = decode(path.read_bytes())
     fixed, _, _ = fix_text(padded(source.text), path.name, options_for(source.text), unsafe=True)
     expected = decode(path.with_name(path.name.replace(".in.py", ".out.py")).read_bytes()).text
-    assert [line for line in fixed.splitlines() if not line.startswith("padding_")] == expected.splitlines()
+    # LL013's guard indents the padding with the statements around it.
+    assert [line for line in fixed.splitlines() if not line.lstrip().startswith("padding_")] == expected.splitlines()
 
 
 LOADER = "from torch.utils.data import DataLoader\n\nloader = DataLoader(images_ds)\n"

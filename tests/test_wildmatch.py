@@ -46,6 +46,8 @@ def test_agrees_with_pathspec_on_patterns_without_negation(raw, names, is_dir):
         ("a/**/b", "a/x/y/b", True),
         ("**/foo", "x/foo", True),
         ("abc/**", "abc/x.py", True),
+        ("ab/**", "ab/", True),  # git check-ignore: the folder itself too (Hypothesis found it)
+        ("ab/**", "ab", False),
         ("[!a]x", "/x", False),
         ("\\#x", "#x", True),
         ("# comment", "# comment", False),

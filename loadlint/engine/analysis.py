@@ -301,6 +301,12 @@ def crash_codes() -> frozenset[str]:
     return codes_where(breaks_program=True)
 
 
+def implied(code: str) -> bool:
+    """Whether a finding of ``code`` that a fix introduces may be left to
+    that rule's own fix in the next round (``Rule.implied_fix``)."""
+    return code not in CODES or rule_class(code).implied_fix
+
+
 class FixFailed(Exception):
     """Fixing a file failed; it is left untouched."""
 
@@ -467,7 +473,8 @@ def _decide(
         return Outcome(new_text, findings, new_analysis)
 
     def fixable(finding: Finding) -> bool:
-        return finding.fix is not None and finding.code in guard.select and (unsafe or finding.fix.applicability == "safe")
+        return (finding.fix is not None and finding.code in guard.select and (unsafe or finding.fix.applicability == "safe")
+                and implied(finding.code))
 
     def blame(chosen: list[Candidate], outcome: Outcome[Analysis | None], codes: set[str]) -> set[int] | None:
         if any(not c.spec.calls for c in chosen):

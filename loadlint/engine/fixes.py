@@ -10,7 +10,7 @@ everything outside the edited calls and added imports stays byte-identical.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar, cast
 
 import libcst as cst
@@ -323,6 +323,7 @@ class Builder:
     positions: Positions
     _imports: set[str] | None = None
     _plan: ImportPlan | None = None
+    _guards: dict[int, Edit] = field(default_factory=dict)
 
     def build(self, spec: FixSpec) -> Fix:
         return Fix(spec.applicability, spec.message, tuple(self.edits([spec])))
@@ -372,6 +373,10 @@ class Builder:
                 edits.extend(self._hoist(node, code))
             for node, code in spec.comment:
                 edits.append(self._comment(node, code))
+            if spec.guard and (id(spec.guard[0]), "guard") not in done_prepend:
+                # Every finding of the script asks for the same guard.
+                done_prepend.add((id(spec.guard[0]), "guard"))
+                edits.append(self._guard(spec.guard))
         imports = []
         for spec in specs:
             for statement in spec.imports:
@@ -463,6 +468,40 @@ class Builder:
                 raise FixError("code follows the definition on its last line")
             edits.append(self._edit(begin, stop, ""))
         return edits
+
+    def _guard(self, statements: tuple[cst.BaseStatement, ...]) -> Edit:
+        """``statements`` (consecutive, top-level) indented under a main
+        guard, with the statements between them a large module's parse
+        left out (the text between is parsed again).  Blank and comment
+        lines above the first stay above the guard; those between the
+        statements move in with them."""
+        key = id(statements[0])
+        if key in self._guards:  # every finding of a script offers the same guard
+            return self._guards[key]
+        start, _, loc, _ = self.positions.span(statements[0])
+        if self.positions.line_text(loc.row)[: loc.column - 1].strip():
+            raise FixError("the first statement does not start its line")
+        _, _, _, end_loc = self.positions.span(statements[-1])
+        starts = line_starts(self.positions.text)
+        begin = start - (loc.column - 1)
+        stop = starts[end_loc.row] if end_loc.row < len(starts) else len(self.positions.text)
+        region = self.positions.text[begin:stop]
+        try:
+            parsed = cst.parse_module(region)
+        except cst.ParserSyntaxError:
+            raise FixError("the statements to guard do not parse on their own") from None
+        blank = cst.EmptyLine(indent=False)
+        body: list[cst.BaseStatement] = []
+        for i, s in enumerate(parsed.body):
+            # A blank line would otherwise carry the new indentation as trailing spaces.
+            lines = () if i == 0 else [line if line.comment is not None else blank for line in s.leading_lines]
+            body.append(s.with_changes(leading_lines=lines))
+        guard = cst.If(test=cst.parse_expression('__name__ == "__main__"'), body=cst.IndentedBlock(body))
+        code = code_for_node(guard, self.module)
+        if not region.endswith(("\n", "\r")):
+            code = code.rstrip("\r\n")
+        self._guards[key] = edit = self._edit(begin, stop, code)
+        return edit
 
     def _comment(self, node: cst.CSTNode, text: str) -> Edit:
         """``text`` as the trailing comment of the line where ``node`` ends,

@@ -47,7 +47,7 @@ def patched(info: ModuleFacts, specs: Iterable[FixSpec]) -> tuple[ModuleFacts, s
     changes: dict[int, dict[str, str]] = {}
     made: set[int] = set()
     for spec in specs:
-        if spec.replace or spec.prepend or spec.hoist or spec.imports:
+        if spec.replace or spec.prepend or spec.hoist or spec.imports or spec.guard:
             return None
         for change in spec.calls:
             if change.remove or not change.set:

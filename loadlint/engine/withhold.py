@@ -95,6 +95,8 @@ def group_key(spec: FixSpec) -> int:
         return id(change.call)
     for node, _ in [*spec.replace, *spec.prepend, *spec.hoist]:
         return id(node)
+    for statement in spec.guard:
+        return id(statement)
     return id(spec)
 
 

@@ -10,7 +10,7 @@ a provider's ``finish`` from its records, without a second pass.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import libcst as cst
 
@@ -52,6 +52,8 @@ class ModuleFacts:
     alive: AliveFacts = field(default_factory=AliveFacts)
     #: YAML files the module reads into names (Hydra, ``OmegaConf.load``).
     config_reads: list[ConfigRead] = field(default_factory=list)
+    #: The module's top-level statements (a fix that guards some of them).
+    statements: Sequence[cst.BaseStatement] = ()
 
     @property
     def calls(self) -> list[LoaderCall]:
@@ -155,4 +157,5 @@ def collect(module: cst.Module, text: str | None = None) -> ModuleFacts:
         units,
         collect_alive(module, collector.names, loaders.facts, iteration.facts),
         config_reads,
+        module.body,
     )

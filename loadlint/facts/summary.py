@@ -38,6 +38,8 @@ from loadlint.facts.configs import CONFIG_FILES, bind_files, namespace_options
 from loadlint.facts.calls import CallSite
 from loadlint.facts.collect import ModuleFacts
 from loadlint.facts.datasets import imported_dataset_class, in_memory_classes
+from loadlint.facts.handles import handle_classes
+from loadlint.facts.loaders import LoaderCall
 from loadlint.facts.distributed import SamplerCall
 from loadlint.facts.names import FunctionFacts
 from loadlint.facts.resolve import MISSING, UNKNOWN, Binding, Scope, bind_imported, dotted_name, evaluate, follow_name
@@ -80,15 +82,33 @@ def summarise(facts: ModuleFacts, ref_of: RefOf) -> Summary:
         "set_epoch": facts.loops.set_epoch_called,
         "frameworks": bool(facts.distributed.frameworks),
         "start_methods": sorted(facts.loaders.start_methods),
+        # A loop or iterator at module level outside the main guard: LL013's
+        # fix would guard it, which changes what an importer of the module sees.
+        "unguarded_starts": any(
+            it.at_module_level and not it.in_main_guard for it in facts.iteration.iterations
+        ) or any(
+            step.at_module_level and not step.in_main_guard for step in facts.iteration.next_iter
+        ) or any(
+            made.at_module_level and not made.in_main_guard for made in facts.iteration.iter_calls
+        ),
     }
     out: Summary = {"version": VERSION, "imports": imports, "functions": functions, "flags": flags}
     if names.class_defs:
         memory = in_memory_classes(names, facts.datasets)
         if memory:
             out["in_memory_classes"] = memory
-    # Every loader, nested functions' too, whose dataset is an imported class.
+        handles = handle_classes(names, facts.datasets)
+        if handles:
+            out["handle_classes"] = handles
+    # Every loader, nested functions' too, whose dataset is an imported class
+    # (with its workers and start method: LL014 across modules).
     built = [(call, imported_dataset_class(names, call)) for call in facts.loaders.calls]
-    datasets: list[ImportedDataset] = [{"at": ref_of(call.node), "class": name} for call, name in built if name is not None]
+    datasets: list[ImportedDataset] = []
+    for call, name in built:
+        if name is not None:
+            dataset: ImportedDataset = {"at": ref_of(call.node), "class": name}
+            dataset.update(_start(call))  # type: ignore[typeddict-item]  # workers and context
+            datasets.append(dataset)
     if datasets:
         out["imported_datasets"] = datasets
     constants = _constants(facts, imports, ref_of)
@@ -98,6 +118,19 @@ def summarise(facts: ModuleFacts, ref_of: RefOf) -> Summary:
         out["config_files"] = [
             {"scope": read.scope, "name": read.name, "file": read.file, "kind": read.kind} for read in facts.config_reads
         ]
+    return out
+
+
+def _start(call: LoaderCall) -> dict[str, Any]:
+    """The loader's worker count and ``multiprocessing_context`` when
+    written as literals (``"?"`` for a context that is not a string)."""
+    out: dict[str, Any] = {}
+    workers = call.workers()
+    if type(workers) is int:
+        out["workers"] = workers
+    context = call.value("multiprocessing_context")
+    if context is not MISSING:
+        out["context"] = context if isinstance(context, str) or context is None else "?"
     return out
 
 

@@ -32,7 +32,7 @@ from loadlint.sources.files import read_source
 from loadlint.project.flow import Walk
 from loadlint.project.modules import Resolver, project_root
 from loadlint.project.reporter import NOTEBOOK, Reporter
-from loadlint.types import Finding, Flags, Options, Summary
+from loadlint.types import Finding, Flags, Location, Options, Summary
 
 __all__ = ["Project", "project_root"]
 
@@ -97,6 +97,8 @@ class Project:
         found = report.done()
         for path, held in report.held().items():
             found[HELD + path] = held
+        for path, held in self._imported_scripts().items():
+            found.setdefault(HELD + path, []).extend(held)
         if report.changes:
             from loadlint.project.fixing import decide
 
@@ -115,6 +117,42 @@ class Project:
             except OSError:
                 continue
         return False
+
+    def _imported_scripts(self) -> dict[str, list[Finding]]:
+        """LL013's fix withheld in every file another project module
+        imports: under the guard, what the module runs on import would no
+        longer run for its importer.  One finding at row 0 stands for all
+        of the file's LL013 findings."""
+        scripts = {
+            path: _stem(path) for path, summary in self.summaries.items()
+            if (summary.get("flags") or {}).get("unguarded_starts") and not path.endswith(NOTEBOOK) and _stem(path)
+        }
+        if not scripts:
+            return {}
+        stems = re.compile(rb"\b(?:" + b"|".join(re.escape(os.fsencode(s)) for s in sorted(set(scripts.values()))) + rb")\b")
+        resolver = Resolver(self.root)
+        importer: dict[str, str] = {}
+        for count, path in enumerate(self.files()):
+            if count >= MAX_FILES or len(importer) == len(scripts):
+                break
+            try:
+                data = read_source(path, within=str(self.root))
+            except OSError:
+                continue
+            if not imports_one_of(data, stems):
+                continue
+            summary = self.summaries.get(path) or self.summary_of(path)
+            for dotted in (summary["imports"] if summary else {}).values():
+                found = resolver.module_file(path, dotted) if isinstance(dotted, str) else None
+                if found is not None and found[0] in scripts and found[0] != path:
+                    importer.setdefault(found[0], path)
+        return {
+            path: [Finding("LL013", "missing-main-guard", "", path, Location(0, 0), Location(0, 0), fix_withheld=(
+                f"no fix: `{os.path.relpath(by)}` imports this module, and under `if __name__ == \"__main__\":` "
+                "the code it runs on import would no longer run there; move that code into a function instead"
+            ))]
+            for path, by in importer.items()
+        }
 
     def _roots(self) -> set[str]:
         roots = {path for path, summary in self.summaries.items() if _builds_loaders(summary)}

@@ -25,6 +25,7 @@ from loadlint.sources.files import read_source
 from loadlint.engine.notebook import joined_text, to_cells
 from loadlint.engine.pipeline import ProfileCache, options_for
 from loadlint.project import HELD, MAX_FILES, Project
+from loadlint.project.handles import handles_elsewhere
 from loadlint.project.modules import Resolver, project_root
 from loadlint.project.config_files import files_read, project_config_findings
 from loadlint.project.values import Constants, constant_findings
@@ -313,6 +314,8 @@ def _analyse(
     configured = [(path, summary) for path, summary in sorted(summaries.items()) if path in original]
     for path, findings in project_config_findings(root, configured, read_text, options, own_findings).items():
         found.setdefault(path, []).extend(f for f in findings if not any(_same_place(f, g) for g in found.get(path, [])))
+    for path, handles in handles_elsewhere(root, summaries, summary_of, read_text, original, options).items():
+        found.setdefault(path, []).extend(f for f in handles if not any(_same_place(f, g) for g in found.get(path, [])))
     for path, findings in found.items():
         text = read_text(path) if path.endswith(NOTEBOOK) else None
         if text is not None:
@@ -378,7 +381,8 @@ def _hold(result: FileResult | None, held: list[Finding]) -> set[tuple[str, int,
     reasons = {_place(f): f.fix_withheld for f in held}
     out = set()
     for finding in result.findings if result is not None else []:
-        reason = reasons.get(_place(finding))
+        # Row 0: every finding of that code in the file (LL013's one guard).
+        reason = reasons.get(_place(finding)) or reasons.get((finding.code, 0, 0))
         if reason is not None and finding.fix is not None:
             finding.fix, finding.fix_withheld = None, reason
             out.add(_place(finding))

@@ -109,6 +109,9 @@ class FixSpec:
     #: A trailing comment for the line where the node ends; one already
     #: there that ``MEASURED_MARK`` matches is replaced.
     comment: list[tuple[cst.CSTNode, str]] = field(default_factory=list)
+    #: Consecutive top-level statements to indent under
+    #: ``if __name__ == "__main__":`` (they stay in the module's namespace).
+    guard: tuple[cst.BaseStatement, ...] = ()
 
 
 @dataclass
@@ -166,6 +169,8 @@ class Context:
         #: Command-line defaults and the framework argument calls.
         self.values: CliFacts = facts.cli
         self._alive = facts.alive
+        #: The module's top-level statements.
+        self.statements = facts.statements
         #: Calls (by node id) with a measured configuration next to them.
         self.measured: dict[int, Measured] = {}
 
@@ -291,6 +296,10 @@ class Rule(abc.ABC):
     #: Where this rule's reasons go among the worker hazards of LL201's fix
     #: note: crashes first, then wrong data.
     hazard_order: ClassVar[int] = 0
+    #: Whether a finding another fix would introduce may be left to this
+    #: rule's fix in the next round; False for a fix that reshapes a script
+    #: (it is applied where its finding was already, never as a consequence).
+    implied_fix: ClassVar[bool] = True
     VALID: ClassVar[list[Valid]] = []
     INVALID: ClassVar[list[Invalid]] = []
 

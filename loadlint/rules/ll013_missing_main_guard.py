@@ -4,13 +4,59 @@ from typing import Iterator
 
 import libcst as cst
 
-from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
+from loadlint.facts.toplevel import first_holding, globals_read, is_main_guard, top_statements
+from loadlint.rules.base import Context, FixSpec, Invalid, Report, Rule, Valid
 from loadlint.rules.shared import module_spawn_reason, workers_on
 from loadlint.types import HardwareProfile
 
 _WINDOWS = HardwareProfile(usable_cpus=8, gpu_count=0, platform="windows", declared=frozenset({"cpus", "gpus", "platform"}))
 
 _GUARD = 'if __name__ == "__main__":'
+_FIX = f"Indent the module-level code that starts the workers under `{_GUARD}`"
+_UNSAFE = " (unsafe: a module that imports this script no longer runs that code)"
+
+
+def guard_fix(ctx: Context, nodes: list[cst.For | cst.Call]) -> FixSpec | None:
+    """The statements from the first that starts workers to the end of the
+    script, with the plain statements just above them that no function
+    reads, indented under the guard; withheld where a worker could miss
+    something it needs."""
+    body = ctx.statements
+    first = first_holding(body, nodes)
+    if first is None:
+        return None
+    tops = top_statements(body)
+
+    def withheld(why: str) -> FixSpec:
+        return FixSpec("unsafe", _FIX + _UNSAFE, withheld=f"no fix: {why}")
+
+    if any(is_main_guard(t.node) for t in tops):
+        return withheld(
+            f"the script already has an `{_GUARD}` block; move this code into it (or into a function it calls)")
+    reads = globals_read(ctx.names)
+    for top in tops[first:]:
+        if top.defines is not None:
+            return withheld(
+                f"`{top.defines}` is defined below the code that starts the workers; under the guard it would be "
+                "hidden from the workers, which re-import the script and may need it; move the definitions above "
+                "that code first")
+        shared = sorted(top.binds & reads.keys())
+        if shared:
+            return withheld(
+                f"`{reads[shared[0]]}` reads the global `{shared[0]}`, which the code to guard binds; a worker "
+                "re-imports the script without running that code, and would not have it")
+    start = first
+    while start > 0:
+        top = tops[start - 1]
+        if top.preamble or top.defines is not None or top.binds & reads.keys():
+            break
+        start -= 1
+    left = next((t for t in tops[:start] if t.sets_start_method), None)
+    if left is not None:
+        return withheld(
+            "`set_start_method(...)` stays outside the guard (definitions or globals that functions read come "
+            "between): every worker would run it again and fail (\"context has already been set\")")
+    return FixSpec("unsafe", _FIX + _UNSAFE, guard=tuple(t.node for t in tops[start:]))
 
 
 class MissingMainGuard(Rule):
@@ -75,9 +121,38 @@ class MissingMainGuard(Rule):
     ```
 
     ## Fix safety
-    There is no automatic fix: which module-level code belongs under the
-    guard (imports and definitions must stay outside it) is for the author
-    to decide.  The message shows the guard.
+    The fix indents the module-level code under `if __name__ == "__main__":`,
+    where it stays at module level, so its names are still the script's
+    globals.  It guards every statement from the first one that starts the
+    workers to the end of the script, and the plain statements just above
+    them (building the loader, the model, `set_start_method(...)`) up to the
+    last import, `def` or `class`, or the last assignment of a global that a
+    function or lambda of the script reads: a worker re-imports the script
+    without running guarded code, and the dataset's methods may read those
+    globals.  Comments and blank lines above the guarded code stay where
+    they are; comments between its statements move in with them.  The fix
+    is unsafe: a module that imports the script no longer runs that code.
+
+    The fix is withheld, with the reason, where the workers could miss
+    something they need:
+
+    - a `def` or `class` comes after the code that starts the workers (a
+      worker needs it to unpickle the dataset or the collate function);
+    - that code assigns a global that a function of the script reads (a
+      dataset's `__getitem__` reading a module-level table);
+    - the script already has a main guard: the code belongs in that one;
+    - a `set_start_method(...)` would stay outside the guard, where every
+      spawned worker runs it again and fails ("context has already been
+      set");
+    - another module of the project imports this one (found by project
+      analysis): under the guard, what it runs on import would no longer
+      run for that importer.  A file checked alone (standard input, the
+      flake8 plugin, an editor's fix-all) cannot see importers: that is
+      why the fix is unsafe.
+
+    A fix that adds workers (LL201) does not guard the script as a side
+    effect: where workers would introduce this finding, that fix is
+    withheld instead.  Notebooks get neither the finding nor the fix.
 
     ## References
     - [PyTorch: Platform-specific behaviors](https://pytorch.org/docs/stable/data.html#platform-specific-behaviors)
@@ -90,28 +165,36 @@ class MissingMainGuard(Rule):
     across_files = True
     summary = "a loader with workers iterated at module level without `if __name__ == \"__main__\":` under spawn/forkserver"
     needs_hardware = True
+    # Offered everywhere, withheld with its reason where a worker could miss
+    # something (as LL203 counts its machine-bound withholding).
+    fix_availability = "always"
+    # Guarding reshapes the script: only where this finding already is.
+    implied_fix = False
 
     def check(self, ctx: Context) -> Iterator[Report]:
         if ctx.is_notebook:
             return
+        found: list[tuple[cst.CSTNode, str]] = []
+        anchors: list[cst.For | cst.Call] = []
         for call in ctx.calls:
             if not workers_on(call):
                 continue
             keys = ctx.keys_of(call)
             iteration = ctx.iteration
-            # (node, what the message says): loops, then iterators made by hand.
-            starts: list[tuple[cst.CSTNode, str]] = [
-                (it.node.iter, f"`{it.key[1]}` ({call.workers()} workers) is iterated")
+            # (node, what the message says, the loop or call that starts workers):
+            # loops, then iterators made by hand.
+            starts: list[tuple[cst.CSTNode, str, cst.For | cst.Call]] = [
+                (it.node.iter, f"`{it.key[1]}` ({call.workers()} workers) is iterated", it.node)
                 for it in iteration.iterations
                 if it.key in keys and it.at_module_level and not it.in_main_guard
             ]
             starts += [
-                (step.node, f"`next(iter({step.key[1]}))` ({call.workers()} workers) starts the workers")
+                (step.node, f"`next(iter({step.key[1]}))` ({call.workers()} workers) starts the workers", step.node)
                 for step in iteration.next_iter
                 if step.key in keys and step.at_module_level and not step.in_main_guard
             ]
             starts += [
-                (made.node, f"`iter({made.key[1]})` ({call.workers()} workers) starts the workers")
+                (made.node, f"`iter({made.key[1]})` ({call.workers()} workers) starts the workers", made.node)
                 for made in iteration.iter_calls
                 if made.key in keys and made.at_module_level and not made.in_main_guard
             ]
@@ -120,16 +203,23 @@ class MissingMainGuard(Rule):
             why = module_spawn_reason(ctx, call)
             if why is None:
                 continue
-            for node, what in starts:
+            for node, what, anchor in starts:
                 place = "loop" if what.endswith("iterated") else "line"
-                yield Report(
+                anchors.append(anchor)
+                found.append((
                     node,
                     f"{what} at module level without `{_GUARD}`, "
                     f"and its workers may start with spawn or forkserver ({why}): every worker re-imports this "
                     f"script, reaches this {place} again and fails (\"An attempt has been made to start a new process "
                     f"before the current process has finished its bootstrapping phase\"); move the {place} into a "
                     f"function, e.g. `def main():`, and call it under `{_GUARD}`",
-                )
+                ))
+        if not found:
+            return
+        # One guard for the whole script: every finding offers the same edit.
+        fix = guard_fix(ctx, anchors)
+        for node, message in found:
+            yield Report(node, message, fix)
 
     VALID = [
         Valid(
@@ -207,12 +297,31 @@ class MissingMainGuard(Rule):
         ),
     ]
     INVALID = [
+        # A definition below the loop: the workers may need it, so no fix.
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, num_workers=2, multiprocessing_context="spawn")
+            for batch in loader:
+                step(batch)
+            def step(batch):
+                pass
+            """,
+            line=3,
+        ),
         Invalid(
             """
             from torch.utils.data import DataLoader
             loader = DataLoader(ds, batch_size=32, num_workers=4)
             for batch in loader:
                 step(batch)
+            """,
+            fixed="""
+            from torch.utils.data import DataLoader
+            if __name__ == "__main__":
+                loader = DataLoader(ds, batch_size=32, num_workers=4)
+                for batch in loader:
+                    step(batch)
             """,
             message="`loader` (4 workers) is iterated at module level without `if __name__ == \"__main__\":`, and its "
             "workers may start with spawn or forkserver (the target platform is windows, where workers are spawned): "
@@ -232,6 +341,16 @@ class MissingMainGuard(Rule):
                 for i, (x, y) in enumerate(tqdm(train_loader)):
                     step(x, y)
             """,
+            fixed="""
+            import torch
+            from tqdm import tqdm
+            if __name__ == "__main__":
+                NUM_WORKERS = 2
+                train_loader = torch.utils.data.DataLoader(ds, num_workers=NUM_WORKERS, multiprocessing_context="spawn")
+                for epoch in range(3):
+                    for i, (x, y) in enumerate(tqdm(train_loader)):
+                        step(x, y)
+            """,
             line=6,
         ),
         # No declared platform or Python: the portable answer.
@@ -242,6 +361,14 @@ class MissingMainGuard(Rule):
             with open("log.txt", "w") as log:
                 for batch in loader:
                     log.write(str(batch))
+            """,
+            fixed="""
+            from torch.utils.data import DataLoader
+            if __name__ == "__main__":
+                loader = DataLoader(ds, num_workers=2)
+                with open("log.txt", "w") as log:
+                    for batch in loader:
+                        log.write(str(batch))
             """,
             profile=HardwareProfile(usable_cpus=4, gpu_count=0),
         ),
@@ -256,12 +383,29 @@ class MissingMainGuard(Rule):
             for batch in loader:
                 pass
             """,
+            fixed="""
+            import multiprocessing
+            from torch.utils.data import DataLoader
+            if __name__ == "__main__":
+                multiprocessing.set_start_method("forkserver")
+                loader = DataLoader(ds, num_workers=2)
+                if __name__ != "__main__":
+                    pass
+                for batch in loader:
+                    pass
+            """,
         ),
         Invalid(
             """
             from torch.utils.data import DataLoader
             loader = DataLoader(ds, num_workers=2, multiprocessing_context="spawn")
             images, labels = next(iter(loader))
+            """,
+            fixed="""
+            from torch.utils.data import DataLoader
+            if __name__ == "__main__":
+                loader = DataLoader(ds, num_workers=2, multiprocessing_context="spawn")
+                images, labels = next(iter(loader))
             """,
             message="`next(iter(loader))` (2 workers) starts the workers at module level without `if __name__ == "
             "\"__main__\":`, and its workers may start with spawn or forkserver (`multiprocessing_context=\"spawn\"`): "
@@ -275,6 +419,12 @@ class MissingMainGuard(Rule):
             from torch.utils.data import DataLoader
             loader = DataLoader(ds, num_workers=2, multiprocessing_context="forkserver")
             batches = iter(loader)
+            """,
+            fixed="""
+            from torch.utils.data import DataLoader
+            if __name__ == "__main__":
+                loader = DataLoader(ds, num_workers=2, multiprocessing_context="forkserver")
+                batches = iter(loader)
             """,
             line=3,
         ),

@@ -15,8 +15,8 @@ class UnusedNoqa(Rule):
     and so is a bare `# noqa`.
 
     A code is called unused only when its rule ran: it is selected, and it is
-    not one of the rules the project analysis also reports (LL013, LL102,
-    LL202, LL204, LL205, LL207), whose findings may come from the join
+    not one of the rules the project analysis also reports (LL013, LL014,
+    LL102, LL202, LL204, LL205, LL207), whose findings may come from the join
     across files.
 
     ## Why is this bad?

@@ -32,6 +32,8 @@ class _Pattern:
     #: ``None``, or a class as (negated, frozenset of chars, ranges)), or
     #: ``_ANY_SEGMENTS``.
     segments: tuple[object, ...]
+    #: "abc/**": also the folder abc itself (git ignores it too).
+    inside: bool = False
 
 
 def _tokens(segment: str) -> tuple[object, ...] | None:
@@ -182,10 +184,11 @@ def compile_line(line: str) -> _Pattern | None:
         if tokens is None:
             return None
         segments.append(tokens)
-    if segments and segments[-1] is _ANY_SEGMENTS and parts[-1] == "**":
+    inside = bool(segments) and segments[-1] is _ANY_SEGMENTS and parts[-1] == "**"
+    if inside:
         # "abc/**": everything inside abc, at least one more segment.
         segments.append((_STAR,))
-    return _Pattern(negate, dir_only, tuple(segments))
+    return _Pattern(negate, dir_only, tuple(segments), inside)
 
 
 def _prefix_matches(segments: tuple[object, ...], names: list[str]) -> list[bool]:
@@ -212,7 +215,10 @@ def pattern_matches(pattern: _Pattern, rel: str, is_dir: bool) -> bool:
         return False
     reach = _prefix_matches(pattern.segments, names)
     # A folder above the path is a folder; the path itself only if is_dir.
-    return any(reach[k] for k in range(1, len(names))) or (reach[len(names)] and (is_dir or not pattern.dir_only))
+    if any(reach[k] for k in range(1, len(names))) or (reach[len(names)] and (is_dir or not pattern.dir_only)):
+        return True
+    # "abc/**" on the folder abc itself, as git check-ignore answers.
+    return pattern.inside and is_dir and _prefix_matches(pattern.segments[:-2], names)[len(names)]
 
 
 class LinearSpec:
