@@ -467,3 +467,92 @@ def test_notebook_is_answered_from_the_cache_with_its_cells(tree, tmp_path, monk
     (tree / "train.ipynb").write_text(json.dumps(notebook).replace("batch_size=32", "batch_size=32, num_workers=2"))
     third = runner.lint_candidates(candidates, cache=runner.lazy_cache(tmp_path / "cache"), jobs=1, profiles=profiles_with())
     assert checked == ["x"] and summary(third) != summary(first)
+
+
+class Reads:
+    """Counts the files the runner reads."""
+
+    def __init__(self, monkeypatch) -> None:
+        self.names: list[str] = []
+        real = runner.read_source
+
+        def counting(path, *args, **kwargs):
+            self.names.append(Path(path).name)
+            return real(path, *args, **kwargs)
+
+        monkeypatch.setattr(runner, "read_source", counting)
+
+
+def turned_away(cache_dir: Path) -> list[str]:
+    raw = json.loads((cache_dir / cache_mod.__version__ / cache_mod.TURNED_AWAY).read_text())
+    return sorted(Path(p).name for p in raw["files"])
+
+
+def test_a_file_the_prefilter_turned_away_is_not_read_again(tree, tmp_path, monkeypatch):
+    cache_dir = tmp_path / "cache"
+    first = lint(tree, cache_dir)
+    assert turned_away(cache_dir) == ["clean.py"]
+    reads = Reads(monkeypatch)
+    second = lint(tree, cache_dir)
+    assert sorted(reads.names) == ["other.py", "slow.py"]  # clean.py: its signature is unchanged
+    assert summary(second) == summary(first)
+
+
+def test_a_turned_away_file_that_changes_is_read_and_checked(tree, tmp_path, monkeypatch):
+    cache_dir = tmp_path / "cache"
+    lint(tree, cache_dir)
+    # Same size as before: the modification time alone tells the change.
+    text = CLEAN.replace("print(os.getcwd())", "DataLoader(x,  y)").ljust(len(CLEAN) - 1) + "\n"
+    assert len(text) == len(CLEAN)
+    (tree / "clean.py").write_text(text)
+    st = (tree / "clean.py").stat()
+    os.utime(tree / "clean.py", ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    counter = Counter(monkeypatch)
+    lint(tree, cache_dir)
+    assert counter.paths == ["clean.py"]
+    assert turned_away(cache_dir) == []
+
+
+def test_a_link_turned_elsewhere_is_read_again(tree, tmp_path, monkeypatch):
+    cache_dir = tmp_path / "cache"
+    (tmp_path / "a.py").write_text(CLEAN)
+    (tmp_path / "b.py").write_text(SLOW)
+    (tree / "link.py").symlink_to(tmp_path / "a.py")
+    settings = Settings(root=str(tree))
+    runner.lint_candidates([Candidate(tree / "link.py", settings, False)], cache=runner.lazy_cache(cache_dir),
+                           jobs=1, profiles=profiles_with())
+    assert turned_away(cache_dir) == ["link.py"]
+    (tree / "link.py").unlink()
+    (tree / "link.py").symlink_to(tmp_path / "b.py")
+    counter = Counter(monkeypatch)
+    runner.lint_candidates([Candidate(tree / "link.py", settings, False)], cache=runner.lazy_cache(cache_dir),
+                           jobs=1, profiles=profiles_with())
+    assert counter.paths == ["link.py"]
+
+
+def test_the_record_keeps_other_folders_files(tmp_path):
+    cache_dir = tmp_path / "cache"
+    for name in ("one", "two"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / f"{name}.py").write_text(CLEAN)
+    lint(tmp_path / "one", cache_dir)
+    lint(tmp_path / "two", cache_dir)
+    assert turned_away(cache_dir) == ["one.py", "two.py"]
+
+
+def test_a_record_of_other_code_is_not_trusted(tree, tmp_path, monkeypatch):
+    cache_dir = tmp_path / "cache"
+    lint(tree, cache_dir)
+    monkeypatch.setattr(cache_mod, "code_stamp", lambda: "another stamp")
+    reads = Reads(monkeypatch)
+    lint(tree, cache_dir)
+    assert sorted(reads.names) == ["clean.py", "other.py", "slow.py"]
+
+
+def test_no_cache_keeps_no_record(tree, tmp_path, monkeypatch):
+    settings = Settings(root=str(tree))
+    candidates = [Candidate(p, settings, False) for p in sorted(tree.rglob("*.py"))]
+    runner.lint_candidates(candidates, cache=None, jobs=1, profiles=profiles_with())
+    reads = Reads(monkeypatch)
+    runner.lint_candidates(candidates, cache=None, jobs=1, profiles=profiles_with())
+    assert sorted(reads.names) == ["clean.py", "other.py", "slow.py"]

@@ -66,6 +66,21 @@ CACHEDIR_TAG = (
 )
 
 
+#: The record of files the pre-filter turned away (``Cache.turned_away``).
+TURNED_AWAY = "turned-away.record"  # not .json: the per-file entries are *.json
+
+
+def signature(path: str) -> list[int] | None:
+    """What says a file is unchanged without reading it: size, modification
+    time in nanoseconds, inode and device, of what a link leads to (a link
+    turned elsewhere changes them).  None when it cannot be read."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev]
+
+
 def content_hash(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=20).hexdigest()
 
@@ -167,6 +182,24 @@ class Cache:
             "cells": {str(index): source for index, source in (cells or {}).items()},
         }
         self.write(self._name(path, fingerprint), json.dumps(payload, separators=(",", ":")).encode())
+
+    # -- files the pre-filter turned away --------------------------------
+
+    def turned_away(self) -> dict[str, list[int]]:
+        """The files the pre-filter turned away in earlier runs, by absolute
+        path, each with its ``signature`` when read: a warm run skips one
+        whose signature is unchanged without reading it (most files of a
+        repository never mention ``DataLoader``; reading them was half of a
+        warm run)."""
+        try:
+            raw = json.loads(self.read(TURNED_AWAY))
+        except (OSError, ValueError):
+            return {}
+        files = raw.get("files") if isinstance(raw, dict) and raw.get("stamp") == self.stamp else None
+        return files if isinstance(files, dict) else {}
+
+    def store_turned_away(self, files: dict[str, list[int]]) -> None:
+        self.write(TURNED_AWAY, json.dumps({"stamp": self.stamp, "files": files}, separators=(",", ":")).encode())
 
     def sub(self, name: str) -> Cache:
         """A cache kept in a folder of this one (project analysis keeps its
