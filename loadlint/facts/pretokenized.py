@@ -10,7 +10,7 @@ Face's ``Trainer`` does with its default of 0 workers.
 The test is conservative: the ``collate_fn`` is a ``transformers`` data
 collator (``DataCollatorWithPadding(...)``, ``default_data_collator``...)
 or a local function that only returns ``<tokenizer>.pad(...)`` of its
-argument, and the dataset is a split of a dataset dictionary
+argument (a name bound in several branches: each of them is), and the dataset is a split of a dataset dictionary
 (``tokenized_datasets["train"]``) or a ``.map(...)`` result, in a module
 that sets no on-the-fly transform (``set_transform``/``with_transform``).
 """
@@ -22,7 +22,7 @@ import libcst as cst
 from loadlint.facts.datasets import DatasetFacts
 from loadlint.facts.loaders import LoaderCall
 from loadlint.facts.names import NameFacts
-from loadlint.facts.resolve import follow_name
+from loadlint.facts.resolve import Scope, follow_name
 
 _ROW_METHODS = frozenset({"map", "with_format", "shuffle", "select", "filter", "remove_columns", "rename_column"})
 
@@ -41,6 +41,18 @@ def _padding_collate(names: NameFacts, expr: cst.BaseExpression, call: LoaderCal
     target, scope = follow_name(expr, call.scope)
     if scope is None:
         return False
+    if type(target) is cst.Name:
+        # Bound in branches (``default_data_collator`` when padded to the
+        # maximum length, ``DataCollatorWithPadding(...)`` otherwise, as
+        # Hugging Face's example scripts do): a padding collate whichever runs.
+        found = scope.lookup(target.value)
+        if found is not None and len(found[1]) > 1:
+            values = [binding.value for binding in found[1]]
+            return all(value is not None and _padding_target(names, value, found[0]) for value in values)
+    return _padding_target(names, target, scope)
+
+
+def _padding_target(names: NameFacts, target: cst.BaseExpression, scope: Scope) -> bool:
     if type(target) is cst.Call:
         target = target.func
     qualified = names.imports.qualify(target)
