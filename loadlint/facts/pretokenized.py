@@ -10,9 +10,12 @@ Face's ``Trainer`` does with its default of 0 workers.
 The test is conservative: the ``collate_fn`` is a ``transformers`` data
 collator (``DataCollatorWithPadding(...)``, ``default_data_collator``...)
 or a local function that only returns ``<tokenizer>.pad(...)`` of its
-argument (a name bound in several branches: each of them is), and the dataset is a split of a dataset dictionary
-(``tokenized_datasets["train"]``) or a ``.map(...)`` result, in a module
-that sets no on-the-fly transform (``set_transform``/``with_transform``).
+argument, and the dataset is a split of a dataset dictionary
+(``tokenized_datasets["train"]``, the key a string or a choice of two) or
+a ``.map(...)`` result, in a module that sets no on-the-fly transform
+(``set_transform``/``with_transform``).  A name bound more than once
+qualifies when each of its bindings does (Hugging Face's example scripts
+bind the collator in two branches and ``eval_dataset`` twice).
 """
 
 from __future__ import annotations
@@ -85,9 +88,24 @@ def _rows(expr: cst.BaseExpression, call: LoaderCall) -> bool:
     target, scope = follow_name(expr, call.scope)
     if scope is None:
         return False
+    if type(target) is cst.Name:
+        found = scope.lookup(target.value)  # bound again (another split later): each binding is rows
+        if found is None or len(found[1]) < 2:
+            return False
+        return all(binding.value is not None and _rows_value(binding.value) for binding in found[1])
+    return _rows_value(target)
+
+
+def _rows_value(target: cst.BaseExpression) -> bool:
+    """A split by name (``ds["train"]``, ``ds["a" if mnli else "b"]``) or a row method's result."""
     if type(target) is cst.Subscript:
         key = target.slice[0].slice if len(target.slice) == 1 else None
-        return type(key) is cst.Index and type(key.value) is cst.SimpleString
+        if type(key) is not cst.Index:
+            return False
+        value = key.value
+        if type(value) is cst.IfExp:
+            return type(value.body) is cst.SimpleString and type(value.orelse) is cst.SimpleString
+        return type(value) is cst.SimpleString
     if type(target) is cst.Call and type(target.func) is cst.Attribute:
         return target.func.attr.value in _ROW_METHODS
     return False

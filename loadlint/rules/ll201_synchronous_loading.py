@@ -237,6 +237,7 @@ class SynchronousLoading(Rule):
             else:
                 data_collator = DataCollatorWithPadding(tokenizer, pad_to_multiple_of=8)
             loader = DataLoader(tokenized_datasets["train"], shuffle=True, collate_fn=data_collator, batch_size=8)
+            evaluation = DataLoader(tokenized_datasets["test" if args.mnli else "val"], collate_fn=data_collator)
         """),
         Valid("""
             from torch.utils.data import DataLoader
