@@ -61,8 +61,9 @@ def collect_alive(module: cst.Module, names: NameFacts, loaders: LoaderFacts, it
     return AliveFacts(_Started(names, iteration).keys(module), list(_zipped(iteration).values()))
 
 
-def alive_groups(loaders: LoaderFacts, alive: AliveFacts) -> list[AliveGroup]:
-    """Every group of two or more loaders alive at once (each set once)."""
+def alive_groups(loaders: LoaderFacts, alive: AliveFacts, persistent: LoaderCall | None = None) -> list[AliveGroup]:
+    """Every group of two or more loaders alive at once (each set once);
+    with ``persistent``, as if that call had ``persistent_workers=True``."""
     if len(loaders.calls) < 2:
         return []
     owners: dict[Key, LoaderCall | None] = {}
@@ -97,7 +98,7 @@ def alive_groups(loaders: LoaderFacts, alive: AliveFacts) -> list[AliveGroup]:
         key = call.key
         if key not in alive.started or "." in key[1] or call.loops or owners.get(key) is not call:
             continue
-        if call.value("persistent_workers") is not True:
+        if call is not persistent and call.value("persistent_workers") is not True:
             continue
         found = call.scope.lookup(key[1])
         if found is None or len(found[1]) != 1:

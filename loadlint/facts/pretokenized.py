@@ -11,8 +11,11 @@ The test is conservative: the ``collate_fn`` is a ``transformers`` data
 collator (``DataCollatorWithPadding(...)``, ``default_data_collator``...)
 or a local function that only returns ``<tokenizer>.pad(...)`` of its
 argument, and the dataset is a split of a dataset dictionary
-(``tokenized_datasets["train"]``) or a ``.map(...)`` result, in a module
-that sets no on-the-fly transform (``set_transform``/``with_transform``).
+(``tokenized_datasets["train"]``, the key a string or a choice of two) or
+a ``.map(...)`` result, in a module that sets no on-the-fly transform
+(``set_transform``/``with_transform``).  A name bound more than once
+qualifies when each of its bindings does (Hugging Face's example scripts
+bind the collator in two branches and ``eval_dataset`` twice).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import libcst as cst
 from loadlint.facts.datasets import DatasetFacts
 from loadlint.facts.loaders import LoaderCall
 from loadlint.facts.names import NameFacts
-from loadlint.facts.resolve import follow_name
+from loadlint.facts.resolve import Scope, follow_name
 
 _ROW_METHODS = frozenset({"map", "with_format", "shuffle", "select", "filter", "remove_columns", "rename_column"})
 
@@ -41,6 +44,18 @@ def _padding_collate(names: NameFacts, expr: cst.BaseExpression, call: LoaderCal
     target, scope = follow_name(expr, call.scope)
     if scope is None:
         return False
+    if type(target) is cst.Name:
+        # Bound in branches (``default_data_collator`` when padded to the
+        # maximum length, ``DataCollatorWithPadding(...)`` otherwise, as
+        # Hugging Face's example scripts do): a padding collate whichever runs.
+        found = scope.lookup(target.value)
+        if found is not None and len(found[1]) > 1:
+            values = [binding.value for binding in found[1]]
+            return all(value is not None and _padding_target(names, value, found[0]) for value in values)
+    return _padding_target(names, target, scope)
+
+
+def _padding_target(names: NameFacts, target: cst.BaseExpression, scope: Scope) -> bool:
     if type(target) is cst.Call:
         target = target.func
     qualified = names.imports.qualify(target)
@@ -73,9 +88,24 @@ def _rows(expr: cst.BaseExpression, call: LoaderCall) -> bool:
     target, scope = follow_name(expr, call.scope)
     if scope is None:
         return False
+    if type(target) is cst.Name:
+        found = scope.lookup(target.value)  # bound again (another split later): each binding is rows
+        if found is None or len(found[1]) < 2:
+            return False
+        return all(binding.value is not None and _rows_value(binding.value) for binding in found[1])
+    return _rows_value(target)
+
+
+def _rows_value(target: cst.BaseExpression) -> bool:
+    """A split by name (``ds["train"]``, ``ds["a" if mnli else "b"]``) or a row method's result."""
     if type(target) is cst.Subscript:
         key = target.slice[0].slice if len(target.slice) == 1 else None
-        return type(key) is cst.Index and type(key.value) is cst.SimpleString
+        if type(key) is not cst.Index:
+            return False
+        value = key.value
+        if type(value) is cst.IfExp:
+            return type(value.body) is cst.SimpleString and type(value.orelse) is cst.SimpleString
+        return type(value) is cst.SimpleString
     if type(target) is cst.Call and type(target.func) is cst.Attribute:
         return target.func.attr.value in _ROW_METHODS
     return False

@@ -234,9 +234,10 @@ class Context:
         """The loader pads pre-tokenized Hugging Face rows (``loadlint.facts.pretokenized``)."""
         return pretokenized(self.names, self.datasets, call)
 
-    def alive_together(self) -> list[AliveGroup]:
-        """Loaders whose workers are certainly alive at the same time."""
-        return alive_groups(self.loaders, self._alive)
+    def alive_together(self, persistent: LoaderCall | None = None) -> list[AliveGroup]:
+        """Loaders whose workers are certainly alive at the same time (as if
+        ``persistent`` kept its workers, when given)."""
+        return alive_groups(self.loaders, self._alive, persistent)
 
     def lightning_hook(self, call: LoaderCall) -> bool:
         """The loader is returned by a Lightning ``*_dataloader`` hook."""

@@ -5,10 +5,10 @@ from typing import Iterator
 from loadlint.facts.loaders import LoaderCall
 from loadlint.facts.values import MISSING, Origin
 from loadlint.rules import worker_hazards
-from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
+from loadlint.rules.base import Context, FixSpec, Invalid, Report, Rule, Valid
 from loadlint.rules.shared import (
-    measured_defers, module_spawn_reason, origin_note, set_workers_fix, suggested_workers, trainer_workers,
-    unguarded_script, use_workers, WORKERS_CONSTANT, waits, workers_code,
+    measured_defers, origin_note, set_workers_fix, suggested_workers, trainer_workers, unguarded_script, use_workers,
+    WORKERS_CONSTANT, waits,
 )
 from loadlint.types import HardwareProfile
 
@@ -29,8 +29,8 @@ def train(buffer):
         buffer.append(step(batch))
 """
 
-def _default_fix(ctx: Context, call: LoaderCall, n: int, found: Origin, hazards: list[str]) -> FixSpec:
-    """Raise the command-line default the worker count comes from."""
+def _workers_fix(ctx: Context, call: LoaderCall, n: int, found: Origin | None, hazards: list[str]) -> FixSpec:
+    """Set the worker count, or raise the default it comes from."""
     fix = set_workers_fix(ctx, call.node, "num_workers", n, found)
     if hazards:
         fix.applicability = "unsafe"
@@ -93,16 +93,16 @@ class SynchronousLoading(Rule):
     Pre-tokenized Hugging Face rows padded into batches stay silent too: a
     `collate_fn` that is a `transformers` data collator
     (`DataCollatorWithPadding(tokenizer)`, `default_data_collator`, ...) or
-    a function that only returns `tokenizer.pad(batch, ...)`, over a split
-    (`tokenized_datasets["train"]`) or a `.map(...)` result, in a module
-    that sets no per-item transform (`set_transform`, `with_transform`).
+    a function that only returns `tokenizer.pad(batch, ...)` (each of them,
+    for a name bound in branches), over a split (`tokenized_datasets["train"]`)
+    or a `.map(...)` result, in a module that sets no per-item transform
+    (`set_transform`, `with_transform`).
     Measured with `benchmarks/pretokenized.py` (2 CPUs): a batch of 8
     costs 1.6 to 1.9 ms in the training process, and 1 or 2 workers made it
     0.41x to 0.56x as fast (moving each batch back from a worker costs more
     than building it); `loadlint verify` refuted workers on both shapes
     (0.40x and 0.60x, with other work on the machine).  Hugging Face's
-    `Trainer` defaults to 0 workers too.  Its `TrainingArguments` are still
-    reported below: what its datasets hold is not known there.
+    `Trainer` defaults to 0 workers too.
 
     A command-line default counts (`num_workers=args.workers` with
     `parser.add_argument("--workers", default=0)`, dataclass fields parsed by
@@ -118,8 +118,9 @@ class SynchronousLoading(Rule):
 
     Hugging Face's `Trainer` builds its loaders from `TrainingArguments`
     (`dataloader_num_workers` defaults to 0): a `TrainingArguments(...)` or
-    `Seq2SeqTrainingArguments(...)` call without workers is reported too.
-    Arguments parsed from the command line stay silent.
+    `Seq2SeqTrainingArguments(...)` call without workers is reported too
+    (what its datasets hold is not known there); arguments parsed from the
+    command line stay silent.
 
     Where workers would change what is loaded, the finding says so instead
     of suggesting a worker count: an `IterableDataset` whose `__iter__`
@@ -161,12 +162,11 @@ class SynchronousLoading(Rule):
     spawned workers (LL007), CUDA in the Dataset (LL105), or a random
     generator every worker would copy (LL103).  It is also withheld for a
     loader built at a script's module level (outside the main guard) under
-    spawn or forkserver when
-    no loop over it is visibly in a function or under the main guard and a
-    function iterates a parameter: the module level may hand it the loader
-    (`train(train_dataloader)`), which LL013 does not follow.  The other
-    fixes on the same call (such as LL202's `pin_memory=True`) still apply.  The finding for a
-    live data source (above) has no fix.
+    spawn or forkserver when no loop over it is visibly in a function or
+    under the main guard and a function iterates a parameter: the module
+    level may hand it the loader (`train(train_dataloader)`), which LL013
+    does not follow.  The other fixes on the same call (such as LL202's
+    `pin_memory=True`) still apply.  A live data source (above) has no fix.
 
     ## References
     - [PyTorch: Multi-process data loading](https://pytorch.org/docs/stable/data.html#multi-process-data-loading)
@@ -208,19 +208,8 @@ class SynchronousLoading(Rule):
                 f"{what}: batches are loaded in the training process, {waits(ctx)}; "
                 f"{use_workers(ctx, 'num_workers', n)}{elsewhere}"
             )
-            hazards = worker_hazards(ctx, call)
-            if found is None:
-                code, needs, defined = workers_code(ctx, n)
-                fix = FixSpec(
-                    "unsafe" if hazards else "safe",
-                    f"Set `num_workers={code}`{defined}" + (f" (unsafe: {'; '.join(hazards)})" if hazards else ""),
-                    calls=[CallChange(call.node, {"num_workers": code})],
-                    imports=needs,
-                    withheld=unguarded_script(ctx, call),
-                )
-            else:
-                fix = _default_fix(ctx, call, n, found, hazards)
-                fix.withheld = unguarded_script(ctx, call)
+            fix = _workers_fix(ctx, call, n, found, worker_hazards(ctx, call))
+            fix.withheld = unguarded_script(ctx, call)
             yield Report(call.node, message, fix)
         yield from _training_arguments(ctx)
 
@@ -237,13 +226,18 @@ class SynchronousLoading(Rule):
             from torch.utils.data import DataLoader
             loader = DataLoader(ds, batch_size=32, num_workers=4)
         """),
-        # Pre-tokenized rows padded by a transformers collator: workers measured slower.
+        # Pre-tokenized rows padded by a transformers collator (whichever
+        # branch binds it, as Hugging Face's example scripts do): workers measured slower.
         Valid("""
             from torch.utils.data import DataLoader
-            from transformers import DataCollatorWithPadding
+            from transformers import DataCollatorWithPadding, default_data_collator
             tokenized_datasets = raw_datasets.map(tokenize_function, batched=True)
-            collator = DataCollatorWithPadding(tokenizer)
-            loader = DataLoader(tokenized_datasets["train"], shuffle=True, batch_size=8, collate_fn=collator)
+            if args.pad_to_max_length:
+                data_collator = default_data_collator
+            else:
+                data_collator = DataCollatorWithPadding(tokenizer, pad_to_multiple_of=8)
+            loader = DataLoader(tokenized_datasets["train"], shuffle=True, collate_fn=data_collator, batch_size=8)
+            evaluation = DataLoader(tokenized_datasets["test" if args.mnli else "val"], collate_fn=data_collator)
         """),
         Valid("""
             from torch.utils.data import DataLoader
@@ -365,6 +359,27 @@ class SynchronousLoading(Rule):
                 images = [load_image(e["path"]) for e in examples]
                 return tokenizer.pad(examples, return_tensors="pt")
             loader = DataLoader(tokenized_datasets["train"], collate_fn=collate_fn, batch_size=8, num_workers=2)
+            """,
+        ),
+        # One branch binds a collate function that does more than pad.
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            from transformers import default_data_collator
+            if args.pad_to_max_length:
+                data_collator = default_data_collator
+            else:
+                data_collator = augment_and_pad
+            loader = DataLoader(tokenized_datasets["train"], collate_fn=data_collator, batch_size=8)
+            """,
+            fixed="""
+            from torch.utils.data import DataLoader
+            from transformers import default_data_collator
+            if args.pad_to_max_length:
+                data_collator = default_data_collator
+            else:
+                data_collator = augment_and_pad
+            loader = DataLoader(tokenized_datasets["train"], collate_fn=data_collator, batch_size=8, num_workers=2)
             """,
         ),
         # A config object's default (OmegaConf, yacs, dataclass): the message

@@ -9,7 +9,7 @@ from loadlint.hardware.detect import suggest_num_workers
 from loadlint.rules.base import Context, FixSpec, Invalid, Report, Rule, Valid
 from loadlint.rules.shared import (
     DECLARE_TARGET, RANK_WORKERS_CONSTANT, measured_defers, origin_note, portable, oversubscribed, profile_note,
-    ranks, set_workers_fix, suggested_workers, trainer_workers, use_workers, workers_code,
+    ranks, set_workers_fix, suggested_workers, too_many_together, trainer_workers, use_workers, workers_code,
 )
 from loadlint.types import HardwareProfile
 
@@ -49,12 +49,10 @@ def _alive_together(ctx: Context) -> Iterator[Report]:
     CPUs, where none does alone (that one is reported by itself)."""
     per_node, usable = ranks(ctx), ctx.profile.usable_cpus
     for group in ctx.alive_together():
-        counts = [call.workers() for call in group.calls]
-        if not all(type(n) is int and n >= 0 for n in counts) or sum(1 for n in counts if n > 0) < 2:
+        counts = too_many_together(ctx, group)
+        if counts is None:
             continue
         total = sum(counts) * per_node
-        if total <= usable or any(n * per_node > usable for n in counts):
-            continue
         if any(measured_defers(ctx, call)[0] for call in group.calls):
             continue
         named = [f"`{name}`" for name in group.names]

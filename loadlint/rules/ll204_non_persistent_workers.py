@@ -3,8 +3,10 @@ from __future__ import annotations
 from typing import Iterator
 
 from loadlint.facts.values import MISSING
+from loadlint.types import HardwareProfile
 from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
-from loadlint.rules.shared import measured_defers, origin_note, set_argument_fix, workers_on
+from loadlint.facts.loaders import LoaderCall
+from loadlint.rules.shared import measured_defers, origin_note, set_argument_fix, too_many_together, workers_on
 
 
 def _training_arguments(ctx: Context) -> Iterator[Report]:
@@ -31,6 +33,17 @@ def _training_arguments(ctx: Context) -> Iterator[Report]:
         yield Report(call.node, message, fix)
 
 
+def _crowds_the_cpus(ctx: Context, call: LoaderCall) -> bool:
+    """Persistent, the loader's workers would stay alive beside other
+    persistent loaders' past the usable CPUs (LL203's finding): which
+    loaders keep their workers is then the author's choice."""
+    return any(
+        group.kind == "persistent" and any(member is call for member in group.calls)
+        and too_many_together(ctx, group) is not None
+        for group in ctx.alive_together(persistent=call)
+    )
+
+
 class NonPersistentWorkers(Rule):
     """
     ## What it does
@@ -49,6 +62,10 @@ class NonPersistentWorkers(Rule):
     from a 4 minute pause per epoch to 7 minutes cut to 35 seconds).
 
     A loader constructed inside the loop is LL206's finding, not this one.
+    A loader whose workers, kept alive, would add up with other persistent
+    loaders' past the usable CPUs (LL203: a train and a test loader of one
+    function, 7 workers each on 8 CPUs, the first already persistent) is
+    left alone: which loaders keep their workers is then the author's choice.
 
     Hugging Face's `Trainer` iterates its training loader once per epoch:
     `TrainingArguments` with `dataloader_num_workers` and without
@@ -86,6 +103,7 @@ class NonPersistentWorkers(Rule):
     """
 
     code = "LL204"
+    needs_hardware = True  # only to tell whether kept workers would crowd the CPUs
     name = "non-persistent-workers"
     category = "performance"
     across_files = True
@@ -103,6 +121,8 @@ class NonPersistentWorkers(Rule):
                 continue
             if measured_defers(ctx, call)[0]:
                 continue  # loadlint verify measured this configuration
+            if _crowds_the_cpus(ctx, call):
+                continue
             n = call.workers()
             found = call.origin("persistent_workers")
             what = ("`persistent_workers` is not set" if value is MISSING
@@ -166,6 +186,19 @@ class NonPersistentWorkers(Rule):
                 for epoch in range(10):
                     evaluate(model, test_set)
         """),
+        # Kept alive beside `train`'s 3, the test loader's 3 workers would be
+        # 6 on 4 usable CPUs (LL203): which loader keeps its workers is the author's choice.
+        Valid("""
+            from torch.utils.data import DataLoader
+            def main():
+                train = DataLoader(ds, num_workers=3, persistent_workers=True)
+                test = DataLoader(ds, num_workers=3)
+                for epoch in range(10):
+                    for batch in train:
+                        step(batch)
+                    for batch in test:
+                        step(batch)
+        """, profile=HardwareProfile(usable_cpus=4, gpu_count=1)),
         # One epoch: the Trainer iterates its loader once.
         Valid("""
             from transformers import TrainingArguments
@@ -177,6 +210,33 @@ class NonPersistentWorkers(Rule):
         """),
     ]
     INVALID = [
+        # 3 + 3 workers kept alive on 8 usable CPUs: room for both.
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            def main():
+                train = DataLoader(ds, num_workers=3, persistent_workers=True)
+                test = DataLoader(ds, num_workers=3)
+                for epoch in range(10):
+                    for batch in train:
+                        step(batch)
+                    for batch in test:
+                        step(batch)
+            """,
+            fixed="""
+            from torch.utils.data import DataLoader
+            def main():
+                train = DataLoader(ds, num_workers=3, persistent_workers=True)
+                test = DataLoader(ds, num_workers=3, persistent_workers=True)
+                for epoch in range(10):
+                    for batch in train:
+                        step(batch)
+                    for batch in test:
+                        step(batch)
+            """,
+            line=4,
+            profile=HardwareProfile(usable_cpus=8, gpu_count=1),
+        ),
         Invalid(
             """
             from torch.utils.data import DataLoader

@@ -10,6 +10,7 @@ import libcst as cst
 from loadlint.cst.codegen import code_for_node
 from loadlint.facts.cli_args import TrainingArgumentsCall
 from loadlint.facts.datasets import WORKER_METHODS
+from loadlint.facts.alive import AliveGroup
 from loadlint.facts.loaders import LoaderCall
 from loadlint.hardware.detect import ranks_per_node, suggest_num_workers
 from loadlint.facts.arguments import context_method
@@ -182,6 +183,20 @@ def spawn_reason(
 def module_spawn_reason(ctx: Context, call: LoaderCall) -> str | None:
     """``spawn_reason`` for a call, with the module's ``set_start_method`` calls."""
     return spawn_reason(ctx.profile, call, ctx.loaders.start_methods)
+
+
+def too_many_together(ctx: Context, group: AliveGroup) -> list[int] | None:
+    """The workers of each loader of ``group`` when together, and only
+    together, they exceed the usable CPUs (a loader that does alone is
+    reported by itself: LL203); None otherwise or when a count is unknown."""
+    per_node, usable = ranks(ctx), ctx.profile.usable_cpus
+    counts = [call.workers() for call in group.calls]
+    known = [n for n in counts if type(n) is int and n >= 0]
+    if len(known) < len(counts) or sum(1 for n in known if n > 0) < 2:
+        return None
+    if sum(known) * per_node <= usable or any(n * per_node > usable for n in known):
+        return None
+    return known
 
 
 def workers_on(call: LoaderCall) -> bool:
