@@ -6,7 +6,7 @@ from loadlint.facts.values import MISSING
 from loadlint.types import HardwareProfile
 from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
 from loadlint.facts.loaders import LoaderCall
-from loadlint.rules.shared import measured_defers, origin_note, set_argument_fix, too_many_together, workers_on
+from loadlint.rules.shared import measured_anywhere, origin_note, set_argument_fix, too_many_together, workers_on
 
 
 def _training_arguments(ctx: Context) -> Iterator[Report]:
@@ -119,8 +119,8 @@ class NonPersistentWorkers(Rule):
                 continue
             if not ctx.epoch_uses(call, outlived=True) and not ctx.lightning_hook(call):
                 continue
-            if measured_defers(ctx, call)[0]:
-                continue  # loadlint verify measured this configuration
+            if measured_anywhere(ctx, call):
+                continue  # loadlint verify measured this configuration (its persistence holds on any machine)
             if _crowds_the_cpus(ctx, call):
                 continue
             n = call.workers()

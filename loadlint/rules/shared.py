@@ -107,13 +107,19 @@ def measured_defers(ctx: Context, call: LoaderCall) -> tuple[bool, str]:
     mark = ctx.measured.get(id(call.node))
     if mark is None:
         return False, ""
-    # A rule that does not read the hardware (LL204) defers to any measurement.
+    # A rule that does not read the hardware defers to any measurement.
     if not ctx.hardware or mark.matches(ctx.profile):
         return True, ""
     gpus = "" if mark.gpus is None else f", {mark.gpus} GPU{'s' * (mark.gpus != 1)}"
     return False, (f"; the call's configuration was measured ({mark.speedup:g}x on {mark.cpus} "
                    f"CPU{'s' * (mark.cpus != 1)}{gpus}, {mark.date}) on other hardware than the "
                    "target: re-measure with `loadlint verify` there")
+
+
+def measured_anywhere(ctx: Context, call: LoaderCall) -> bool:
+    """``loadlint verify`` measured the call's configuration, on whatever
+    machine (what it measured beyond the worker count holds on any)."""
+    return id(call.node) in ctx.measured
 
 
 def profile_note(ctx: Context) -> str:

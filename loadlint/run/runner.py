@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import gc
-import os
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -38,7 +37,7 @@ from loadlint.engine.pipeline import ProfileCache, Target, options_for
 from loadlint.run.progress import Progress
 from loadlint.cst.slicing import fast_nodes
 from loadlint.rules import name_of
-from loadlint.workspace.cache import signature
+from loadlint.workspace.cache import TurnedAway
 from loadlint.types import HUMAN_FORMATS, CheckOptions, FileResult, Finding, FixRequest, HardwareProfile, Location, Options, Run
 
 if TYPE_CHECKING:
@@ -303,31 +302,21 @@ def _lint_once(
             key = profile_keys[target] = profile_key(profiles.get(target)())
         return key
 
-    # Files the pre-filter turned away before, skipped unread while their
-    # signature holds (not in a dry run: its staged texts are not on disk).
-    turned_away: dict[str, list[int]] | None = None
-    if cache is not None and not staging_now():
-        open_cache = cache()
-        turned_away = open_cache.turned_away()
-    still_away: dict[str, list[int]] = {}
+    # Not in a dry run: its staged texts are not on disk.
+    away = TurnedAway(open_cache := cache()) if cache is not None and not staging_now() else None
     for index, candidate in enumerate(candidates):
         path = str(candidate.path)
         notebook = path.endswith(".ipynb")
-        key, sig = "", None
-        if turned_away is not None and not notebook:
-            key = os.path.abspath(path)
-            sig = signature(path)  # before the read: a change after it is seen next time
-            if sig is not None and turned_away.get(key) == sig:
-                still_away[key] = sig
-                continue
+        if away is not None and not notebook and away.still(path):
+            continue
         try:
             data = read_source(candidate.path, within=candidate.within)
         except OSError as exc:
             results[index] = pipeline.unreadable(path, exc, options_for(candidate.settings, path, profiles))
             continue
         if not notebook and not passes_prefilter(data):
-            if sig is not None:
-                still_away[key] = sig
+            if away is not None:
+                away.add(path)
             continue  # cannot construct a DataLoader: nothing to parse
         item = _Work(index, candidate, data)
         if cache is not None:
@@ -348,8 +337,8 @@ def _lint_once(
                     continue
         work.append(item)
 
-    if open_cache is not None and turned_away is not None:
-        _keep_turned_away(open_cache, turned_away, still_away, candidates)
+    if away is not None:
+        away.store(str(c.path) for c in candidates)
     if progress is not None:
         progress.total = len(work)
     with fewer_collections():
@@ -383,19 +372,6 @@ def _lint_once(
     run.files = len(candidates)
     run.parsed = len(work)
     return run
-
-
-def _keep_turned_away(
-    cache: Cache, before: dict[str, list[int]], now: dict[str, list[int]], candidates: list[Candidate],
-) -> None:
-    """The record updated for this run's files; other runs' (other folders
-    sharing the cache) are kept."""
-    after = dict(before)
-    for candidate in candidates:
-        after.pop(os.path.abspath(candidate.path), None)
-    after.update(now)
-    if after != before:
-        cache.store_turned_away(after)
 
 
 @contextmanager

@@ -41,7 +41,7 @@ import stat
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Iterable, cast
 
 import loadlint
 from loadlint import __version__
@@ -186,11 +186,7 @@ class Cache:
     # -- files the pre-filter turned away --------------------------------
 
     def turned_away(self) -> dict[str, list[int]]:
-        """The files the pre-filter turned away in earlier runs, by absolute
-        path, each with its ``signature`` when read: a warm run skips one
-        whose signature is unchanged without reading it (most files of a
-        repository never mention ``DataLoader``; reading them was half of a
-        warm run)."""
+        """The record ``TurnedAway`` keeps (absolute path -> ``signature``)."""
         try:
             raw = json.loads(self.read(TURNED_AWAY))
         except (OSError, ValueError):
@@ -302,6 +298,46 @@ class Cache:
 
 #: The largest cache entry read (an entry is a file's findings and summary).
 MAX_ENTRY_BYTES = 64 * 1024 * 1024
+
+
+class TurnedAway:
+    """The files the pre-filter turned away in earlier runs: a warm run
+    skips one whose ``signature`` is unchanged without reading it (most
+    files of a repository never mention ``DataLoader``; reading them was
+    half of a warm run)."""
+
+    def __init__(self, cache: Cache) -> None:
+        self.cache = cache
+        self.before = cache.turned_away()
+        self.now: dict[str, list[int]] = {}
+        self.signatures: dict[str, list[int] | None] = {}
+
+    def still(self, path: str) -> bool:
+        """Whether ``path`` was turned away and is unchanged since.  Its
+        signature is taken here, before the file is read: a change made
+        after it is seen by the next run."""
+        key, sig = os.path.abspath(path), signature(path)
+        self.signatures[key] = sig
+        if sig is not None and self.before.get(key) == sig:
+            self.now[key] = sig
+            return True
+        return False
+
+    def add(self, path: str) -> None:
+        """``path``, asked about with ``still``, was read and turned away."""
+        sig = self.signatures.get(os.path.abspath(path))
+        if sig is not None:
+            self.now[os.path.abspath(path)] = sig
+
+    def store(self, paths: Iterable[str]) -> None:
+        """Keep the record: this run's files as found, other runs' (other
+        folders sharing the cache) as they were."""
+        after = dict(self.before)
+        for path in paths:
+            after.pop(os.path.abspath(path), None)
+        after.update(self.now)
+        if after != self.before:
+            self.cache.store_turned_away(after)
 
 
 def _refusal(folder: Path) -> str | None:
