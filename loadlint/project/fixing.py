@@ -147,6 +147,9 @@ def write(results: list[FileResult], unsafe: bool, *, dry_run: bool = False) -> 
         applied: list[Finding] = []
         for finding in sorted(chosen, key=lambda f: _start(f.fix)):
             assert finding.fix is not None
+            if finding.fix.edits and all(e in edits for e in finding.fix.edits):
+                applied.append(finding)  # the same edit: one guard for the script's LL013s
+                continue
             if any(_overlaps(e, mine) for e in finding.fix.edits for mine in edits):
                 continue
             edits.extend(finding.fix.edits)
