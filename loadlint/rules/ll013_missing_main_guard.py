@@ -135,6 +135,14 @@ class MissingMainGuard(Rule):
     they are; comments between its statements move in with them.  The fix
     is unsafe: a module that imports the script no longer runs that code.
 
+    A finding of project analysis (a module-level call that reaches a loop
+    in a function of this script or of another module) gets the same fix,
+    in the script that makes the call: the statements from the first such
+    call to the end of the script go under the guard, with the plain
+    statements above them as before, so a module-level loader that a
+    function iterates (the CIFAR shape) stays above the guard, built but
+    never iterated by a worker.
+
     The fix is withheld, with the reason, where the workers could miss
     something they need:
 
