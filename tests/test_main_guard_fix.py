@@ -402,3 +402,22 @@ def test_the_fixed_project_runs_where_the_original_crashes(tmp_path: Path, metho
     after = run()
     assert after.returncode == 0, after.stderr
     assert after.stdout == f"totals {[2.0 * sum(i * i for i in range(16)) / 2] * 2}\n"
+
+
+def test_workers_held_for_a_script_are_added_once_the_fix_guards_it(tmp_path: Path) -> None:
+    # LL201's workers for `test_dataloader` would crash explore.py, which
+    # iterates it at module level; once one round guards explore.py, the next
+    # adds them: one `fix` reaches the point a second one would.
+    import shutil
+
+    folder = tmp_path / "project"
+    shutil.copytree(GUARDED_PROJECT.parent / "module_next_iter", folder)
+    before = _project_cli(folder, "check", "--unsafe-fixes", "--output-format", "concise")
+    assert "data_setup.py:12:23: LL201 `num_workers=0`" in before
+    _project_cli(folder, "fix", "--unsafe-fixes")
+    assert (folder / "explore.py").read_text().count('if __name__ == "__main__":') == 1
+    assert "test_dataloader = DataLoader(test_data, batch_size=batch_size, num_workers=7)" in (
+        folder / "data_setup.py").read_text()
+    texts = _texts(folder)
+    _project_cli(folder, "fix", "--unsafe-fixes")
+    assert _texts(folder) == texts
