@@ -174,6 +174,13 @@ class FileResult:
         """Whether the result says anything: a finding, an error or a fix."""
         return bool(self.findings or self.error or self.fixed is not None)
 
+    def carry(self, later: FileResult) -> None:
+        """Add what a later round of a fix applied to the same file."""
+        for code, count in later.applied.items():
+            self.applied[code] = self.applied.get(code, 0) + count
+        if later.fixed is not None:
+            self.fixed = later.fixed
+
 
 @dataclass
 class Run:

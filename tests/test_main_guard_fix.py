@@ -228,3 +228,196 @@ def test_a_module_the_project_imports_keeps_its_code_unguarded(tmp_path: Path, i
         "import would no longer run there; move that code into a function instead"
     )
     assert after == LOOP
+
+
+#: A golden project: calls at module level that reach a loop in a function
+#: (LL013's project findings); ``fixed/`` holds the scripts the fix changes.
+GUARDED_PROJECT = Path(__file__).parent / "fixtures" / "projects" / "guard_reaching_calls"
+PROJECT_TARGET = "cpus=8,gpus=1,memory=64,shm=16,platform=linux,python=3.14"
+
+
+def _project_cli(folder: Path, *args: str) -> str:
+    import os
+
+    from click.testing import CliRunner
+
+    from loadlint.frontends.cli import cli
+
+    old = os.getcwd()
+    os.chdir(folder)
+    try:
+        return CliRunner().invoke(
+            cli, [*args, "--isolated", "--no-cache", "--select", "ALL", "--target", PROJECT_TARGET, "."],
+            env={"NO_COLOR": "1", "LOADLINT_CACHE_DIR": None}, catch_exceptions=False,
+        ).output
+    finally:
+        os.chdir(old)
+
+
+def _texts(folder: Path) -> dict[str, str]:
+    return {p.name: p.read_text() for p in sorted(folder.glob("*.py"))}
+
+
+def test_project_findings_carry_the_guard_or_the_reason(tmp_path: Path) -> None:
+    import json
+    import shutil
+
+    folder = tmp_path / "project"
+    shutil.copytree(GUARDED_PROJECT, folder)
+    records = json.loads(_project_cli(folder, "check", "--unsafe-fixes", "--output-format", "json"))
+    verdicts = {
+        (Path(r["filename"]).name, r["location"]["row"]): (r["fix"]["applicability"] if r["fix"] else r["fix_withheld"])
+        for r in records
+    }
+    assert verdicts == {
+        ("below.py", 5): WITHHELD["definition-below"][1].replace("`def summary`", "`def report`"),
+        ("cifar.py", 26): "unsafe",
+        ("cifar.py", 27): "unsafe",
+        ("has_guard.py", 5): WITHHELD["guard-elsewhere"][1],
+        ("imported.py", 6): (
+            "no fix: `evaluate.py` imports this module, and under `if __name__ == \"__main__\":` the code it runs on "
+            "import would no longer run there; move that code into a function instead"
+        ),
+        ("reads_epoch.py", 13): WITHHELD["global-read-by-a-worker"][1].replace("`Data.__getitem__`", "`train`").replace(
+            "`scale`", "`epoch`"),
+        ("run.py", 8): "unsafe",
+        ("start_method.py", 14): WITHHELD["start-method-left-outside"][1],
+    }
+    assert all(r["fix"]["message"] == (
+        'Indent the module-level code that starts the workers under `if __name__ == "__main__":` '
+        "(unsafe: a module that imports this script no longer runs that code)") for r in records if r["fix"])
+    original = _texts(folder)
+    # --diff shows the guards and writes nothing.
+    diff = _project_cli(folder, "fix", "--unsafe-fixes", "--diff")
+    assert _texts(folder) == original
+    assert diff.count('+if __name__ == "__main__":') == 2 and "--- a/cifar.py" in diff and "--- a/run.py" in diff
+    # Safe fixes alone leave every script as it is.
+    _project_cli(folder, "fix")
+    assert _texts(folder) == original
+    out = _project_cli(folder, "fix", "--unsafe-fixes", "--show-fixes", "--output-format", "concise")
+    assert "Found 8 problems (3 fixed, 5 remaining: 5 errors, 0 warnings)." in out
+    fixed = GUARDED_PROJECT / "fixed"
+    expected = dict(original, **{p.name[: -len(".txt")]: p.read_text() for p in fixed.glob("*.txt")})
+    assert _texts(folder) == expected
+    # One run reached the fixed point: the guarded calls are silent, the withheld ones keep their reasons.
+    again = json.loads(_project_cli(folder, "check", "--unsafe-fixes", "--output-format", "json"))
+    assert sorted((Path(r["filename"]).name, r["location"]["row"], r["fix_withheld"]) for r in again) == sorted(
+        (name, row, verdict) for (name, row), verdict in verdicts.items() if verdict != "unsafe")
+    _project_cli(folder, "fix", "--unsafe-fixes")
+    assert _texts(folder) == expected
+
+
+#: The project shapes, run for real: a module-level loader iterated in a
+#: function the module-level epoch loop calls (CIFAR), and a loop in a
+#: function of another module that a module-level call reaches.
+REACHING = {
+    "global-loader": {"train.py": """\
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Squares(Dataset):
+    def __len__(self):
+        return 16
+
+    def __getitem__(self, i):
+        return torch.tensor([float(i * i)])
+
+
+trainloader = DataLoader(Squares(), batch_size=4, num_workers=2, multiprocessing_context="{method}")
+totals = []
+
+
+def train(epoch):
+    total = 0.0
+    for batch in trainloader:
+        total += float(batch.sum())
+    totals.append(total)
+
+
+for epoch in range(2):
+    train(epoch)
+print("totals", totals)
+"""},
+    "loop-elsewhere": {
+        "engine.py": """\
+def fit(loader, epochs):
+    totals = []
+    for epoch in range(epochs):
+        total = 0.0
+        for batch in loader:
+            total += float(batch.sum())
+        totals.append(total)
+    return totals
+""",
+        "train.py": """\
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+import engine
+
+
+class Squares(Dataset):
+    def __len__(self):
+        return 16
+
+    def __getitem__(self, i):
+        return torch.tensor([float(i * i)])
+
+
+loader = DataLoader(Squares(), batch_size=4, num_workers=2, multiprocessing_context="{method}")
+print("totals", engine.fit(loader, epochs=2))
+""",
+    },
+}
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+@pytest.mark.parametrize("shape", sorted(REACHING))
+@pytest.mark.parametrize("method", ["spawn", "forkserver"])
+def test_the_fixed_project_runs_where_the_original_crashes(tmp_path: Path, method: str, shape: str) -> None:
+    import json
+
+    pytest.importorskip("torch")
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "pyproject.toml").touch()
+    for name, text in REACHING[shape].items():
+        (folder / name).write_text(text.replace("{method}", method))
+
+    def run() -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "train.py"], capture_output=True, text=True, timeout=120, cwd=folder)
+
+    before = run()
+    assert before.returncode != 0
+    assert "An attempt has been made to start a new process before the" in before.stderr
+    [record] = [r for r in json.loads(_project_cli(folder, "check", "--unsafe-fixes", "--output-format", "json"))
+                if r["code"] == "LL013"]
+    assert record["fix"]["applicability"] == "unsafe" and record["message"].startswith("this call reaches")
+    _project_cli(folder, "fix", "--unsafe-fixes")
+    fixed = (folder / "train.py").read_text()
+    assert fixed.count('if __name__ == "__main__":') == 1
+    assert [r for r in json.loads(_project_cli(folder, "check", "--output-format", "json")) if r["code"] == "LL013"] == []
+    after = run()
+    assert after.returncode == 0, after.stderr
+    assert after.stdout == f"totals {[2.0 * sum(i * i for i in range(16)) / 2] * 2}\n"
+
+
+def test_workers_held_for_a_script_are_added_once_the_fix_guards_it(tmp_path: Path) -> None:
+    # LL201's workers for `test_dataloader` would crash explore.py, which
+    # iterates it at module level; once one round guards explore.py, the next
+    # adds them: one `fix` reaches the point a second one would.
+    import shutil
+
+    folder = tmp_path / "project"
+    shutil.copytree(GUARDED_PROJECT.parent / "module_next_iter", folder)
+    before = _project_cli(folder, "check", "--unsafe-fixes", "--output-format", "concise")
+    assert "data_setup.py:12:23: LL201 `num_workers=0`" in before
+    _project_cli(folder, "fix", "--unsafe-fixes")
+    assert (folder / "explore.py").read_text().count('if __name__ == "__main__":') == 1
+    assert "test_dataloader = DataLoader(test_data, batch_size=batch_size, num_workers=7)" in (
+        folder / "data_setup.py").read_text()
+    texts = _texts(folder)
+    _project_cli(folder, "fix", "--unsafe-fixes")
+    assert _texts(folder) == texts

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     import libcst
 
     from loadlint.engine.positions import Positions
+    from loadlint.facts.collect import ModuleFacts
 
 
 def summarise_text(text: str) -> Summary | None:
@@ -53,6 +54,13 @@ def locate(text: str, refs: list[int] | None = None) -> dict[int, tuple[Location
 def numbered(text: str) -> tuple[Positions, list[libcst.CSTNode]] | None:
     """The text's positions and the nodes its summary numbers, in order;
     None when it does not parse."""
+    found = numbered_facts(text)
+    return None if found is None else (found[0], found[1])
+
+
+def numbered_facts(text: str) -> tuple[Positions, list[libcst.CSTNode], ModuleFacts] | None:
+    """``numbered``'s answer with the module's facts (a project fix that
+    reads what the module's functions use)."""
     import libcst as cst
 
     from loadlint.facts.collect import collect
@@ -66,7 +74,7 @@ def numbered(text: str) -> tuple[Positions, list[libcst.CSTNode]] | None:
     try:
         facts = collect(module, text)
         summarise(facts, numbering)
-        return Positions(module, text, None, facts.units), numbering.nodes
+        return Positions(module, text, None, facts.units), numbering.nodes, facts
     except (RecursionError, KeyError, cst.CSTValidationError):
         return None
 

@@ -130,7 +130,7 @@ def top_statements(body: Sequence[cst.BaseStatement]) -> list[TopStatement]:
     return out
 
 
-def first_holding(body: Sequence[cst.BaseStatement], nodes: Sequence[cst.For | cst.Call]) -> int | None:
+def first_holding(body: Sequence[cst.BaseStatement], nodes: Sequence[cst.CSTNode]) -> int | None:
     """The index of the first top-level statement that holds one of
     ``nodes`` (loops and calls: what starts workers)."""
     wanted = {id(n) for n in nodes}

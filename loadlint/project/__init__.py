@@ -97,12 +97,17 @@ class Project:
         found = report.done()
         for path, held in report.held().items():
             found[HELD + path] = held
-        for path, held in self._imported_scripts().items():
+        # A script whose module-level call reaches a loop elsewhere is guarded
+        # by the fix of its project finding: importers count there too.
+        reaching = {path for path, findings in found.items() if any(f.code == "LL013" for f in findings)}
+        imported = self._imported_scripts(reaching)
+        for path, held in imported.items():
             found.setdefault(HELD + path, []).extend(held)
         if report.changes:
             from loadlint.project.fixing import decide
 
-            decide(found, report.changes, self.read_text, self.options_for)
+            unguardable = {path: str(held[0].fix_withheld) for path, held in imported.items()}
+            decide(found, report.changes, self.read_text, self.options_for, unguardable)
         return found
 
     def mentions(self, word: bytes) -> bool:
@@ -118,15 +123,17 @@ class Project:
                 continue
         return False
 
-    def _imported_scripts(self) -> dict[str, list[Finding]]:
+    def _imported_scripts(self, reaching: set[str]) -> dict[str, list[Finding]]:
         """LL013's fix withheld in every file another project module
         imports: under the guard, what the module runs on import would no
         longer run for its importer.  One finding at row 0 stands for all
-        of the file's LL013 findings."""
+        of the file's LL013 findings.  ``reaching``: files whose project
+        findings are LL013 (their unguarded start is a call)."""
         scripts = {
             path: _stem(path) for path, summary in self.summaries.items()
             if (summary.get("flags") or {}).get("unguarded_starts") and not path.endswith(NOTEBOOK) and _stem(path)
         }
+        scripts.update((path, _stem(path)) for path in reaching if not path.endswith(NOTEBOOK) and _stem(path))
         if not scripts:
             return {}
         stems = re.compile(rb"\b(?:" + b"|".join(re.escape(os.fsencode(s)) for s in sorted(set(scripts.values()))) + rb")\b")

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Callable
 from loadlint.engine.analysis import analyse, guard_options
 from loadlint.sources.files import read_source, stage, write_fixes
 from loadlint.sources.source import DecodeError, decode
-from loadlint.engine.summaries import numbered
+from loadlint.engine.summaries import numbered_facts
 from loadlint.types import Edit, FileResult, Finding, Fix, Options
 
 if TYPE_CHECKING:
@@ -41,39 +41,67 @@ def decide(
     changes: dict[Key, Change],
     read_text: Callable[[str], str | None],
     options_for: Callable[[str], Options],
+    unguardable: dict[str, str] | None = None,
 ) -> None:
     """Give each finding of ``found`` the fix its change asks for, or the
-    reason it is withheld."""
+    reason it is withheld.  ``unguardable``: by path, why a main guard is
+    withheld in that file whatever it holds (another module imports it)."""
     for path, findings in found.items():
         asked = [(f, changes[_key(f)]) for f in findings if _key(f) in changes]
         if asked:
-            _decide_file(path, asked, read_text(path), options_for(path))
+            _decide_file(path, asked, read_text(path), options_for(path), (unguardable or {}).get(path))
 
 
 def _key(finding: Finding) -> Key:
     return finding.path, finding.code, finding.location.row, finding.location.column
 
 
-def _decide_file(path: str, asked: list[tuple[Finding, Change]], text: str | None, options: Options) -> None:
+def _decide_file(
+    path: str, asked: list[tuple[Finding, Change]], text: str | None, options: Options, unguardable: str | None
+) -> None:
     import libcst as cst
 
     from loadlint.engine.fixes import Builder, FixError, apply_edits
+    from loadlint.project.reporter import Guard
     from loadlint.rules.base import CallChange, FixSpec
+    from loadlint.rules.ll013_missing_main_guard import guard_fix
     from loadlint.engine.withhold import introduced, reason
 
-    found = None if text is None else numbered(text)
+    found = None if text is None else numbered_facts(text)
     if text is None or found is None:
         return
-    positions, nodes = found
+    positions, nodes, facts = found
     builder = Builder(positions.module, positions)
     guard = guard_options(options)
     before: list[Finding] | None = None
-    for finding, (ref, keywords, applicability, label) in asked:
-        node = nodes[ref] if 0 <= ref < len(nodes) else None
-        # ``**kwargs`` may hold the keyword already.
-        if type(node) is not cst.Call or any(arg.star for arg in node.args):
+    # Every LL013 of the script asks for one guard, from the first call on.
+    starts = [nodes[c.at] for _, c in asked if isinstance(c, Guard) and 0 <= c.at < len(nodes)]
+    #: The guard's verdict, tried once for all of them: (fix, why withheld).
+    guarded_as: tuple[Fix | None, str | None] | None = None
+    for finding, change in asked:
+        if isinstance(change, Guard) and guarded_as is not None:
+            finding.fix, finding.fix_withheld = guarded_as
             continue
-        spec = FixSpec("safe" if applicability == "safe" else "unsafe", label, calls=[CallChange(node, dict(keywords))])
+        if isinstance(change, Guard):
+            guarded_as = (None, unguardable)
+            if unguardable is not None:
+                finding.fix_withheld = unguardable
+                continue
+            guarded = guard_fix(facts.statements, facts.names, starts)
+            if guarded is None:
+                continue
+            if guarded.withheld is not None:
+                finding.fix_withheld = guarded.withheld
+                guarded_as = (None, guarded.withheld)
+                continue
+            spec = guarded
+        else:
+            ref, keywords, applicability, label = change
+            node = nodes[ref] if 0 <= ref < len(nodes) else None
+            # ``**kwargs`` may hold the keyword already.
+            if type(node) is not cst.Call or any(arg.star for arg in node.args):
+                continue
+            spec = FixSpec("safe" if applicability == "safe" else "unsafe", label, calls=[CallChange(node, dict(keywords))])
         try:
             fix = builder.build(spec)
             fixed = apply_edits(text, list(fix.edits))
@@ -86,8 +114,10 @@ def _decide_file(path: str, asked: list[tuple[Finding, Change]], text: str | Non
         new = introduced(before, after, lambda f: f.fix is not None)
         if new is not None:
             finding.fix_withheld = reason(spec, new)
-            continue
-        finding.fix = fix
+        else:
+            finding.fix = fix
+        if isinstance(change, Guard):
+            guarded_as = (finding.fix, finding.fix_withheld)
 
 
 def write(results: list[FileResult], unsafe: bool, *, dry_run: bool = False) -> bool:
@@ -117,6 +147,9 @@ def write(results: list[FileResult], unsafe: bool, *, dry_run: bool = False) -> 
         applied: list[Finding] = []
         for finding in sorted(chosen, key=lambda f: _start(f.fix)):
             assert finding.fix is not None
+            if finding.fix.edits and all(e in edits for e in finding.fix.edits):
+                applied.append(finding)  # the same edit: one guard for the script's LL013s
+                continue
             if any(_overlaps(e, mine) for e in finding.fix.edits for mine in edits):
                 continue
             edits.extend(finding.fix.edits)

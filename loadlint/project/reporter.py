@@ -477,7 +477,7 @@ class Reporter:
                     f"spawn or forkserver ({reason}): every worker re-imports this script, runs this call again and "
                     f"fails; call it from a function run under `{_GUARD}`"
                 )
-            self._add(root.path, "LL013", at, message)
+            self._add(root.path, "LL013", at, message, Guard(at))
 
     def _notebook(self, path: str) -> bool:
         """A notebook, or a script in the percent format (``# %%`` cells),
@@ -522,9 +522,18 @@ class Reporter:
         return out
 
 
+@dataclasses.dataclass(frozen=True)
+class Guard:
+    """LL013's fix asked for in the script that starts the workers: the
+    module-level code from the statement holding the node ``at`` (a summary
+    ref) on, under the main guard, as the file's own LL013 guards it."""
+
+    at: int
+
+
 #: A fix a project finding asks for: (summary node ref of the call, keywords
-#: to set with their code, applicability, label).
-Change = tuple[int, dict[str, str], str, str]
+#: to set with their code, applicability, label), or a main guard.
+Change = tuple[int, dict[str, str], str, str] | Guard
 
 
 def _persistent_change(ref: LoaderRef) -> Change | None:

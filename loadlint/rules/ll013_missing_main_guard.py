@@ -1,9 +1,10 @@
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterator, Sequence
 
 import libcst as cst
 
+from loadlint.facts.names import NameFacts
 from loadlint.facts.toplevel import first_holding, globals_read, is_main_guard, top_statements
 from loadlint.rules.base import Context, FixSpec, Invalid, Report, Rule, Valid
 from loadlint.rules.shared import module_spawn_reason, workers_on
@@ -16,12 +17,13 @@ _FIX = f"Indent the module-level code that starts the workers under `{_GUARD}`"
 _UNSAFE = " (unsafe: a module that imports this script no longer runs that code)"
 
 
-def guard_fix(ctx: Context, nodes: list[cst.For | cst.Call]) -> FixSpec | None:
-    """The statements from the first that starts workers to the end of the
+def guard_fix(body: Sequence[cst.BaseStatement], names: NameFacts, nodes: Sequence[cst.CSTNode]) -> FixSpec | None:
+    """The statements from the first that holds one of ``nodes`` (what
+    starts workers: a loop, or a call that reaches one) to the end of the
     script, with the plain statements just above them that no function
     reads, indented under the guard; withheld where a worker could miss
-    something it needs."""
-    body = ctx.statements
+    something it needs.  The project phase asks for it too, for a call that
+    reaches a loop in a function."""
     first = first_holding(body, nodes)
     if first is None:
         return None
@@ -33,7 +35,7 @@ def guard_fix(ctx: Context, nodes: list[cst.For | cst.Call]) -> FixSpec | None:
     if any(is_main_guard(t.node) for t in tops):
         return withheld(
             f"the script already has an `{_GUARD}` block; move this code into it (or into a function it calls)")
-    reads = globals_read(ctx.names)
+    reads = globals_read(names)
     for top in tops[first:]:
         if top.defines is not None:
             return withheld(
@@ -133,6 +135,14 @@ class MissingMainGuard(Rule):
     they are; comments between its statements move in with them.  The fix
     is unsafe: a module that imports the script no longer runs that code.
 
+    A finding of project analysis (a module-level call that reaches a loop
+    in a function of this script or of another module) gets the same fix,
+    in the script that makes the call: the statements from the first such
+    call to the end of the script go under the guard, with the plain
+    statements above them as before, so a module-level loader that a
+    function iterates (the CIFAR shape) stays above the guard, built but
+    never iterated by a worker.
+
     The fix is withheld, with the reason, where the workers could miss
     something they need:
 
@@ -217,7 +227,7 @@ class MissingMainGuard(Rule):
         if not found:
             return
         # One guard for the whole script: every finding offers the same edit.
-        fix = guard_fix(ctx, anchors)
+        fix = guard_fix(ctx.statements, ctx.names, anchors)
         for node, message in found:
             yield Report(node, message, fix)
 

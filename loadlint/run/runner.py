@@ -239,39 +239,37 @@ def _fix_rounds(
     # What check offered: the summary says how many more the fixes made possible.
     offered = sum(1 for f in checked.findings if f.fix and (request.unsafe or f.fix.applicability == "safe"))
     request = dataclasses.replace(request, skip=withdrawn)
+    held: dict[str, frozenset[tuple[str, int, int]]] = {}
     run = _lint_once(candidates, request, cache=cache, jobs=jobs, progress=progress, profiles=profiles,
-                     pool_min_saving=pool_min_saving)
+                     pool_min_saving=pool_min_saving, withdrawn=held)
     from loadlint.project.fixing import write
 
     # What earlier rounds applied, by path: the last round's results say the rest.
     earlier: dict[str, FileResult] = {}
     for _ in range(FIX_ROUNDS):
         if not write(run.results, request.unsafe, dry_run=request.dry_run):
-            break
+            # The files are as the last project phase read them: a fix it no longer
+            # holds back (workers that would crash a script since guarded) is free.
+            if all(places <= held.get(path, frozenset()) for path, places in request.skip.items()):
+                break
+            request = dataclasses.replace(request, skip=held)
         for result in run.results:
             if result.applied or result.fixed is not None:
-                _carry(earlier.setdefault(result.path, FileResult(result.path)), result)
+                earlier.setdefault(result.path, FileResult(result.path)).carry(result)
+        held = {}
         run = _lint_once(candidates, request, cache=cache, jobs=jobs, profiles=profiles,
-                         pool_min_saving=pool_min_saving)
+                         pool_min_saving=pool_min_saving, withdrawn=held)
     for result in run.results:
         before = earlier.pop(result.path, None)
         if before is not None:
-            for code, count in before.applied.items():
-                result.applied[code] = result.applied.get(code, 0) + count
-            result.fixed = result.fixed if result.fixed is not None else before.fixed
+            before.carry(result)
+            result.applied, result.fixed = before.applied, before.fixed
     if earlier:
         # Files fixed in an earlier round with nothing left to say.
         fixed, run = run, Run.of(run.results + list(earlier.values()))
         run.files, run.parsed = fixed.files, fixed.parsed
     run.later = max(0, sum(sum(r.applied.values()) for r in run.results) - offered)
     return run
-
-
-def _carry(into: FileResult, result: FileResult) -> None:
-    for code, count in result.applied.items():
-        into.applied[code] = into.applied.get(code, 0) + count
-    if result.fixed is not None:
-        into.fixed = result.fixed
 
 
 def _lint_once(
