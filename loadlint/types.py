@@ -272,7 +272,7 @@ Scalar = Union[int, float, str, bool, None]
 Descriptor = TypedDict(
     "Descriptor",
     {
-        "value": Scalar, "cpu_count": bool, "param": str, "loader": int, "call": int, "index": Union[int, None],
+        "value": Scalar, "cpu_count": bool, "param": str, "loader": int, "call": int, "index": Union[int, str, None],
         "import": str, "sampler": int, "device": str, "lambda": bool, "note": str, "at": int, "default": bool,
         "unbound": bool, "options": dict[str, Any], "text": str, "tree": Any,
     },
@@ -335,7 +335,16 @@ class Use(_UseRequired, total=False):
     device: Descriptor
 
 
-Returns = TypedDict("Returns", {"tuple": bool, "values": list[Descriptor]})
+class _ReturnsRequired(TypedDict):
+    tuple: bool
+    values: list[Descriptor]
+
+
+class Returns(_ReturnsRequired, total=False):
+    """What a function returns: one value, or a literal's items; ``keys``
+    names a returned dict literal's, in order (``{"train": loader}``)."""
+
+    keys: list[str]
 
 
 class _FunctionRequired(TypedDict):
