@@ -391,6 +391,16 @@ class ImportedDataset(_ImportedDatasetRequired, total=False):
     context: Union[str, None]
 
 
+class GpuRun(TypedDict):
+    """``trainer.fit(...)`` of a Lightning Trainer on the GPU: the qualified
+    callees whose results it is handed (``data.MNISTDataModule``)."""
+
+    at: int
+    accelerator: str
+    method: str
+    handed: list[str]
+
+
 class _SummaryRequired(TypedDict):
     version: int
     imports: dict[str, str]
@@ -408,3 +418,7 @@ class Summary(_SummaryRequired, total=False):
     config_files: list[dict[str, str]]
     imported_datasets: list[ImportedDataset]
     constants: dict[str, Descriptor]
+    #: Module-level ``LightningModule``/``LightningDataModule`` classes.
+    lightning_classes: list[str]
+    #: What the module hands to a Lightning Trainer on the GPU.
+    gpu_runs: list[GpuRun]

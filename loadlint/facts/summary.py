@@ -40,6 +40,7 @@ from loadlint.facts.calls import CallSite
 from loadlint.facts.collect import ModuleFacts
 from loadlint.facts.datasets import imported_dataset_class, in_memory_classes
 from loadlint.facts.handles import handle_classes
+from loadlint.facts.lightning_runs import gpu_runs, lightning_classes
 from loadlint.facts.loaders import LoaderCall
 from loadlint.facts.distributed import SamplerCall
 from loadlint.facts.names import FunctionFacts
@@ -113,6 +114,12 @@ def summarise(facts: ModuleFacts, ref_of: RefOf) -> Summary:
             datasets.append(dataset)
     if datasets:
         out["imported_datasets"] = datasets
+    lightning = lightning_classes(facts)
+    if lightning:
+        out["lightning_classes"] = lightning
+    runs = gpu_runs(facts, imports, module_defs, ref_of)
+    if runs:
+        out["gpu_runs"] = runs
     constants = _constants(facts, imports, ref_of)
     if constants:
         out["constants"] = constants

@@ -50,6 +50,14 @@ class NonPersistentWorkers(Rule):
 
     A loader constructed inside the loop is LL206's finding, not this one.
 
+    A loader kept in a dict, list or tuple literal is followed to the loops
+    that read it by a constant key (`loaders["train"]`, `loaders[0]`), and
+    through `for loader in loaders.values()` (or `.items()`, or a list of
+    loaders) when every member is a loader: that loop takes each loader in
+    turn, so it is not an epoch loop for them; a loop around it is.  A key
+    known only at run time (`loaders[phase]`), or a container changed,
+    bound again or handed to a call, leaves the loader unfollowed: silent.
+
     Hugging Face's `Trainer` iterates its training loader once per epoch:
     `TrainingArguments` with `dataloader_num_workers` and without
     `dataloader_persistent_workers=True` is reported unless it trains a
@@ -117,6 +125,33 @@ class NonPersistentWorkers(Rule):
 
 
     VALID = [
+        # Each loader of the dict is iterated once.
+        Valid("""
+            from torch.utils.data import DataLoader
+            loaders = {"train": DataLoader(a, num_workers=4), "val": DataLoader(b, num_workers=4)}
+            for name, loader in loaders.items():
+                for batch in loader:
+                    step(batch)
+        """),
+        # The key is known only at run time.
+        Valid("""
+            from torch.utils.data import DataLoader
+            def run(phase):
+                loaders = {"train": DataLoader(a, num_workers=4)}
+                for epoch in range(3):
+                    for batch in loaders[phase]:
+                        step(batch)
+        """),
+        # The member is replaced before the loop.
+        Valid("""
+            from torch.utils.data import DataLoader
+            def run(other):
+                loaders = {"train": DataLoader(a, num_workers=4)}
+                loaders["train"] = other
+                for epoch in range(3):
+                    for batch in loaders["train"]:
+                        step(batch)
+        """),
         Valid("""
             from torch.utils.data import DataLoader
             loader = DataLoader(ds, num_workers=4, persistent_workers=True)
@@ -177,6 +212,44 @@ class NonPersistentWorkers(Rule):
         """),
     ]
     INVALID = [
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            loaders = {"train": DataLoader(a, num_workers=4), "val": DataLoader(b, num_workers=4, persistent_workers=True)}
+            for epoch in range(3):
+                for batch in loaders["train"]:
+                    step(batch)
+            """,
+            fixed="""
+            from torch.utils.data import DataLoader
+            loaders = {"train": DataLoader(a, num_workers=4, persistent_workers=True), "val": DataLoader(b, num_workers=4, persistent_workers=True)}
+            for epoch in range(3):
+                for batch in loaders["train"]:
+                    step(batch)
+            """,
+        ),
+        # Every loader of the list, each epoch.
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            train = DataLoader(a, num_workers=4)
+            val = DataLoader(b, num_workers=2)
+            for epoch in range(3):
+                for loader in [train, val]:
+                    for batch in loader:
+                        step(batch)
+            """,
+            fixed="""
+            from torch.utils.data import DataLoader
+            train = DataLoader(a, num_workers=4, persistent_workers=True)
+            val = DataLoader(b, num_workers=2, persistent_workers=True)
+            for epoch in range(3):
+                for loader in [train, val]:
+                    for batch in loader:
+                        step(batch)
+            """,
+            count=2,
+        ),
         Invalid(
             """
             from torch.utils.data import DataLoader
