@@ -12,7 +12,8 @@ import libcst as cst
 from loadlint.facts.cursor import Cursor, Provider
 from loadlint.facts.scopes import literal_members, member
 from loadlint.facts.names import Key, LoopFrame
-from loadlint.facts.resolve import MISSING, UNKNOWN, Origin, Scope, evaluate, origin
+from loadlint.cst.walk import find_all
+from loadlint.facts.resolve import MISSING, UNKNOWN, Origin, Scope, dotted_name, evaluate, origin
 from loadlint.facts.signature import DATALOADER, DEFAULTS, POSITIONAL
 
 #: A ``**kwargs`` dict's keys: parameter -> (expression or None when unknown, its scope).
@@ -152,6 +153,8 @@ class LoaderProvider(Provider[LoaderFacts]):
         self._changed: set[Key] = set()
         self._bound: dict[Key, int] = {}
         self._passed: set[Key] = set()
+        #: ``holder = Holder(loader)``: (holder's key, class name, slot -> key of what is passed).
+        self._holders: list[tuple[Key, str, dict[int | str, Key | int], Scope]] = []
         #: Spread loop variable -> the containers it draws from (None: a literal in the ``for``).
         self._spread_from: dict[Key, list[Key | None]] = {}
 
@@ -174,6 +177,8 @@ class LoaderProvider(Provider[LoaderFacts]):
             self._assigned(target.target)
         if type(node.value) is cst.Call:
             self._record_prepare_alias(node, node.value)
+            if len(node.targets) == 1:
+                self._record_holder(self.cursor.key_of(node.targets[0].target), node.value)
         elif len(node.targets) == 1:
             self._record_container(node.targets[0].target, node.value)
 
@@ -220,8 +225,62 @@ class LoaderProvider(Provider[LoaderFacts]):
                 source = self.cursor.key_of(element)
                 if source is not None:
                     self.facts.aliases[inner] = source
+            elif type(element) is cst.Call:
+                self._record_holder(inner, element)
         kind = "dict" if type(value) is cst.Dict else "sequence"
         self._containers[key] = (kind, keys, self.cursor.scope)
+
+    def _record_holder(self, base: Key | None, call: cst.Call) -> None:
+        """``phase = Phase(loader)`` of a local class: its attributes may hold the loader."""
+        if base is None or type(call.func) is not cst.Name or not call.func.value[:1].isupper():
+            return
+        given: dict[int | str, Key | int] = {}
+        for position, arg in enumerate(call.args):
+            if arg.star:
+                return
+            slot = arg.keyword.value if arg.keyword is not None else position
+            if type(arg.value) is cst.Call:
+                given[slot] = id(arg.value)  # a loader built in the call, recorded after this
+                continue
+            key = self.cursor.key_of(arg.value) if type(arg.value) in (cst.Name, cst.Attribute, cst.Subscript) else None
+            if key is not None:
+                given[slot] = key
+        if given:
+            self._holders.append((base, call.func.value, given, self.cursor.scope))
+
+    def _holder_aliases(self) -> None:
+        """``holder.loader`` reaches the loader passed to the local class's
+        ``__init__`` that stores it, once, as ``self.loader``; the holder
+        bound once, the attribute never assigned from outside."""
+        classes = self.cursor.names.classes
+        built = {id(call.node): call for call in self.facts.calls if call.key is None}
+        for base, name, given, scope in self._holders:
+            cls = classes.get(name)
+            init = cls.methods.get("__init__") if cls is not None else None
+            if cls is None or init is None or self._doubtful_holder(base, scope):
+                continue
+            params = init.node.params
+            names = [p.name.value for p in (*params.posonly_params, *params.params)][1:]
+            stored = _stored_params(cls.node, init.node, {*names, *(p.name.value for p in params.kwonly_params)})
+            for slot, source in given.items():
+                param = names[slot] if isinstance(slot, int) and slot < len(names) else slot
+                attrs = stored.get(str(param), [])
+                for attr in attrs:
+                    key = (base[0], f"{base[1]}.{attr}")
+                    if self._bound.get(key):
+                        continue
+                    if isinstance(source, tuple):
+                        self.facts.aliases[key] = source
+                    elif source in built and len(attrs) == 1:
+                        built[source].key = key
+
+    def _doubtful_holder(self, base: Key, scope: Scope) -> bool:
+        if self._bound.get(base, 0) > 1 or base in self._changed or base in self._passed:
+            return True
+        if "[" in base[1] or "." in base[1]:
+            return False  # a member: its container is checked with the others
+        found = scope.lookup(base[1])
+        return found is not None and len(found[1]) > 1
 
     def _record_spread(self, node: cst.For) -> None:
         """``for loader in loaders.values()`` (or ``.items()``, or a list of
@@ -264,6 +323,7 @@ class LoaderProvider(Provider[LoaderFacts]):
 
     def finish(self) -> None:
         """Forget members of containers that change, and spreads over anything but loaders."""
+        self._holder_aliases()
         doubtful = self._changed | self._passed | {key for key, count in self._bound.items() if count > 1}
         self.facts.unsure = doubtful
         for key, (_, _, scope) in self._containers.items():
@@ -273,10 +333,15 @@ class LoaderProvider(Provider[LoaderFacts]):
                     doubtful.add(key)
         gone = {inner for key in doubtful if key in self._containers for inner in self._containers[key][1]}
         facts = self.facts
+
+        def lost(key: Key) -> bool:
+            # A member of a doubtful container, or an attribute of a holder kept there.
+            return key in gone or "." in key[1] and any(key[0] == g[0] and key[1].startswith(g[1] + ".") for g in gone)
+
         for call in facts.calls:
-            if call.key is not None and call.key in gone:
+            if call.key is not None and lost(call.key):
                 call.key = None
-        for inner in gone:
+        for inner in [alias for alias in facts.aliases if lost(alias)]:
             facts.aliases.pop(inner, None)
         loaders: set[Key] = set()
         for call in facts.calls:
@@ -427,3 +492,29 @@ def _dict_literal(node: cst.Dict, scope: Scope, conditional: bool) -> DictArgs |
             return None
         out[str(element.key.evaluated_value)] = (None if conditional else element.value, scope)
     return out
+
+
+def _stored_params(cls: cst.ClassDef, init: cst.FunctionDef, params: set[str]) -> dict[str, list[str]]:
+    """Parameter -> the attributes ``__init__`` stores it in, unconditionally
+    (``self.loader = loader`` in its body), that nothing else in the class assigns."""
+    stored: dict[str, list[str]] = {}
+    body = init.body.body if isinstance(init.body, cst.IndentedBlock) else ()
+    for statement in body:
+        if type(statement) is not cst.SimpleStatementLine:
+            continue
+        for small in statement.body:
+            if type(small) is not cst.Assign or len(small.targets) != 1 or type(small.value) is not cst.Name:
+                continue
+            target = small.targets[0].target
+            if type(target) is cst.Attribute and dotted_name(target) == f"self.{target.attr.value}" and small.value.value in params:
+                stored.setdefault(small.value.value, []).append(target.attr.value)
+    assigned: dict[str, int] = {}
+    targets: list[cst.CSTNode] = [t.target for node in find_all(cls, cst.Assign) for t in node.targets]
+    targets += [node.target for node in find_all(cls, cst.AugAssign)]
+    targets += [node.target for node in find_all(cls, cst.AnnAssign)]
+    for written in targets:
+        for inner in find_all(written, cst.Attribute):
+            name = dotted_name(inner)
+            if name is not None and name.startswith("self."):
+                assigned[name[5:]] = assigned.get(name[5:], 0) + 1
+    return {param: [a for a in attrs if assigned.get(a) == 1] for param, attrs in stored.items()}

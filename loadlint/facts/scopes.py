@@ -87,6 +87,10 @@ class ScopeCursor:
             base = self.key_of(node.value) if index is not None else None
             return None if base is None or index is None else (base[0], member(base[1], index))
         dotted = dotted_name(node)
+        if type(node) is cst.Attribute and (dotted is None or not dotted.startswith("self.")):
+            # ``holder.loader``, ``phases["train"].loader``: an attribute of a variable or member.
+            base = self.key_of(node.value) if type(node.value) in (cst.Name, cst.Subscript) else None
+            return None if base is None else (base[0], f"{base[1]}.{node.attr.value}")
         if dotted is not None and dotted.startswith("self.") and self.classes:
             return (id(self.classes[-1]), dotted)
         return None

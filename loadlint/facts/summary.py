@@ -470,7 +470,8 @@ class _Function:
         if key[1] in self.site_targets:
             index, part = self.site_targets[key[1]]
             return {"call": index, "index": part}
-        if not key[1].endswith("]") or depth > 4:
+        # A container's member or a holder's attribute (``phases['train'].loader``), not ``self.x``.
+        if "[" not in key[1] and ("." not in key[1] or key[1].startswith("self.")) or depth > 4:
             return None
         alias = self.facts.loaders.aliases.get(key)
         if alias is not None:

@@ -57,6 +57,9 @@ class NonPersistentWorkers(Rule):
     turn, so it is not an epoch loop for them; a loop around it is.  A key
     known only at run time (`loaders[phase]`), or a container changed,
     bound again or handed to a call, leaves the loader unfollowed: silent.
+    A holder object of a class of the module (`Phase(loader)`, alone or in
+    such a container) is followed to `phase.loader` when its `__init__`
+    stores the argument as `self.loader` and nothing else assigns it.
 
     Hugging Face's `Trainer` iterates its training loader once per epoch:
     `TrainingArguments` with `dataloader_num_workers` and without
@@ -140,6 +143,20 @@ class NonPersistentWorkers(Rule):
                 loaders = {"train": DataLoader(a, num_workers=4)}
                 for epoch in range(3):
                     for batch in loaders[phase]:
+                        step(batch)
+        """),
+        # The holder's attribute is assigned again: which loader it holds is unknown.
+        Valid("""
+            from torch.utils.data import DataLoader
+            class Phase:
+                def __init__(self, loader):
+                    self.loader = loader
+                def swap(self, other):
+                    self.loader = other
+            def run(a, epochs):
+                phase = Phase(DataLoader(a, num_workers=4))
+                for epoch in range(epochs):
+                    for batch in phase.loader:
                         step(batch)
         """),
         # The member is replaced before the loop.
@@ -227,6 +244,34 @@ class NonPersistentWorkers(Rule):
                 for batch in loaders["train"]:
                     step(batch)
             """,
+        ),
+        # A holder object in a dict: its attribute is the loader it was given.
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            class Phase:
+                def __init__(self, loader, train=True):
+                    self.loader = loader
+                    self.train = train
+            def run(a, b, epochs):
+                phases = {"train": Phase(DataLoader(a, num_workers=4)), "val": Phase(DataLoader(b, num_workers=4), False)}
+                for epoch in range(epochs):
+                    for batch in phases["train"].loader:
+                        step(batch)
+            """,
+            fixed="""
+            from torch.utils.data import DataLoader
+            class Phase:
+                def __init__(self, loader, train=True):
+                    self.loader = loader
+                    self.train = train
+            def run(a, b, epochs):
+                phases = {"train": Phase(DataLoader(a, num_workers=4, persistent_workers=True)), "val": Phase(DataLoader(b, num_workers=4), False)}
+                for epoch in range(epochs):
+                    for batch in phases["train"].loader:
+                        step(batch)
+            """,
+            line=7,
         ),
         # Every loader of the list, each epoch.
         Invalid(
