@@ -279,7 +279,7 @@ Scalar = Union[int, float, str, bool, None]
 Descriptor = TypedDict(
     "Descriptor",
     {
-        "value": Scalar, "cpu_count": bool, "param": str, "loader": int, "call": int, "index": Union[int, None],
+        "value": Scalar, "cpu_count": bool, "param": str, "loader": int, "call": int, "index": Union[int, str, None],
         "import": str, "sampler": int, "device": str, "lambda": bool, "note": str, "at": int, "default": bool,
         "unbound": bool, "options": dict[str, Any], "text": str, "tree": Any,
     },
@@ -342,7 +342,16 @@ class Use(_UseRequired, total=False):
     device: Descriptor
 
 
-Returns = TypedDict("Returns", {"tuple": bool, "values": list[Descriptor]})
+class _ReturnsRequired(TypedDict):
+    tuple: bool
+    values: list[Descriptor]
+
+
+class Returns(_ReturnsRequired, total=False):
+    """What a function returns: one value, or a literal's items; ``keys``
+    names a returned dict literal's, in order (``{"train": loader}``)."""
+
+    keys: list[str]
 
 
 class _FunctionRequired(TypedDict):
@@ -389,6 +398,16 @@ class ImportedDataset(_ImportedDatasetRequired, total=False):
     context: Union[str, None]
 
 
+class GpuRun(TypedDict):
+    """``trainer.fit(...)`` of a Lightning Trainer on the GPU: the qualified
+    callees whose results it is handed (``data.MNISTDataModule``)."""
+
+    at: int
+    accelerator: str
+    method: str
+    handed: list[str]
+
+
 class _SummaryRequired(TypedDict):
     version: int
     imports: dict[str, str]
@@ -406,3 +425,7 @@ class Summary(_SummaryRequired, total=False):
     config_files: list[dict[str, str]]
     imported_datasets: list[ImportedDataset]
     constants: dict[str, Descriptor]
+    #: Module-level ``LightningModule``/``LightningDataModule`` classes.
+    lightning_classes: list[str]
+    #: What the module hands to a Lightning Trainer on the GPU.
+    gpu_runs: list[GpuRun]

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from loadlint.facts.cursor import Cursor, Provider
-from loadlint.facts.distributed import LIGHTNING_TRAINERS, in_test
+from loadlint.facts.distributed import LIGHTNING_TRAINERS, in_test, lightning_accelerator
 from loadlint.facts.iteration import TRANSFER_METHODS, transfer_device
 from loadlint.facts.names import FunctionFacts, LambdaFacts
 from loadlint.facts.resolve import ImportTable, Scope, canonical, evaluate, follow_name
@@ -91,10 +91,8 @@ class AcceleratorProvider(Provider[AcceleratorFacts]):
                    for a in node.args):
                 facts.cuda = True
         elif qualified in LIGHTNING_TRAINERS and not in_test(cursor):
-            for arg in node.args:
-                if arg.keyword is not None and arg.keyword.value == "accelerator":
-                    if evaluate(arg.value, cursor.scope) in ("gpu", "cuda"):
-                        facts.cuda = True
+            if lightning_accelerator(node, cursor.scope) is not None:
+                facts.cuda = True
         elif qualified in _XLA_LOADERS:
             facts.xla_loader = True
         elif _uses_cuda(qualified):

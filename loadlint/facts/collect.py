@@ -137,6 +137,7 @@ def collect(module: cst.Module, text: str | None = None) -> ModuleFacts:
     # objects before them, so that ``main(cfg)`` flows as ``main(args)`` does.
     config_reads = bind_configs(module, collector.names, text)
     cli.finish(module, text)
+    loaders.finish()
     accelerator.finish()
     distributed.finish()
     # The providers point back at the collector: left joined, that cycle

@@ -18,7 +18,7 @@ import libcst as cst
 from loadlint.facts.control import FlowCursor
 from loadlint.facts.names import Key, LambdaFacts
 from loadlint.facts.resolve import canonical, dotted_name
-from loadlint.facts.scopes import ScopeCursor
+from loadlint.facts.scopes import ScopeCursor, literal_members, member
 from loadlint.facts.signature import DATALOADER
 
 
@@ -42,6 +42,9 @@ class Cursor(ScopeCursor, FlowCursor):
         FlowCursor.__init__(self)
         #: id of a call -> the targets it is assigned to.
         self.pending_targets: dict[int, list[cst.BaseExpression]] = {}
+        #: id of a call written as a member of a container literal that is
+        #: assigned -> (the target, the member's key).
+        self.pending_members: dict[int, tuple[cst.BaseExpression, str | int]] = {}
         #: ids of calls that are returned.
         self.pending_return: set[int] = set()
         #: The qualified name of the call being visited (set before providers see it).
@@ -53,6 +56,10 @@ class Cursor(ScopeCursor, FlowCursor):
     def target_key(self, call: cst.Call) -> Key | None:
         """The key of the one variable a call is assigned to."""
         targets = self.pending_targets.get(id(call))
+        if targets is None and id(call) in self.pending_members:
+            target, index = self.pending_members[id(call)]
+            base = self.key_of(target)
+            return None if base is None else (base[0], member(base[1], index))
         return self.key_of(targets[0]) if targets and len(targets) == 1 else None
 
     @property
@@ -99,12 +106,24 @@ class Cursor(ScopeCursor, FlowCursor):
                 self._record_setitem(t, node.value)
         if type(node.value) is cst.Call:
             self.pending_targets[id(node.value)] = [t.target for t in node.targets]
+        elif single:
+            self._pend_members(node.targets[0].target, node.value)
+
+    def _pend_members(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        """``loaders = {"train": DataLoader(...)}``: each call's member key."""
+        if type(target) is not cst.Name and type(target) is not cst.Attribute:
+            return
+        for index, element in literal_members(value) or ():
+            if type(element) is cst.Call:
+                self.pending_members[id(element)] = (target, index)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         self.order += 1
         self._bind_target(node.target, node.value if type(node.target) is cst.Name else None)
         if type(node.value) is cst.Call:
             self.pending_targets[id(node.value)] = [node.target]
+        elif node.value is not None:
+            self._pend_members(node.target, node.value)
 
     def visit_Return(self, node: cst.Return) -> None:
         if type(node.value) is cst.Call:

@@ -134,6 +134,25 @@ class DistributedProvider(Provider[DistributedFacts]):
                 facts.evidence.clear()
 
 
+#: The Trainer methods that iterate the loaders of what they are given.
+LIGHTNING_RUNS = ("fit", "validate", "test", "predict")
+
+
+def is_lightning_class(bases: list[str]) -> bool:
+    """A ``LightningModule`` or ``LightningDataModule`` (by a base's name)."""
+    return any(base.endswith(_LIGHTNING_BASES) for base in bases)
+
+
+def lightning_accelerator(node: cst.Call, scope: Scope) -> str | None:
+    """``"gpu"`` or ``"cuda"`` when a Lightning ``Trainer(...)``'s
+    ``accelerator`` certainly resolves to the GPU, else None."""
+    for arg in node.args:
+        if arg.keyword is not None and arg.keyword.value == "accelerator":
+            value = evaluate(arg.value, scope)
+            return value if value in ("gpu", "cuda") else None
+    return None
+
+
 def lightning_hook(names: NameFacts, call: LoaderCall) -> bool:
     """The loader is returned by a ``*_dataloader`` hook of a Lightning module."""
     if call.returned_from not in _LIGHTNING_HOOKS or call.class_name is None:

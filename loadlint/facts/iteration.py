@@ -74,6 +74,12 @@ class IterationFacts:
     iterated_params: dict[FunctionFacts, set[str]] = field(default_factory=dict)
 
 
+def repeating(loops: list[LoopFrame], key: Key) -> tuple[LoopFrame, ...]:
+    """The loops that repeat a use of ``key``: not one whose variable it is,
+    taking each loader of a container in turn (one pass per loader)."""
+    return tuple(frame for frame in loops if frame.spreads is None or frame.spreads != key[1])
+
+
 def transfer_device(node: cst.Call, method: str, scope: Scope) -> tuple[cst.BaseExpression | None, bool]:
     """(device expression, non_blocking) of a ``.to``/``.cuda``/``.pin_memory`` call."""
     device = None
@@ -131,7 +137,7 @@ class IterationProvider(Provider[IterationFacts]):
                     key,
                     node,
                     cursor.scope,
-                    tuple(cursor.loops),
+                    repeating(cursor.loops, key),
                     at_module_level=not cursor.functions,
                     in_main_guard=cursor.main_guard_depth > 0,
                 )
@@ -176,5 +182,5 @@ class IterationProvider(Provider[IterationFacts]):
             if key is not None:
                 cursor = self.cursor
                 self.facts.next_iter.append(
-                    NextIter(node, key, bool(cursor.loops), not cursor.functions, cursor.main_guard_depth > 0)
+                    NextIter(node, key, bool(repeating(cursor.loops, key)), not cursor.functions, cursor.main_guard_depth > 0)
                 )

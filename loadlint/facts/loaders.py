@@ -9,9 +9,11 @@ from typing import Any
 
 import libcst as cst
 
-from loadlint.facts.cursor import Provider
+from loadlint.facts.cursor import Cursor, Provider
+from loadlint.facts.scopes import literal_members, member
 from loadlint.facts.names import Key, LoopFrame
-from loadlint.facts.resolve import MISSING, UNKNOWN, Origin, Scope, evaluate, origin
+from loadlint.cst.walk import find_all
+from loadlint.facts.resolve import MISSING, UNKNOWN, Origin, Scope, dotted_name, evaluate, origin
 from loadlint.facts.signature import DATALOADER, DEFAULTS, POSITIONAL
 
 #: A ``**kwargs`` dict's keys: parameter -> (expression or None when unknown, its scope).
@@ -103,6 +105,12 @@ class LoaderFacts:
     cpu_count_calls: set[int] = field(default_factory=set)
     #: Start methods passed to ``set_start_method`` in this module.
     start_methods: set[str] = field(default_factory=set)
+    #: ``for loader in loaders.values()``: the loop variable's key -> the
+    #: loaders' keys it takes in turn (every member of the literal a loader).
+    spread: dict[Key, set[Key]] = field(default_factory=dict)
+    #: Variables whose members may not be what was put in them: changed in
+    #: place, handed to a call, or bound more than once.
+    unsure: set[Key] = field(default_factory=set)
 
     def keys_of(self, call: LoaderCall) -> set[Key]:
         """Every key through which the loader is reachable (aliases included)."""
@@ -116,14 +124,43 @@ class LoaderFacts:
                 if target in keys and alias not in keys:
                     keys.add(alias)
                     changed = True
+            for alias, targets in self.spread.items():
+                if alias not in keys and targets & keys:
+                    keys.add(alias)
+                    changed = True
         return keys
 
 
+#: Methods that read a container without changing it.
+_READS = frozenset({"values", "items", "keys", "get", "copy", "index", "count"})
+
+
 class LoaderProvider(Provider[LoaderFacts]):
-    """Records every DataLoader call and the variables that reach it."""
+    """Records every DataLoader call and the variables that reach it.
+
+    A loader written in a dict, list or tuple literal (or a loader variable
+    put in one) is reached through ``container[<constant>]``: its key is
+    the member's (``loaders['train']``).  The container must be bound once
+    and never changed, passed to a call or indexed by anything else; when
+    it is, ``finish`` forgets its members (what they hold is unknown).
+    """
+
+    def __init__(self, cursor: Cursor, facts: LoaderFacts) -> None:
+        super().__init__(cursor, facts)
+        #: Container key -> (its kind, its members' keys, the scope it is bound in).
+        self._containers: dict[Key, tuple[str, list[Key], Scope]] = {}
+        #: Keys of containers changed in place or handed to a call, and assignments to each key.
+        self._changed: set[Key] = set()
+        self._bound: dict[Key, int] = {}
+        self._passed: set[Key] = set()
+        #: ``holder = Holder(loader)``: (holder's key, class name, slot -> key of what is passed).
+        self._holders: list[tuple[Key, str, dict[int | str, Key | int], Scope]] = []
+        #: Spread loop variable -> the containers it draws from (None: a literal in the ``for``).
+        self._spread_from: dict[Key, list[Key | None]] = {}
 
     def visit_Call(self, node: cst.Call) -> None:
         qualified = self.cursor.qualified
+        self._container_call(node)
         if qualified == DATALOADER:
             self._record_loader(node)
         elif qualified in _CPU_COUNT_CALLS:
@@ -137,13 +174,201 @@ class LoaderProvider(Provider[LoaderFacts]):
         for target in node.targets:
             if type(target.target) is cst.Attribute:
                 self._record_attr_assign(target.target, node)
+            self._assigned(target.target)
         if type(node.value) is cst.Call:
             self._record_prepare_alias(node, node.value)
+            if len(node.targets) == 1:
+                self._record_holder(self.cursor.key_of(node.targets[0].target), node.value)
+        elif len(node.targets) == 1:
+            self._record_container(node.targets[0].target, node.value)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._assigned(node.target)
+
+    def visit_Del(self, node: cst.Del) -> None:
+        self._assigned(node.target)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._record_spread(node)
+
+    def _assigned(self, target: cst.BaseExpression) -> None:
+        """Count a binding of a name or attribute; a member's assignment changes its container."""
+        if isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._assigned(element.value)
+            return
+        if type(target) is cst.StarredElement:
+            self._assigned(target.value)
+            return
+        if type(target) is cst.Subscript:
+            key = self.cursor.key_of(target.value)
+            if key is not None:
+                self._changed.add(key)
+            return
+        key = self.cursor.key_of(target)
+        if key is not None:
+            self._bound[key] = self._bound.get(key, 0) + 1
+
+    def _record_container(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        """``loaders = {"train": DataLoader(...), "val": val_loader}``."""
+        members = literal_members(value)
+        if members is None or type(target) not in (cst.Name, cst.Attribute):
+            return
+        key = self.cursor.key_of(target)
+        if key is None:
+            return
+        keys = []
+        for index, element in members:
+            inner: Key = (key[0], member(key[1], index))
+            keys.append(inner)
+            if type(element) is cst.Name or type(element) is cst.Attribute:
+                source = self.cursor.key_of(element)
+                if source is not None:
+                    self.facts.aliases[inner] = source
+            elif type(element) is cst.Call:
+                self._record_holder(inner, element)
+        kind = "dict" if type(value) is cst.Dict else "sequence"
+        self._containers[key] = (kind, keys, self.cursor.scope)
+
+    def _record_holder(self, base: Key | None, call: cst.Call) -> None:
+        """``phase = Phase(loader)`` of a local class: its attributes may hold the loader."""
+        if base is None or type(call.func) is not cst.Name or not call.func.value[:1].isupper():
+            return
+        given: dict[int | str, Key | int] = {}
+        for position, arg in enumerate(call.args):
+            if arg.star:
+                return
+            slot = arg.keyword.value if arg.keyword is not None else position
+            if type(arg.value) is cst.Call:
+                given[slot] = id(arg.value)  # a loader built in the call, recorded after this
+                continue
+            key = self.cursor.key_of(arg.value) if type(arg.value) in (cst.Name, cst.Attribute, cst.Subscript) else None
+            if key is not None:
+                given[slot] = key
+        if given:
+            self._holders.append((base, call.func.value, given, self.cursor.scope))
+
+    def _holder_aliases(self) -> None:
+        """``holder.loader`` reaches the loader passed to the local class's
+        ``__init__`` that stores it, once, as ``self.loader``; the holder
+        bound once, the attribute never assigned from outside."""
+        classes = self.cursor.names.classes
+        built = {id(call.node): call for call in self.facts.calls if call.key is None}
+        for base, name, given, scope in self._holders:
+            cls = classes.get(name)
+            init = cls.methods.get("__init__") if cls is not None else None
+            if cls is None or init is None or self._doubtful_holder(base, scope):
+                continue
+            params = init.node.params
+            names = [p.name.value for p in (*params.posonly_params, *params.params)][1:]
+            stored = _stored_params(cls.node, init.node, {*names, *(p.name.value for p in params.kwonly_params)})
+            for slot, source in given.items():
+                param = names[slot] if isinstance(slot, int) and slot < len(names) else slot
+                attrs = stored.get(str(param), [])
+                for attr in attrs:
+                    key = (base[0], f"{base[1]}.{attr}")
+                    if self._bound.get(key):
+                        continue
+                    if isinstance(source, tuple):
+                        self.facts.aliases[key] = source
+                    elif source in built and len(attrs) == 1:
+                        built[source].key = key
+
+    def _doubtful_holder(self, base: Key, scope: Scope) -> bool:
+        if self._bound.get(base, 0) > 1 or base in self._changed or base in self._passed:
+            return True
+        if "[" in base[1] or "." in base[1]:
+            return False  # a member: its container is checked with the others
+        found = scope.lookup(base[1])
+        return found is not None and len(found[1]) > 1
+
+    def _record_spread(self, node: cst.For) -> None:
+        """``for loader in loaders.values()`` (or ``.items()``, or a list of
+        loaders): the variable takes each loader in turn."""
+        frame = self.cursor.frame
+        iterable: cst.BaseExpression = node.iter
+        target: cst.BaseExpression = node.target
+        method = None
+        if type(iterable) is cst.Call and not iterable.args and type(iterable.func) is cst.Attribute:
+            method = iterable.func.attr.value
+            iterable = iterable.func.value
+        if method == "items" and type(target) is cst.Tuple and len(target.elements) == 2:
+            target = target.elements[1].value
+        elif method not in (None, "values"):
+            return
+        if type(target) is not cst.Name or frame is None:
+            return
+        key_of = self.cursor.key_of
+        sources: list[Key] = []
+        origin: Key | None = None
+        members = literal_members(iterable) if method is None else None
+        if members is not None and type(iterable) is not cst.Dict:
+            for _, element in members:
+                found = key_of(element) if type(element) in (cst.Name, cst.Attribute) else None
+                if found is None:
+                    return
+                sources.append(found)
+        else:
+            origin = key_of(iterable)
+            container = self._containers.get(origin) if origin is not None else None
+            if container is None or (method is None) != (container[0] == "sequence"):
+                return
+            sources = list(container[1])
+        dest = key_of(target)
+        if dest is None or not sources:
+            return
+        frame.spreads = target.value
+        self.facts.spread.setdefault(dest, set()).update(sources)
+        self._spread_from.setdefault(dest, []).append(origin)
+
+    def finish(self) -> None:
+        """Forget members of containers that change, and spreads over anything but loaders."""
+        self._holder_aliases()
+        doubtful = self._changed | self._passed | {key for key, count in self._bound.items() if count > 1}
+        self.facts.unsure = doubtful
+        for key, (_, _, scope) in self._containers.items():
+            if "." not in key[1] and "[" not in key[1]:
+                found = scope.lookup(key[1])
+                if found is None or len(found[1]) != 1:
+                    doubtful.add(key)
+        gone = {inner for key in doubtful if key in self._containers for inner in self._containers[key][1]}
+        facts = self.facts
+
+        def lost(key: Key) -> bool:
+            # A member of a doubtful container, or an attribute of a holder kept there.
+            return key in gone or "." in key[1] and any(key[0] == g[0] and key[1].startswith(g[1] + ".") for g in gone)
+
+        for call in facts.calls:
+            if call.key is not None and lost(call.key):
+                call.key = None
+        for inner in [alias for alias in facts.aliases if lost(alias)]:
+            facts.aliases.pop(inner, None)
+        loaders: set[Key] = set()
+        for call in facts.calls:
+            loaders |= facts.keys_of(call) if call.key is not None else set()
+        for dest, origins in self._spread_from.items():
+            sources = facts.spread.get(dest, set())
+            if any(o is not None and o in doubtful for o in origins) or not sources <= loaders - set(facts.spread):
+                facts.spread.pop(dest, None)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         if type(node.target) is cst.Attribute:
             # The annotation's statement is not kept: reports point at the target.
             self._record_attr_assign(node.target, node.target)
+
+    def _container_call(self, node: cst.Call) -> None:
+        """A container's method that may change it, or the container handed to a call."""
+        func = node.func
+        key_of = self.cursor.key_of
+        if type(func) is cst.Attribute and func.attr.value not in _READS:
+            key = key_of(func.value)
+            if key is not None:
+                self._changed.add(key)
+        for arg in node.args:
+            if type(arg.value) is cst.Name or type(arg.value) is cst.Attribute:
+                key = key_of(arg.value)
+                if key is not None:
+                    self._passed.add(key)
 
     def _record_attr_assign(self, target: cst.Attribute, statement: cst.CSTNode) -> None:
         key = self.cursor.key_of(target.value)
@@ -267,3 +492,29 @@ def _dict_literal(node: cst.Dict, scope: Scope, conditional: bool) -> DictArgs |
             return None
         out[str(element.key.evaluated_value)] = (None if conditional else element.value, scope)
     return out
+
+
+def _stored_params(cls: cst.ClassDef, init: cst.FunctionDef, params: set[str]) -> dict[str, list[str]]:
+    """Parameter -> the attributes ``__init__`` stores it in, unconditionally
+    (``self.loader = loader`` in its body), that nothing else in the class assigns."""
+    stored: dict[str, list[str]] = {}
+    body = init.body.body if isinstance(init.body, cst.IndentedBlock) else ()
+    for statement in body:
+        if type(statement) is not cst.SimpleStatementLine:
+            continue
+        for small in statement.body:
+            if type(small) is not cst.Assign or len(small.targets) != 1 or type(small.value) is not cst.Name:
+                continue
+            target = small.targets[0].target
+            if type(target) is cst.Attribute and dotted_name(target) == f"self.{target.attr.value}" and small.value.value in params:
+                stored.setdefault(small.value.value, []).append(target.attr.value)
+    assigned: dict[str, int] = {}
+    targets: list[cst.CSTNode] = [t.target for node in find_all(cls, cst.Assign) for t in node.targets]
+    targets += [node.target for node in find_all(cls, cst.AugAssign)]
+    targets += [node.target for node in find_all(cls, cst.AnnAssign)]
+    for written in targets:
+        for inner in find_all(written, cst.Attribute):
+            name = dotted_name(inner)
+            if name is not None and name.startswith("self."):
+                assigned[name[5:]] = assigned.get(name[5:], 0) + 1
+    return {param: [a for a in attrs if assigned.get(a) == 1] for param, attrs in stored.items()}

@@ -63,10 +63,13 @@ class LoopProvider(Provider[LoopFacts]):
         for i, arg in enumerate(node.args):
             if arg.star:
                 break
-            key = self.cursor.key_of(arg.value) if type(arg.value) is cst.Name else None
+            key = self.cursor.key_of(arg.value) if type(arg.value) in (cst.Name, cst.Subscript) else None
             if key is not None:
                 passed[arg.keyword.value if arg.keyword else i] = key
         if passed:
+            # A loop taking each loader of a container in turn does not repeat a call given that loader.
+            spread = {key[1] for key in passed.values()}
+            loops = [frame for frame in loops if frame.spreads is None or frame.spreads not in spread]
             self.facts.loader_passes.append(LoaderPass(name, tuple(loops), passed))
 
 

@@ -25,6 +25,10 @@ class LoopFrame:
     #: Loader keys this loop iterates directly.
     iterates: list[Key] = field(default_factory=list)
     var: str | None = None
+    #: The loop variable when it takes each loader of a container literal in
+    #: turn (``for loader in loaders.values()``): one pass per loader, not a
+    #: repetition of that variable's loop.
+    spreads: str | None = None
 
 
 @dataclass(eq=False)

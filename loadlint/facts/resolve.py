@@ -191,6 +191,11 @@ _ALIASES = {
     "torch.nn.parallel.DistributedDataParallel": "torch.nn.parallel.DistributedDataParallel",
     "torch.multiprocessing.spawn.spawn": "torch.multiprocessing.spawn",
     "torch.distributed.distributed_c10d.init_process_group": "torch.distributed.init_process_group",
+    # Lightning's Trainer, as its examples import it.
+    "lightning.pytorch.trainer.Trainer": "lightning.pytorch.Trainer",
+    "lightning.pytorch.trainer.trainer.Trainer": "lightning.pytorch.Trainer",
+    "pytorch_lightning.trainer.Trainer": "pytorch_lightning.Trainer",
+    "pytorch_lightning.trainer.trainer.Trainer": "pytorch_lightning.Trainer",
 }
 
 

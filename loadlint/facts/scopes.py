@@ -14,6 +14,46 @@ from loadlint.facts.names import ClassFacts, FunctionFacts, Key, LambdaFacts, Na
 from loadlint.facts.resolve import DictMutation, Scope, canonical, dotted_name
 
 
+def constant_index(node: cst.Subscript) -> str | int | None:
+    """The key of ``x["train"]`` or ``x[0]``: a string or a non-negative
+    integer written as a literal; None for anything else."""
+    if len(node.slice) != 1 or type(node.slice[0].slice) is not cst.Index:
+        return None
+    index = node.slice[0].slice.value
+    if type(index) is cst.SimpleString:
+        value = index.evaluated_value
+        return value if isinstance(value, str) else None
+    if type(index) is cst.Integer:
+        return int(index.value, 0)
+    return None
+
+
+def member(base: str, index: str | int) -> str:
+    """The key name of a container's member: ``loaders['train']``."""
+    return f"{base}[{index!r}]"
+
+
+def literal_members(node: cst.BaseExpression) -> list[tuple[str | int, cst.BaseExpression]] | None:
+    """The members of a dict, list or tuple literal by their constant key or
+    position; None when one is not known (``**rest``, ``*rest``, a key
+    that is not a literal string)."""
+    if type(node) is cst.Dict:
+        out: list[tuple[str | int, cst.BaseExpression]] = []
+        for element in node.elements:
+            if type(element) is not cst.DictElement or type(element.key) is not cst.SimpleString:
+                return None
+            key = element.key.evaluated_value
+            if not isinstance(key, str) or any(k == key for k, _ in out):
+                return None
+            out.append((key, element.value))
+        return out
+    if type(node) is cst.List or type(node) is cst.Tuple:
+        if any(type(e) is not cst.Element for e in node.elements):
+            return None
+        return [(i, e.value) for i, e in enumerate(node.elements)]
+    return None
+
+
 class ScopeCursor:
     """The scope the traversal is in, the definitions around it, and the
     bindings and dict changes made so far."""
@@ -41,7 +81,16 @@ class ScopeCursor:
             found = self.scope.lookup(node.value)
             owner = found[0] if found else self.scope.function
             return (id(owner), node.value)
+        if type(node) is cst.Subscript:
+            # ``loaders["train"]``: a member of a container, by its constant key.
+            index = constant_index(node)
+            base = self.key_of(node.value) if index is not None else None
+            return None if base is None or index is None else (base[0], member(base[1], index))
         dotted = dotted_name(node)
+        if type(node) is cst.Attribute and (dotted is None or not dotted.startswith("self.")):
+            # ``holder.loader``, ``phases["train"].loader``: an attribute of a variable or member.
+            base = self.key_of(node.value) if type(node.value) in (cst.Name, cst.Subscript) else None
+            return None if base is None else (base[0], f"{base[1]}.{node.attr.value}")
         if dotted is not None and dotted.startswith("self.") and self.classes:
             return (id(self.classes[-1]), dotted)
         return None

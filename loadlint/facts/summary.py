@@ -29,6 +29,7 @@ what the single-file rules already see.
 
 from __future__ import annotations
 
+import ast
 from typing import Any, Callable, cast
 
 import libcst as cst
@@ -39,9 +40,11 @@ from loadlint.facts.calls import CallSite
 from loadlint.facts.collect import ModuleFacts
 from loadlint.facts.datasets import imported_dataset_class, in_memory_classes
 from loadlint.facts.handles import handle_classes
+from loadlint.facts.lightning_runs import gpu_runs, lightning_classes
 from loadlint.facts.loaders import LoaderCall
 from loadlint.facts.distributed import SamplerCall
 from loadlint.facts.names import FunctionFacts
+from loadlint.facts.scopes import constant_index, literal_members, member
 from loadlint.facts.resolve import MISSING, UNKNOWN, Binding, Scope, bind_imported, dotted_name, evaluate, follow_name
 from loadlint.types import (
     CallSummary, Descriptor, Flags, FunctionSummary, ImportedDataset, LoaderSummary, SamplerSummary, Summary, Use,
@@ -56,7 +59,7 @@ MODULE = "<module>"
 #: The loader arguments project analysis reasons about (absent: torch's default).
 _LOADER_SETTINGS = ("num_workers", "persistent_workers", "pin_memory", "multiprocessing_context", "sampler")
 #: Bumped when the shape changes, so cached summaries are not misread.
-VERSION = 7
+VERSION = 8
 
 
 def summarise(facts: ModuleFacts, ref_of: RefOf) -> Summary:
@@ -111,6 +114,12 @@ def summarise(facts: ModuleFacts, ref_of: RefOf) -> Summary:
             datasets.append(dataset)
     if datasets:
         out["imported_datasets"] = datasets
+    lightning = lightning_classes(facts)
+    if lightning:
+        out["lightning_classes"] = lightning
+    runs = gpu_runs(facts, imports, module_defs, ref_of)
+    if runs:
+        out["gpu_runs"] = runs
     constants = _constants(facts, imports, ref_of)
     if constants:
         out["constants"] = constants
@@ -285,6 +294,11 @@ class _Function:
                     return {"device": kind}
                 index, part = self.site_targets[name]
                 return {"call": index, "index": part}
+        if type(expr) is cst.Subscript and scope is self.scope:
+            key = _member_key(expr, scope)
+            found = self.subject(key) if key is not None else None
+            if found is not None:
+                return found
         if type(expr) is cst.Call and id(expr) in self.loader_index:
             return {"loader": self.loader_index[id(expr)]}
         if type(expr) is cst.Call and id(expr) in self.sampler_index:
@@ -339,11 +353,48 @@ class _Function:
         returns = [value for owner, value in self.facts.calls_between.returns if owner is fn and fn is not None]
         if returns:
             last = returns[-1]
-            parts = last.elements if type(last) is cst.Tuple else None
-            exprs = [e.value for e in parts] if parts is not None else [last]
-            out["returns"] = {"tuple": parts is not None, "values": [self.describe(e, self.scope) for e in exprs]}
+            members = self._returned_members(last)
+            if members is not None:
+                out["returns"] = {"tuple": True, "values": [self.describe(e, self.scope) for _, e in members]}
+                if type(last) is not cst.Tuple and type(last) is not cst.List:
+                    out["returns"]["keys"] = [k for k, _ in members]
+            else:
+                out["returns"] = {"tuple": False, "values": [self.describe(last, self.scope)]}
         out["reads"] = sorted(self.reads)
         return _in_order(out)
+
+    def _returned_members(self, value: cst.BaseExpression) -> list[tuple[Any, cst.BaseExpression]] | None:
+        """A returned tuple or list literal's items; a dict literal's (or a
+        name's bound once to one here, never changed: its members' keys say)."""
+        if type(value) is cst.Tuple or type(value) is cst.List:
+            return literal_members(value)
+        if type(value) is cst.Name:
+            found = self.scope.lookup(value.value)
+            if found is None or found[0] is not self.scope or len(found[1]) != 1 or found[1][0].value is None:
+                return None
+            container = found[1][0].value
+            if type(container) is not cst.Dict:
+                return None
+            members = literal_members(container)
+            key = (id(self.scope), value.value)
+            # Each member must still be what the literal put there.
+            if members is None or any(
+                (key[0], member(key[1], k)) not in self._kept_members(v) for k, v in members
+            ):
+                return None
+            return members
+        if type(value) is cst.Dict:
+            members = literal_members(value)
+            return members if members is not None and all(type(k) is str for k, _ in members) else None
+        return None
+
+    def _kept_members(self, value: cst.BaseExpression) -> set[tuple[int, str]]:
+        """The member keys that still reach ``value`` (a loader call or a variable)."""
+        if type(value) is cst.Call and id(value) in self.loader_index:
+            key = self.loaders[self.loader_index[id(value)]].key
+            return {key} if key is not None else set()
+        return {k for k, v in self.facts.loaders.aliases.items() if k[1].endswith("]") and type(value) is cst.Name
+                and v[1] == value.value}
 
     def _loader(self, call: Any) -> LoaderSummary:
         kw = {
@@ -408,20 +459,36 @@ class _Function:
             out.append({"callee": callee, "at": self.ref_of(site.node), "in_loop": site.in_loop, "guarded": site.in_main_guard, "args": args})
         return out
 
+    def subject(self, key: tuple[int, str], depth: int = 0) -> Descriptor | None:
+        """What a loader variable holds: a parameter, a loader built here, a
+        call's result; a container's member (``loaders['train']``) through
+        the variable put in it, or a member of a call's result."""
+        if self.is_param(key[1]):
+            return {"param": key[1]}
+        if key[1] in self.loader_vars:
+            return {"loader": self.loader_vars[key[1]]}
+        if key[1] in self.site_targets:
+            index, part = self.site_targets[key[1]]
+            return {"call": index, "index": part}
+        # A container's member or a holder's attribute (``phases['train'].loader``), not ``self.x``.
+        if "[" not in key[1] and ("." not in key[1] or key[1].startswith("self.")) or depth > 4:
+            return None
+        alias = self.facts.loaders.aliases.get(key)
+        if alias is not None:
+            return self.subject(alias, depth + 1)
+        base, _, rest = key[1].partition("[")
+        site = self.site_targets.get(base)
+        found = self.scope.lookup(base)
+        # The call's result must be what the variable holds wherever it is read.
+        single = found is not None and found[0] is self.scope and len(found[1]) == 1
+        if site is not None and site[1] is None and single and (key[0], base) not in self.facts.loaders.unsure and "[" not in rest[:-1]:
+            return {"call": site[0], "index": ast.literal_eval(rest[:-1])}
+        return None
+
     def _uses(self) -> list[Use]:
         """What the function does with loaders it is given or builds."""
         out: list[Use] = []
-
-        def subject(key: tuple[int, str]) -> Descriptor | None:
-            if self.is_param(key[1]):
-                return {"param": key[1]}
-            if key[1] in self.loader_vars:
-                return {"loader": self.loader_vars[key[1]]}
-            if key[1] in self.site_targets:
-                index, part = self.site_targets[key[1]]
-                return {"call": index, "index": part}
-            return None
-
+        subject = self.subject
         for kind, item in self.groups.by_key.get(id(self.scope), ()):
             who = subject(item.key)
             if who is None:
@@ -459,6 +526,16 @@ class _Function:
                     use["device"] = self.describe(item.device, item.scope)
                 out.append(use)
         return out
+
+
+def _member_key(expr: cst.Subscript, scope: Scope) -> tuple[int, str] | None:
+    """The key of ``loaders["train"]`` read in ``scope`` (a name's member only)."""
+    index = constant_index(expr)
+    if index is None or type(expr.value) is not cst.Name:
+        return None
+    found = scope.lookup(expr.value.value)
+    owner = found[0] if found else scope
+    return id(owner), member(expr.value.value, index)
 
 
 def inject(facts: ModuleFacts, bindings: dict[str, dict[str, Descriptor]]) -> None:

@@ -30,6 +30,7 @@ from typing import Callable, Iterable
 
 from loadlint.sources.files import read_source
 from loadlint.project.flow import Walk
+from loadlint.project.lightning import gpu_trainers
 from loadlint.project.modules import Resolver, project_root
 from loadlint.project.reporter import NOTEBOOK, Reporter
 from loadlint.types import Finding, Flags, Location, Options, Summary
@@ -94,6 +95,7 @@ class Project:
         report = Reporter(self, wanted, flags, walk.entered)
         for ref in walk.loaders:
             report.loader(ref)
+        gpu_trainers(self.summaries, summary_of, self.importers, resolver, flags, report)
         found = report.done()
         for path, held in report.held().items():
             found[HELD + path] = held
@@ -160,6 +162,26 @@ class Project:
             ))]
             for path, by in importer.items()
         }
+
+    def importers(self, wanted: dict[str, set[str]]) -> list[str]:
+        """Project files that import one of the modules (by path) and name
+        one of its names given (a byte search, as for the factories' callers)."""
+        stems = {_stem(path) for path in wanted if _stem(path)}
+        if not stems:
+            return []
+        pattern = re.compile(rb"\b(?:" + b"|".join(re.escape(os.fsencode(s)) for s in sorted(stems)) + rb")\b")
+        names = [os.fsencode(name) for found in wanted.values() for name in sorted(found)]
+        out = []
+        for count, path in enumerate(self.files()):
+            if count >= MAX_FILES:
+                break
+            try:
+                data = read_source(path, within=str(self.root))
+            except OSError:
+                continue
+            if any(name in data for name in names) and imports_one_of(data, pattern):
+                out.append(path)
+        return out
 
     def _roots(self) -> set[str]:
         roots = {path for path, summary in self.summaries.items() if _builds_loaders(summary)}

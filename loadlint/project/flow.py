@@ -103,6 +103,17 @@ class SamplerRef:
     summary: SamplerSummary
 
 
+class Members(tuple["Value", ...]):
+    """A returned dict literal's values, with its keys."""
+
+    keys: tuple[str, ...]
+
+    def __new__(cls, values: tuple[Value, ...], keys: tuple[str, ...]) -> Members:
+        made = super().__new__(cls, values)
+        made.keys = keys
+        return made
+
+
 class _Missing:
     """The argument is absent from the call (torch's default applies)."""
 
@@ -131,7 +142,12 @@ def resolve(descriptor: Descriptor, frame: Frame, loaders: list[LoaderRef], resu
         part = descriptor.get("index")
         if part is None:
             return result
-        return result[part] if isinstance(result, tuple) and part < len(result) else None
+        if isinstance(part, str):
+            # A dict's member: only of a returned dict literal, whose keys are known.
+            if isinstance(result, Members) and part in result.keys:
+                return result[result.keys.index(part)]
+            return None
+        return result[part] if isinstance(result, tuple) and not isinstance(result, Members) and part < len(result) else None
     return descriptor if descriptor else None
 
 
@@ -200,6 +216,8 @@ class Walk:
         if not returns:
             return None
         values = tuple(resolve(d, frame, loaders, results) for d in returns.get("values", []))
+        if "keys" in returns:
+            return Members(values, tuple(returns["keys"]))
         return values if returns.get("tuple") else (values[0] if values else None)
 
     def _call(self, frame: Frame, call: CallSummary, loaders: list[LoaderRef], results: list[Value], depth: int) -> Value:

@@ -172,6 +172,14 @@ class Reporter:
             self.changes.setdefault((path, code, span[0].row, span[0].column), change)
         self._keep(Finding(code, name_of(code), message, path, span[0], span[1]))
 
+    def add(self, path: str, code: str, ref: int, message: str, change: Change | None = None) -> None:
+        """A finding of another pass over the project (``lightning``), kept as the walk's are."""
+        self._add(path, code, ref, message, change)
+
+    def place(self, path: str, ref: int) -> str:
+        """``train.py:12`` for a summary-numbered node."""
+        return self.where.place(path, ref)
+
     def _would_add(self, path: str, code: str, ref: int, message: str, loader: LoaderRef) -> None:
         """Record, by the loader's place, the first finding its file's fix
         adding workers would introduce (anywhere in the project, selected or not)."""

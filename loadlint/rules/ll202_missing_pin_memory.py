@@ -51,6 +51,20 @@ class MissingPinMemory(Rule):
     `DataLoader(` line with the chain of calls.  A device left unknown
     counts only where that module shows CUDA itself; a CPU device never.
 
+    Lightning across modules: a `LightningDataModule` (or a
+    `LightningModule` with `*_dataloader` hooks) whose module shows no GPU is
+    reported on the `DataLoader(` lines its hooks return when another project
+    module builds `Trainer(accelerator="gpu")` (or `"cuda"`), bound once to a
+    name, and hands that Trainer an instance of the class, made by it or by
+    up to 3 module-level functions returning one (`dm = DigitsData()` or
+    `dm = make_data()`, then `trainer.fit(model, datamodule=dm)`).  Only the
+    hooks the call runs count: `fit` the train and validation loaders,
+    `validate`, `test` and `predict` their own.  An accelerator left to
+    `"auto"`, the command line or a condition, a Trainer or instance bound
+    more than once, a call inside a test function, a subclass defined in the
+    script, and a loader passed as `train_dataloaders=` are not followed:
+    silent.
+
     ## Example
     ```python
     loader = DataLoader(dataset, batch_size=64, num_workers=4)

@@ -67,6 +67,17 @@ class NonPersistentWorkers(Rule):
     function, 7 workers each on 8 CPUs, the first already persistent) is
     left alone: which loaders keep their workers is then the author's choice.
 
+    A loader kept in a dict, list or tuple literal is followed to the loops
+    that read it by a constant key (`loaders["train"]`, `loaders[0]`), and
+    through `for loader in loaders.values()` (or `.items()`, or a list of
+    loaders) when every member is a loader: that loop takes each loader in
+    turn, so it is not an epoch loop for them; a loop around it is.  A key
+    known only at run time (`loaders[phase]`), or a container changed,
+    bound again or handed to a call, leaves the loader unfollowed: silent.
+    A holder object of a class of the module (`Phase(loader)`, alone or in
+    such a container) is followed to `phase.loader` when its `__init__`
+    stores the argument as `self.loader` and nothing else assigns it.
+
     Hugging Face's `Trainer` iterates its training loader once per epoch:
     `TrainingArguments` with `dataloader_num_workers` and without
     `dataloader_persistent_workers=True` is reported unless it trains a
@@ -137,6 +148,47 @@ class NonPersistentWorkers(Rule):
 
 
     VALID = [
+        # Each loader of the dict is iterated once.
+        Valid("""
+            from torch.utils.data import DataLoader
+            loaders = {"train": DataLoader(a, num_workers=4), "val": DataLoader(b, num_workers=4)}
+            for name, loader in loaders.items():
+                for batch in loader:
+                    step(batch)
+        """),
+        # The key is known only at run time.
+        Valid("""
+            from torch.utils.data import DataLoader
+            def run(phase):
+                loaders = {"train": DataLoader(a, num_workers=4)}
+                for epoch in range(3):
+                    for batch in loaders[phase]:
+                        step(batch)
+        """),
+        # The holder's attribute is assigned again: which loader it holds is unknown.
+        Valid("""
+            from torch.utils.data import DataLoader
+            class Phase:
+                def __init__(self, loader):
+                    self.loader = loader
+                def swap(self, other):
+                    self.loader = other
+            def run(a, epochs):
+                phase = Phase(DataLoader(a, num_workers=4))
+                for epoch in range(epochs):
+                    for batch in phase.loader:
+                        step(batch)
+        """),
+        # The member is replaced before the loop.
+        Valid("""
+            from torch.utils.data import DataLoader
+            def run(other):
+                loaders = {"train": DataLoader(a, num_workers=4)}
+                loaders["train"] = other
+                for epoch in range(3):
+                    for batch in loaders["train"]:
+                        step(batch)
+        """),
         Valid("""
             from torch.utils.data import DataLoader
             loader = DataLoader(ds, num_workers=4, persistent_workers=True)
@@ -236,6 +288,72 @@ class NonPersistentWorkers(Rule):
             """,
             line=4,
             profile=HardwareProfile(usable_cpus=8, gpu_count=1),
+        ),
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            loaders = {"train": DataLoader(a, num_workers=4), "val": DataLoader(b, num_workers=4, persistent_workers=True)}
+            for epoch in range(3):
+                for batch in loaders["train"]:
+                    step(batch)
+            """,
+            fixed="""
+            from torch.utils.data import DataLoader
+            loaders = {"train": DataLoader(a, num_workers=4, persistent_workers=True), "val": DataLoader(b, num_workers=4, persistent_workers=True)}
+            for epoch in range(3):
+                for batch in loaders["train"]:
+                    step(batch)
+            """,
+        ),
+        # A holder object in a dict: its attribute is the loader it was given.
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            class Phase:
+                def __init__(self, loader, train=True):
+                    self.loader = loader
+                    self.train = train
+            def run(a, b, epochs):
+                phases = {"train": Phase(DataLoader(a, num_workers=4)), "val": Phase(DataLoader(b, num_workers=4), False)}
+                for epoch in range(epochs):
+                    for batch in phases["train"].loader:
+                        step(batch)
+            """,
+            fixed="""
+            from torch.utils.data import DataLoader
+            class Phase:
+                def __init__(self, loader, train=True):
+                    self.loader = loader
+                    self.train = train
+            def run(a, b, epochs):
+                phases = {"train": Phase(DataLoader(a, num_workers=4, persistent_workers=True)), "val": Phase(DataLoader(b, num_workers=4), False)}
+                for epoch in range(epochs):
+                    for batch in phases["train"].loader:
+                        step(batch)
+            """,
+            line=7,
+        ),
+        # Every loader of the list, each epoch.
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            train = DataLoader(a, num_workers=4)
+            val = DataLoader(b, num_workers=2)
+            for epoch in range(3):
+                for loader in [train, val]:
+                    for batch in loader:
+                        step(batch)
+            """,
+            fixed="""
+            from torch.utils.data import DataLoader
+            train = DataLoader(a, num_workers=4, persistent_workers=True)
+            val = DataLoader(b, num_workers=2, persistent_workers=True)
+            for epoch in range(3):
+                for loader in [train, val]:
+                    for batch in loader:
+                        step(batch)
+            """,
+            count=2,
         ),
         Invalid(
             """

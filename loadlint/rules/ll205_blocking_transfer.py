@@ -120,6 +120,21 @@ class BlockingTransfer(Rule):
         """),
     ]
     INVALID = [
+        # A loader read from a dict by its key.
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            loaders = {"train": DataLoader(ds, num_workers=2, pin_memory=True)}
+            for x, y in loaders["train"]:
+                x = x.cuda()
+            """,
+            fixed="""
+            from torch.utils.data import DataLoader
+            loaders = {"train": DataLoader(ds, num_workers=2, pin_memory=True)}
+            for x, y in loaders["train"]:
+                x = x.cuda(non_blocking=True)
+            """,
+        ),
         Invalid(
             """
             from torch.utils.data import DataLoader

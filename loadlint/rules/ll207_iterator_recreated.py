@@ -66,6 +66,13 @@ class IteratorRecreated(Rule):
                 yield Report(step.node, message)
 
     VALID = [
+        # One batch of each loader of the dict: the loop does not repeat one.
+        Valid("""
+            from torch.utils.data import DataLoader
+            loaders = {"train": DataLoader(a, num_workers=2), "val": DataLoader(b, num_workers=2)}
+            for loader in loaders.values():
+                sample = next(iter(loader))
+        """),
         Valid("""
             from torch.utils.data import DataLoader
             loader = DataLoader(ds, num_workers=2)
@@ -87,6 +94,17 @@ class IteratorRecreated(Rule):
         """),
     ]
     INVALID = [
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            loaders = (DataLoader(a, num_workers=2), DataLoader(b, num_workers=0))
+            for step in range(10):
+                x = next(iter(loaders[0]))
+            """,
+            message="`next(iter(loaders[0]))` inside a loop creates a new iterator on every pass, restarting and "
+            "priming all 2 workers for one batch; create the iterator once before the loop",
+            line=4,
+        ),
         Invalid(
             """
             from torch.utils.data import DataLoader
