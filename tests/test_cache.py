@@ -73,7 +73,7 @@ def lint(tree: Path, cache_dir: Path, *, settings: Settings | None = None, profi
     candidates = [Candidate(p, settings, False) for p in sorted(tree.rglob("*.py"))]
     return runner.lint_candidates(
         candidates,
-        cache=runner.lazy_cache(cache_dir),
+        cache=cache_mod.lazy_cache(cache_dir),
         jobs=jobs,
         profiles=profiles or profiles_with(),
     )
@@ -345,7 +345,7 @@ def test_fix_mode_uses_a_hit_only_when_there_is_nothing_to_fix(tree, tmp_path, m
     settings = Settings(root=str(tree))
     candidates = [Candidate(p, settings, False) for p in sorted(tree.rglob("*.py"))]
     run = runner.lint_candidates(
-        candidates, FixRequest(unsafe=False, dry_run=True), cache=runner.lazy_cache(cache_dir), jobs=1,
+        candidates, FixRequest(unsafe=False, dry_run=True), cache=cache_mod.lazy_cache(cache_dir), jobs=1,
         profiles=profiles_with(),
     )
     # The hits carry fixable findings, so both files are fixed for real.
@@ -451,13 +451,13 @@ def test_notebook_is_answered_from_the_cache_with_its_cells(tree, tmp_path, monk
     (tree / "train.ipynb").write_text(json.dumps(notebook))
     settings = Settings(root=str(tree))
     candidates = [Candidate(p, settings, False) for p in sorted(tree.rglob("*.ip*"))]
-    first = runner.lint_candidates(candidates, cache=runner.lazy_cache(tmp_path / "cache"), jobs=1, profiles=profiles_with())
+    first = runner.lint_candidates(candidates, cache=cache_mod.lazy_cache(tmp_path / "cache"), jobs=1, profiles=profiles_with())
     import loadlint.engine.notebook as notebook_mod
 
     checked: list[str] = []
     real = notebook_mod.analyse_cells
     monkeypatch.setattr(notebook_mod, "analyse_cells", lambda *a, **k: checked.append("x") or real(*a, **k))
-    second = runner.lint_candidates(candidates, cache=runner.lazy_cache(tmp_path / "cache"), jobs=1, profiles=profiles_with())
+    second = runner.lint_candidates(candidates, cache=cache_mod.lazy_cache(tmp_path / "cache"), jobs=1, profiles=profiles_with())
     assert checked == []
     assert summary(first) == summary(second) and summary(first)
     assert [f.cell for f in first.findings] == [f.cell for f in second.findings]
@@ -465,7 +465,7 @@ def test_notebook_is_answered_from_the_cache_with_its_cells(tree, tmp_path, monk
     assert second.results[0].cell_sources == first.results[0].cell_sources == {2: SLOW}
     assert second.results[0].source is None
     (tree / "train.ipynb").write_text(json.dumps(notebook).replace("batch_size=32", "batch_size=32, num_workers=2"))
-    third = runner.lint_candidates(candidates, cache=runner.lazy_cache(tmp_path / "cache"), jobs=1, profiles=profiles_with())
+    third = runner.lint_candidates(candidates, cache=cache_mod.lazy_cache(tmp_path / "cache"), jobs=1, profiles=profiles_with())
     assert checked == ["x"] and summary(third) != summary(first)
 
 
@@ -519,13 +519,13 @@ def test_a_link_turned_elsewhere_is_read_again(tree, tmp_path, monkeypatch):
     (tmp_path / "b.py").write_text(SLOW)
     (tree / "link.py").symlink_to(tmp_path / "a.py")
     settings = Settings(root=str(tree))
-    runner.lint_candidates([Candidate(tree / "link.py", settings, False)], cache=runner.lazy_cache(cache_dir),
+    runner.lint_candidates([Candidate(tree / "link.py", settings, False)], cache=cache_mod.lazy_cache(cache_dir),
                            jobs=1, profiles=profiles_with())
     assert turned_away(cache_dir) == ["link.py"]
     (tree / "link.py").unlink()
     (tree / "link.py").symlink_to(tmp_path / "b.py")
     counter = Counter(monkeypatch)
-    runner.lint_candidates([Candidate(tree / "link.py", settings, False)], cache=runner.lazy_cache(cache_dir),
+    runner.lint_candidates([Candidate(tree / "link.py", settings, False)], cache=cache_mod.lazy_cache(cache_dir),
                            jobs=1, profiles=profiles_with())
     assert counter.paths == ["link.py"]
 

@@ -37,7 +37,7 @@ from loadlint.engine.pipeline import ProfileCache, Target, options_for
 from loadlint.run.progress import Progress
 from loadlint.cst.slicing import fast_nodes
 from loadlint.rules import name_of
-from loadlint.workspace.cache import TurnedAway
+from loadlint.workspace.cache import TurnedAway, lazy_cache
 from loadlint.types import HUMAN_FORMATS, CheckOptions, FileResult, Finding, FixRequest, HardwareProfile, Location, Options, Run
 
 if TYPE_CHECKING:
@@ -81,21 +81,6 @@ def _is_tty(stream: TextIO) -> bool:
         return bool(stream.isatty())
     except (AttributeError, ValueError):
         return False
-
-
-def lazy_cache(directory: str | Path | None) -> Callable[[], Cache]:
-    """The cache, opened on first use: a run where no file passes the
-    pre-filter never touches it (nor hashes loadlint's own modules)."""
-    opened: list[Cache] = []
-
-    def get() -> Cache:
-        if not opened:
-            from loadlint.workspace.cache import Cache, default_dir
-
-            opened.append(Cache(directory or default_dir()))
-        return opened[0]
-
-    return get
 
 
 def default_jobs() -> int:

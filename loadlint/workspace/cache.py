@@ -41,7 +41,7 @@ import stat
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Iterable, cast
+from typing import Any, Callable, Iterable, cast
 
 import loadlint
 from loadlint import __version__
@@ -298,6 +298,19 @@ class Cache:
 
 #: The largest cache entry read (an entry is a file's findings and summary).
 MAX_ENTRY_BYTES = 64 * 1024 * 1024
+
+
+def lazy_cache(directory: str | Path | None) -> Callable[[], Cache]:
+    """The cache, opened on first use (opening it stats loadlint's own
+    modules for the code stamp)."""
+    opened: list[Cache] = []
+
+    def get() -> Cache:
+        if not opened:
+            opened.append(Cache(directory or default_dir()))
+        return opened[0]
+
+    return get
 
 
 class TurnedAway:

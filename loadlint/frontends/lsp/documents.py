@@ -148,7 +148,7 @@ def _lint(state: State, uri: str, text: str, settings: Settings, previous: Any) 
     if uri.startswith("file:") and _saved(path, text):
         # A saved document is checked with its project's facts (other files' callers and loops).
         from loadlint.project.join import check_in_project
-        from loadlint.run.runner import lazy_cache
+        from loadlint.workspace.cache import lazy_cache
 
         state.options_for(settings, path)  # creates the profile cache
         assert state.profiles is not None
@@ -359,7 +359,8 @@ def fix_all_action(ls: Any, state: State, uri: str, kind: str = FIX_ALL_KIND) ->
 def _fixed_in_project(state: State, path: str, settings: Settings) -> str | None:
     """The saved file's text after a dry-run ``fix`` of it (its project read
     from disk, nothing written)."""
-    from loadlint.run.runner import lazy_cache, lint_candidates
+    from loadlint.run.runner import lint_candidates
+    from loadlint.workspace.cache import lazy_cache
     from loadlint.types import FixRequest
     from loadlint.workspace.discover import Candidate
 
