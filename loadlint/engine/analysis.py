@@ -402,6 +402,11 @@ def decided_findings(
         if not any(f.fix is not None for f in findings):
             return findings
         summaries = None  # the first pass filled it
+    if LL902 not in options.select:
+        # No trial of a check judges ``# noqa`` comments (``against``): not
+        # selected, LL902 would only be dropped, after a walk of every
+        # comment and the positions of the whole module.
+        guard = Options(guard.select - {LL902}, guard.profile_factory, guard.noqa)
     # Only the selected findings' fixes are offered: the others' are not rendered.
     all_findings, analysis = analyse(text, path, guard, notebook=notebook, summaries=summaries, parsed=first,
                                      render=options.select)

@@ -196,16 +196,25 @@ def rendered_bounds(module: cst.Module, text: str) -> list[int] | None:
     return bounds if offset + footer == len(text) else None
 
 
+#: What an inserted text cannot start with to be parsed with the statement
+#: it is inserted before: only a statement starting its line is one of the file's.
+_NOT_A_STATEMENT = ("", " ", "\t", "\f", "\r", "\n", "#", "\\")
+
+
 def reparse(module: cst.Module, text: str, bounds: list[int], edits: Sequence[Edit], new_text: str) -> cst.Module | None:
     """``module`` with the top-level statements ``edits`` change parsed again
     from ``new_text`` (``text`` with ``edits`` applied), the others kept:
     checking a fix re-parses the function it changes, not the file.  None
     when an edit is not inside one statement or the statement does not
-    parse on its own as it did in the file (then parse all of ``new_text``)."""
+    parse on its own as it did in the file (then parse all of ``new_text``).
+    Statements inserted where one starts (a fix's added import) are parsed
+    with it: they start a line of their own, as a statement of the file."""
     touched: dict[int, list[Edit]] = {}
     for edit in edits:
         index = bisect.bisect_right(bounds, edit.start) - 1
-        if index < 0 or index >= len(module.body) or not bounds[index] < edit.start <= edit.end < bounds[index + 1]:
+        if index < 0 or index >= len(module.body) or not bounds[index] <= edit.start <= edit.end < bounds[index + 1]:
+            return None
+        if edit.start == bounds[index] and not (edit.start == edit.end and edit.content[:1] not in _NOT_A_STATEMENT):
             return None
         touched.setdefault(index, []).append(edit)
     body = list(module.body)
