@@ -11,7 +11,7 @@ import libcst as cst
 
 from loadlint.facts.cursor import Provider
 from loadlint.facts.names import Key, LoopFrame
-from loadlint.facts.resolve import MISSING, UNKNOWN, Origin, Scope, evaluate, origin
+from loadlint.facts.resolve import MISSING, UNKNOWN, Origin, Scope, evaluate, origin, string_value
 from loadlint.facts.signature import DATALOADER, DEFAULTS, POSITIONAL
 
 #: A ``**kwargs`` dict's keys: parameter -> (expression or None when unknown, its scope).
@@ -265,5 +265,5 @@ def _dict_literal(node: cst.Dict, scope: Scope, conditional: bool) -> DictArgs |
     for element in node.elements:
         if type(element) is not cst.DictElement or type(element.key) is not cst.SimpleString:
             return None
-        out[str(element.key.evaluated_value)] = (None if conditional else element.value, scope)
+        out[str(string_value(element.key))] = (None if conditional else element.value, scope)
     return out
