@@ -53,7 +53,13 @@ def _tested_here() -> bool:
     return tested(libcst.LIBCST_VERSION)
 
 
-def fast() -> bool:
-    """Whether loadlint may use its speed-ups now (read at each call: a
+def plain_asked() -> bool:
+    """Whether ``PLAIN_ENV`` asks for plain libcst (read at each call: a
     test or a host program may set the variable between two)."""
-    return _tested_here() and os.environ.get(PLAIN_ENV, "") in ("", "0")
+    return os.environ.get(PLAIN_ENV, "") not in ("", "0")
+
+
+def fast() -> bool:
+    """Whether loadlint may use its speed-ups now (``plain_asked`` is read
+    at each call)."""
+    return _tested_here() and not plain_asked()
