@@ -198,9 +198,18 @@ def test_reparse_parses_only_the_edited_statement_and_matches_a_full_parse() -> 
         again = reparse(module, REPARSE, bounds, [edit], new_text)
         assert again is not None and again.code == new_text
         assert again.deep_equals(cst.parse_module(new_text))
-        # Only the statement inserted before is parsed again.
-        assert [any(a is b for b in again.body) for a in module.body].count(False) == 1
+        # Only what is inserted is parsed: the file's statements are kept.
+        assert all(any(a is b for b in again.body) for a in module.body)
+        assert len(again.body) == len(module.body) + inserted.count("\n")
         assert analyse(new_text, "x.py", options, parsed=(again, None))[0] == analyse(new_text, "x.py", options)[0]
+    # Inserted before a statement that is edited too: parsed with it.
+    start, at = bounds[1], REPARSE.index(" DataLoader\n") + len(" DataLoader")
+    edits = [Edit("import os\n", start, start, Location(1, 1), Location(1, 1)), Edit(", Dataset", at, at, Location(1, 1), Location(1, 1))]
+    new_text = REPARSE[:start] + "import os\n" + REPARSE[start:at] + ", Dataset" + REPARSE[at:]
+    chunks: list[str] = []
+    again = reparse(module, REPARSE, bounds, edits, new_text, chunks)
+    assert again is not None and again.code == new_text and again.deep_equals(cst.parse_module(new_text))
+    assert chunks == ["import os\nfrom torch.utils.data import DataLoader, Dataset\n"]
     # Where a statement starts, anything else (an indented line, a comment,
     # an edit of what leads the statement) is parsed with the whole text.
     for index, inserted, end in [(4, "    x = 1\n", 0), (4, "# note\n", 0), (2, "", 1), (1, "import", 4)]:
