@@ -194,3 +194,24 @@ def test_no_private_libcst_name_outside_the_cst_package() -> None:
             if PRIVATE.search(line):
                 places.append(f"{path.relative_to(REPO)}:{row}: {line.strip()}")
     assert places == []
+
+
+
+def test_a_run_served_from_the_cache_never_imports_libcst(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text("from torch.utils.data import DataLoader\n\nloader = DataLoader(range(8))\n")
+    code = (
+        "import sys\n"
+        "from loadlint.frontends.cli import main\n"
+        "try:\n"
+        "    main(['check', '--cache-dir', 'cache', '--exit-zero', '-q', '.'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "cst = sys.modules.get('libcst')\n"
+        "print(None if cst is None else vars(cst.CSTNode)['__post_init__'].__module__)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop(gate.PLAIN_ENV, None)
+    runs = [subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, env=env) for _ in range(2)]
+    # The first run parsed (and left libcst's classes as they were); the second read the cache only.
+    assert [(r.returncode, r.stderr, r.stdout.splitlines()[-1]) for r in runs] == [
+        (0, "", "libcst._nodes.base"), (0, "", "None")]

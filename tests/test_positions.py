@@ -190,10 +190,32 @@ def test_reparse_parses_only_the_edited_statement_and_matches_a_full_parse() -> 
         kept = [a is b for a, b in zip(module.body, again.body)]
         assert kept.count(False) == 1
         assert analyse(new_text, "x.py", options, parsed=(again, None))[0] == analyse(new_text, "x.py", options)[0]
-    # An insertion between statements (an import) has no statement of its own: parse it all.
-    start = REPARSE.index("from torch")
-    edit = Edit("import os\n", start, start, Location(1, 1), Location(1, 1))
-    assert reparse(module, REPARSE, bounds, [edit], REPARSE[:start] + "import os\n" + REPARSE[start:]) is None
+    # Statements inserted where one starts (an added import) are parsed with it.
+    for index, inserted in [(0, "import os\n"), (1, "import os\n"), (2, "WORKERS = 4\nimport os\n"), (4, "import os\n")]:
+        start = bounds[index]
+        edit = Edit(inserted, start, start, Location(1, 1), Location(1, 1))
+        new_text = REPARSE[:start] + inserted + REPARSE[start:]
+        again = reparse(module, REPARSE, bounds, [edit], new_text)
+        assert again is not None and again.code == new_text
+        assert again.deep_equals(cst.parse_module(new_text))
+        # Only what is inserted is parsed: the file's statements are kept.
+        assert all(any(a is b for b in again.body) for a in module.body)
+        assert len(again.body) == len(module.body) + inserted.count("\n")
+        assert analyse(new_text, "x.py", options, parsed=(again, None))[0] == analyse(new_text, "x.py", options)[0]
+    # Inserted before a statement that is edited too: parsed with it.
+    start, at = bounds[1], REPARSE.index(" DataLoader\n") + len(" DataLoader")
+    edits = [Edit("import os\n", start, start, Location(1, 1), Location(1, 1)), Edit(", Dataset", at, at, Location(1, 1), Location(1, 1))]
+    new_text = REPARSE[:start] + "import os\n" + REPARSE[start:at] + ", Dataset" + REPARSE[at:]
+    chunks: list[str] = []
+    again = reparse(module, REPARSE, bounds, edits, new_text, chunks)
+    assert again is not None and again.code == new_text and again.deep_equals(cst.parse_module(new_text))
+    assert chunks == ["import os\nfrom torch.utils.data import DataLoader, Dataset\n"]
+    # Where a statement starts, anything else (an indented line, a comment,
+    # an edit of what leads the statement) is parsed with the whole text.
+    for index, inserted, end in [(4, "    x = 1\n", 0), (4, "# note\n", 0), (2, "", 1), (1, "import", 4)]:
+        start = bounds[index]
+        edit = Edit(inserted, start, start + end, Location(1, 1), Location(1, 1))
+        assert reparse(module, REPARSE, bounds, [edit], REPARSE[:start] + inserted + REPARSE[start + end:]) is None
 
 
 def _bounds_cases() -> list[tuple[str, str]]:

@@ -87,3 +87,17 @@ def test_a_file_that_parses_is_not_compiled(monkeypatch):
     monkeypatch.setattr(engine, "interpreter_error", refuse)
     findings, _ = analyse("from torch.utils.data import DataLoader\nl = DataLoader(ds, num_workers=2)\n", "ok.py", OPTIONS)
     assert findings == []
+
+
+def test_compile_alone_judges_each_statement_as_the_whole_text() -> None:
+    from loadlint.cst.syntax import compile_alone
+    from loadlint.cst.walk import python_tree
+
+    statements = ["import os\n", "def f():\n    return (1,\n        2)\n", "x = f(\n", "await g()\n", "a <> b\n"]
+    for chosen in [[0, 1], [0, 2], [1, 3], [4]]:
+        chunks = [statements[i] for i in chosen]
+        text = "".join(chunks)
+        assert compile_alone(text, chunks) == python_tree(text)[1], chosen
+    # A __future__ import may change the grammar: the text is left to a compile of its own.
+    text = "from __future__ import annotations\nx = 1\n"
+    assert python_tree(text)[1] and not compile_alone(text, ["x = 1\n"])

@@ -17,7 +17,6 @@ from __future__ import annotations
 import functools
 import os
 import re
-from importlib import metadata
 
 #: The oldest and the newest libcst release (major, minor) the tests have run.
 LOWEST = (1, 4)
@@ -29,7 +28,11 @@ PLAIN_ENV = "LOADLINT_PLAIN_LIBCST"
 @functools.cache
 def libcst_version() -> str:
     """The installed release, without importing libcst (a warm run needs it
-    for the cache's stamp and parses nothing)."""
+    for the cache's stamp and parses nothing).  ``importlib.metadata`` is
+    imported here, not with the module: a cold run never asks, and its
+    import costs about 15 ms."""
+    from importlib import metadata
+
     try:
         return metadata.version("libcst")
     except metadata.PackageNotFoundError:
@@ -50,7 +53,13 @@ def _tested_here() -> bool:
     return tested(libcst.LIBCST_VERSION)
 
 
-def fast() -> bool:
-    """Whether loadlint may use its speed-ups now (read at each call: a
+def plain_asked() -> bool:
+    """Whether ``PLAIN_ENV`` asks for plain libcst (read at each call: a
     test or a host program may set the variable between two)."""
-    return _tested_here() and os.environ.get(PLAIN_ENV, "") in ("", "0")
+    return os.environ.get(PLAIN_ENV, "") not in ("", "0")
+
+
+def fast() -> bool:
+    """Whether loadlint may use its speed-ups now (``plain_asked`` is read
+    at each call)."""
+    return _tested_here() and not plain_asked()

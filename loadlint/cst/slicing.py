@@ -30,6 +30,7 @@ import contextlib
 import functools
 import keyword
 import re
+import sys
 import threading
 import warnings
 from dataclasses import dataclass, field
@@ -189,6 +190,8 @@ def parse(text: str, piece: Slice | None) -> tuple[libcst.Module, Slice | None]:
 _lock = threading.Lock()
 #: How many ``fast_nodes`` scopes are open, in all threads.
 _scopes = 0
+#: Whether the hook (and the constructors, once made) are in place.
+_installed = False
 #: libcst's check (``CSTNode.__post_init__``), while ``_check_hook`` replaces it.
 _checked: Any = None
 _Name: Any = None
@@ -210,7 +213,7 @@ def prepare() -> None:
     with _lock:  # one set, made once, whichever thread parses first
         if _fast is None:
             _fast = constructors(cst)
-            if _scopes:
+            if _installed:
                 install(_fast, True)
 
 
@@ -220,29 +223,42 @@ def fast_nodes() -> Iterator[None]:
     meanwhile, and as they were after: a caller of loadlint (the API, a
     flake8 process) finds libcst as it left it.  A run opens one scope for
     all its parses (swapping at each parse cost a tenth of a run); scopes
-    nest, in any thread.  Plain libcst (``gate``): nothing is replaced."""
-    global _scopes, _checked, _Name
-    if not gate.fast():
+    nest, in any thread.  Plain libcst (``gate``): nothing is replaced.
+
+    Opened before libcst is imported (a run whose files all come from the
+    cache never imports it: a tenth of a second), the scope waits for the
+    first parse, whose own scope puts the hook in place for the rest of it."""
+    global _scopes
+    lazy = "libcst" not in sys.modules
+    if gate.plain_asked() if lazy else not gate.fast():
         yield
         return
-    import libcst as cst
-
     with _lock:
-        if _scopes == 0:
-            _checked, _Name = vars(cst.CSTNode)["__post_init__"], cst.Name
-            cst.CSTNode.__post_init__ = _check_hook  # type: ignore[method-assign,assignment]
-            if _fast is not None:
-                install(_fast, True)
+        if not lazy and not _installed:
+            _install(True)
         _scopes += 1
     try:
         yield
     finally:
         with _lock:
             _scopes -= 1
-            if _scopes == 0:
-                cst.CSTNode.__post_init__ = _checked  # type: ignore[method-assign]
-                if _fast is not None:
-                    install(_fast, False)
+            if _scopes == 0 and _installed:
+                _install(False)
+
+
+def _install(fast: bool) -> None:
+    """The hook and the constructors in place (``fast``), or libcst's; under ``_lock``."""
+    global _installed, _checked, _Name
+    import libcst as cst
+
+    if fast:
+        _checked, _Name = vars(cst.CSTNode)["__post_init__"], cst.Name
+        cst.CSTNode.__post_init__ = _check_hook  # type: ignore[method-assign,assignment]
+    else:
+        cst.CSTNode.__post_init__ = _checked  # type: ignore[method-assign]
+    if _fast is not None:
+        install(_fast, fast)
+    _installed = fast
 
 
 def parse_module(text: str, config: libcst.PartialParserConfig | None = None) -> libcst.Module:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import re
+import warnings
 from typing import TYPE_CHECKING
 
 from loadlint.cst.slicing import TOKENS, logical_lines
@@ -165,3 +166,20 @@ def _brace_depth(token: str) -> int:
         elif ch == "}" and depth:
             depth -= 1
     return deepest
+
+
+def compile_alone(text: str, chunks: list[str]) -> bool:
+    """Whether each of ``chunks``, whole top-level statements of ``text``,
+    compiles on its own as ``walk.python_tree`` compiles a text: Python's
+    grammar (no more: no symbol table), which judges each statement alone,
+    unless a ``__future__`` import changes it (``barry_as_FLUFL``)."""
+    if "__future__" in text:
+        return False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # as ``walk.python_tree``
+        for chunk in chunks:
+            try:
+                compile(chunk, "<module>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+            except (SyntaxError, ValueError, MemoryError, RecursionError):
+                return False
+    return True

@@ -23,7 +23,7 @@ from loadlint.cst.syntax import MAX_NESTING
 from loadlint.sources.prefilter import PREFILTER
 from loadlint.sources.prefilter import may_construct_loader
 from loadlint.sources.prefilter import passes_prefilter
-from loadlint.cst.syntax import interpreter_error, syntax_error
+from loadlint.cst.syntax import compile_alone, interpreter_error, syntax_error
 from loadlint.cst.syntax import too_deep_at
 from loadlint.cst.syntax import nesting_depth
 from loadlint.sources.source import DecodeError, decode, line_starts, position_of_offset
@@ -402,6 +402,9 @@ def decided_findings(
         if not any(f.fix is not None for f in findings):
             return findings
         summaries = None  # the first pass filled it
+    if LL902 not in options.select:
+        # No trial of a check judges ``# noqa`` comments (``against``): unselected, LL902 is only dropped.
+        guard = Options(guard.select - {LL902}, guard.profile_factory, guard.noqa)
     # Only the selected findings' fixes are offered: the others' are not rendered.
     all_findings, analysis = analyse(text, path, guard, notebook=notebook, summaries=summaries, parsed=first,
                                      render=options.select)
@@ -457,11 +460,16 @@ def _decide(
             return Outcome(text, analysis.findings, analysis)
         bounds = positions.bounds
         # Only the statements the edits touch are parsed again (see ``reparse``).
-        module = None if bounds is None else reparse(positions.module, text, bounds, edits, new_text)
+        chunks: list[str] = []
+        module = None if bounds is None else reparse(positions.module, text, bounds, edits, new_text, chunks)
         nonlocal original_compiles
-        if original_compiles is None:  # only a real trial needs it: compiling a big text is slow
-            original_compiles = _compiles(text, path)
-        parsed = _check_parses(new_text, path, original_compiles, module)
+        if module is not None and compile_alone(new_text, chunks):
+            # The statements edited compile: the text does, as far as the original did.
+            parsed = _check_parses(new_text, path, False, module)
+        else:
+            if original_compiles is None:  # only a real trial needs it: compiling a big text is slow
+                original_compiles = _compiles(text, path)
+            parsed = _check_parses(new_text, path, original_compiles, module)
         # The text nested within the limit: only the statements edited need the scan.
         shallow = module is not None and bounds is not None and too_deep_at(
             new_text[bounds[bisect_right(bounds, edits[0].start) - 1] : len(new_text) - len(text) + bounds[bisect_right(bounds, edits[-1].start)]]

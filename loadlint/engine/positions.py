@@ -196,25 +196,44 @@ def rendered_bounds(module: cst.Module, text: str) -> list[int] | None:
     return bounds if offset + footer == len(text) else None
 
 
-def reparse(module: cst.Module, text: str, bounds: list[int], edits: Sequence[Edit], new_text: str) -> cst.Module | None:
+#: What an inserted text cannot start with to be parsed with the statement
+#: it is inserted before: only a statement starting its line is one of the file's.
+_NOT_A_STATEMENT = ("", " ", "\t", "\f", "\r", "\n", "#", "\\")
+
+
+def reparse(
+    module: cst.Module, text: str, bounds: list[int], edits: Sequence[Edit], new_text: str, chunks: list[str] | None = None,
+) -> cst.Module | None:
     """``module`` with the top-level statements ``edits`` change parsed again
     from ``new_text`` (``text`` with ``edits`` applied), the others kept:
     checking a fix re-parses the function it changes, not the file.  None
     when an edit is not inside one statement or the statement does not
-    parse on its own as it did in the file (then parse all of ``new_text``)."""
+    parse on its own as it did in the file (then parse all of ``new_text``).
+    Statements inserted where one starts (a fix's added import) are parsed
+    on their own, ahead of it (with it when it is edited too): they start a
+    line of their own, as a statement of the file.  ``chunks`` receives the
+    texts parsed."""
     touched: dict[int, list[Edit]] = {}
     for edit in edits:
         index = bisect.bisect_right(bounds, edit.start) - 1
-        if index < 0 or index >= len(module.body) or not bounds[index] < edit.start <= edit.end < bounds[index + 1]:
+        if index < 0 or index >= len(module.body) or not bounds[index] <= edit.start <= edit.end < bounds[index + 1]:
+            return None
+        if edit.start == bounds[index] and not (edit.start == edit.end and edit.content[:1] not in _NOT_A_STATEMENT):
             return None
         touched.setdefault(index, []).append(edit)
     body = list(module.body)
     pieces: list[tuple[int, int, str]] = []
     for index in sorted(touched, reverse=True):
         begin, end = bounds[index], bounds[index + 1]
-        chunk = text[begin:end]
-        for edit in sorted(touched[index], key=lambda e: -e.start):
-            chunk = chunk[: edit.start - begin] + edit.content + chunk[edit.end - begin :]
+        kept = body[index:index]
+        only = touched[index][0]
+        if len(touched[index]) == 1 and only.start == only.end == begin and only.content.endswith("\n"):
+            # Inserted before the statement, which stays as it is.
+            chunk, end, kept = only.content, begin, body[index : index + 1]
+        else:
+            chunk = text[begin:end]
+            for edit in sorted(touched[index], key=lambda e: -e.start):
+                chunk = chunk[: edit.start - begin] + edit.content + chunk[edit.end - begin :]
         try:
             alone = parse_module(chunk, config=module.config_for_parsing)
         except Exception:  # the whole text's parse says what is wrong
@@ -224,8 +243,10 @@ def reparse(module: cst.Module, text: str, bounds: list[int], edits: Sequence[Ed
             return None
         first = alone.body[0]
         stmts = [first.with_changes(leading_lines=[*alone.header, *first.leading_lines]), *alone.body[1:]]
-        body[index : index + 1] = stmts
+        body[index : index + 1] = [*stmts, *kept]
         pieces.append((begin, end, chunk))
+        if chunks is not None:
+            chunks.append(chunk)
     # The statements' text with the edits must be the text checked.
     rebuilt = []
     cursor = 0

@@ -25,7 +25,7 @@ import libcst as cst
 from loadlint.facts.iteration import IterationFacts
 from loadlint.facts.loaders import LoaderCall, LoaderFacts
 from loadlint.facts.names import Key, NameFacts
-from loadlint.facts.resolve import Scope, dotted_name
+from loadlint.facts.resolve import Scope, dotted_name, string_value
 
 #: Wrappers that pass the iterable of their first argument through.
 _PASS_THROUGH = {"enumerate", "tqdm", "trange", "track"}
@@ -198,7 +198,7 @@ def _is_main_guard(test: cst.BaseExpression) -> bool:
         return False
     sides = (test.left, test.comparisons[0].comparator)
     return {dotted_name(side) for side in sides} >= {"__name__"} and any(
-        type(side) is cst.SimpleString and side.evaluated_value == "__main__" for side in sides
+        type(side) is cst.SimpleString and string_value(side) == "__main__" for side in sides
     )
 
 

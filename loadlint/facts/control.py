@@ -13,7 +13,7 @@ from typing import Iterator
 import libcst as cst
 
 from loadlint.facts.names import LoopFrame
-from loadlint.facts.resolve import dotted_name
+from loadlint.facts.resolve import dotted_name, string_value
 
 
 def _is_main_guard(test: cst.BaseExpression) -> bool:
@@ -23,7 +23,7 @@ def _is_main_guard(test: cst.BaseExpression) -> bool:
     if type(test.comparisons[0].operator) is not cst.Equal:
         return False
     names = {dotted_name(left), dotted_name(right)}
-    strings = {n.evaluated_value for n in (left, right) if type(n) is cst.SimpleString}
+    strings = {string_value(n) for n in (left, right) if type(n) is cst.SimpleString}
     return "__name__" in names and "__main__" in strings
 
 

@@ -13,7 +13,7 @@ from loadlint.facts.cursor import Cursor, Provider
 from loadlint.facts.loaders import LoaderCall
 from loadlint.facts.names import Key, NameFacts
 from loadlint.cst.walk import find_all
-from loadlint.facts.resolve import Scope, canonical, evaluate
+from loadlint.facts.resolve import Scope, canonical, evaluate, string_value
 
 _DISTRIBUTED_CALLS = {
     "torch.distributed.init_process_group",
@@ -93,7 +93,7 @@ class DistributedProvider(Provider[DistributedFacts]):
             facts.evidence.append(f"torch.cuda.set_device({code_for_node(node.args[0].value)})")
         elif qualified in ("os.environ.get", "os.getenv"):
             if node.args and type(node.args[0].value) is cst.SimpleString:
-                if node.args[0].value.evaluated_value in _DIST_ENV:
+                if string_value(node.args[0].value) in _DIST_ENV:
                     facts.evidence.append(f"{qualified}({node.args[0].value.value})")
                     facts.env_evidence += 1
         elif qualified == "torch.utils.data.DistributedSampler":
@@ -119,7 +119,7 @@ class DistributedProvider(Provider[DistributedFacts]):
         if len(node.slice) == 1 and self.cursor.qualify(node.value) == "os.environ":
             index = node.slice[0].slice
             if type(index) is cst.Index and type(index.value) is cst.SimpleString:
-                if index.value.evaluated_value in _DIST_ENV:
+                if string_value(index.value) in _DIST_ENV:
                     self.facts.evidence.append(f"os.environ[{index.value.value}]")
                     self.facts.env_evidence += 1
 

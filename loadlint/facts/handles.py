@@ -11,7 +11,7 @@ import libcst as cst
 
 from loadlint.facts.datasets import DatasetFacts
 from loadlint.facts.names import ClassFacts, NameFacts
-from loadlint.facts.resolve import canonical, dotted_name
+from loadlint.facts.resolve import canonical, dotted_name, string_value
 
 #: Bases a dataset may have without hiding how it pickles (another base,
 #: imported, may define ``__getstate__``).
@@ -46,7 +46,7 @@ def _file_type(call: cst.Call) -> str | None:
         return "TextIOWrapper"
     if type(mode) is not cst.SimpleString:
         return None
-    text = str(mode.evaluated_value)
+    text = str(string_value(mode))
     if "b" not in text:
         return "TextIOWrapper"
     if "+" in text:

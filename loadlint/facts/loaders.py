@@ -13,7 +13,7 @@ from loadlint.facts.cursor import Cursor, Provider
 from loadlint.facts.scopes import literal_members, member
 from loadlint.facts.names import Key, LoopFrame
 from loadlint.cst.walk import find_all
-from loadlint.facts.resolve import MISSING, UNKNOWN, Origin, Scope, dotted_name, evaluate, origin
+from loadlint.facts.resolve import MISSING, UNKNOWN, Origin, Scope, dotted_name, evaluate, origin, string_value
 from loadlint.facts.signature import DATALOADER, DEFAULTS, POSITIONAL
 
 #: A ``**kwargs`` dict's keys: parameter -> (expression or None when unknown, its scope).
@@ -490,7 +490,7 @@ def _dict_literal(node: cst.Dict, scope: Scope, conditional: bool) -> DictArgs |
     for element in node.elements:
         if type(element) is not cst.DictElement or type(element.key) is not cst.SimpleString:
             return None
-        out[str(element.key.evaluated_value)] = (None if conditional else element.value, scope)
+        out[str(string_value(element.key))] = (None if conditional else element.value, scope)
     return out
 
 

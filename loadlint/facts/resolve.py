@@ -25,6 +25,15 @@ from loadlint.facts.values import Origin as Origin
 from loadlint.facts.values import is_known as is_known
 
 
+def string_value(node: cst.SimpleString) -> Any:
+    """``node.evaluated_value``, which compiles the literal (``ast.literal_eval``):
+    a string without prefix, backslash or triple quotes is what its quotes hold."""
+    value = node.value
+    if value[0] in "'\"" and "\\" not in value and value[:3] not in ("'''", '"""'):
+        return value[1:-1]
+    return node.evaluated_value
+
+
 def dotted_name(node: cst.BaseExpression) -> str | None:
     """``a.b.c`` for a Name/Attribute chain, else None."""
     parts: list[str] = []
@@ -234,7 +243,7 @@ def evaluate(node: cst.BaseExpression | None, scope: Scope | None, _depth: int =
         return node.evaluated_value
     if type(node) is cst.SimpleString:
         try:
-            return node.evaluated_value
+            return string_value(node)
         except Exception:  # libcst raises on odd prefixes; treat as unknown
             return UNKNOWN
     if type(node) is cst.ConcatenatedString:
@@ -328,7 +337,7 @@ def _attribute_path(node: cst.BaseExpression) -> tuple[str, list[str]] | None:
             and type(node.value) is cst.Call and type(node.value.func) is cst.Name
             and node.value.func.value == "vars" and len(node.value.args) == 1
         ):
-            parts.append(str(node.slice[0].slice.value.evaluated_value))
+            parts.append(str(string_value(node.slice[0].slice.value)))
             node = node.value.args[0].value
         else:
             break

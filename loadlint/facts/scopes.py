@@ -11,7 +11,7 @@ from __future__ import annotations
 import libcst as cst
 
 from loadlint.facts.names import ClassFacts, FunctionFacts, Key, LambdaFacts, NameFacts
-from loadlint.facts.resolve import DictMutation, Scope, canonical, dotted_name
+from loadlint.facts.resolve import DictMutation, Scope, canonical, dotted_name, string_value
 
 
 def constant_index(node: cst.Subscript) -> str | int | None:
@@ -123,7 +123,7 @@ class ScopeCursor:
         if len(target.slice) == 1 and type(target.slice[0].slice) is cst.Index:
             k = target.slice[0].slice.value
             if type(k) is cst.SimpleString:
-                key = str(k.evaluated_value)
+                key = str(string_value(k))
         self._mutate(target.value.value, "setitem" if key else "other", value, key)
 
     def visit_Import(self, node: cst.Import) -> None:

@@ -15,6 +15,7 @@ import libcst as cst
 from loadlint.cst.walk import find_all, walk
 from loadlint.facts.control import names_in
 from loadlint.facts.names import NameFacts
+from loadlint.facts.resolve import string_value
 
 
 def is_main_guard(node: cst.CSTNode) -> bool:
@@ -26,7 +27,7 @@ def is_main_guard(node: cst.CSTNode) -> bool:
         return False
     sides = (test.left, test.comparisons[0].comparator)
     names = {s.value for s in sides if type(s) is cst.Name}
-    strings = {s.evaluated_value for s in sides if type(s) is cst.SimpleString}
+    strings = {string_value(s) for s in sides if type(s) is cst.SimpleString}
     return "__name__" in names and "__main__" in strings
 
 

@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, cast
 
 from loadlint.engine.analysis import analyse
-from loadlint.facts.configs import CONFIG_FILES
 from loadlint.project.modules import shown_path
 from loadlint.sources.files import read_source
 from loadlint.sources.yaml_subset import MAX_BYTES, Mapping, Scalar, Unknown, parse
@@ -176,6 +175,9 @@ def config_findings(
     path: str, text: str, given: dict[str, dict[str, Any]], options: Options, baseline: list[Finding] | None,
 ) -> list[Finding]:
     """The findings of ``path`` that appear once its config files' values are bound."""
+    # Imported here: the facts import libcst, which a run served from the cache never needs.
+    from loadlint.facts.configs import CONFIG_FILES
+
     if baseline is None:
         baseline, _ = analyse(text, path, options)
     before = {(f.code, f.location.row, f.location.column) for f in baseline}

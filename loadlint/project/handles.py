@@ -12,8 +12,6 @@ from loadlint.engine.summaries import locate
 from loadlint.engine.suppress import file_suppressions, suppressed_codes
 from loadlint.project.modules import Resolver
 from loadlint.rules import name_of
-from loadlint.rules.ll014_unpicklable_dataset_handle import message
-from loadlint.rules.shared import spawn_reason
 from loadlint.types import Finding, Options, Summary
 
 
@@ -24,6 +22,8 @@ def _why(context: Any, summary: Summary, options: Options) -> str | None:
         return f'`multiprocessing_context="{context}"`'
     if context is not None:
         return None  # "fork", or not a literal
+    from loadlint.rules.shared import spawn_reason  # imports libcst: see ``handles_elsewhere``
+
     methods = (summary.get("flags") or {}).get("start_methods") or []
     return spawn_reason(options.profile_factory(), None, frozenset(m for m in methods if isinstance(m, str)))
 
@@ -55,6 +55,10 @@ def handles_elsewhere(
             why = _why(loader.get("context"), summary, options(path)) if isinstance(handle, dict) else None
             if handle is None or why is None:
                 continue
+            # Imported here: the rules' modules import libcst, which a run
+            # served from the cache (this module is imported by every run) never needs.
+            from loadlint.rules.ll014_unpicklable_dataset_handle import message
+
             owner = f"{handle['cls']}.__init__` (`{os.path.relpath(where[0])}`)"
             found.append((int(loader.get("at", -1)), message(owner, handle, "the DataLoader", workers, why)))
         text = read_text(path) if found else None

@@ -26,7 +26,6 @@ from typing import Any, Callable, Iterator
 from loadlint.engine.analysis import analyse
 from loadlint.project.modules import Resolver, shown_path
 from loadlint.engine.summaries import locate
-from loadlint.facts.configs import alias_pattern, key_pattern, write_pattern
 from loadlint.sources.files import read_source
 from loadlint.types import Descriptor, Finding, FunctionSummary, Options, Summary
 
@@ -124,6 +123,9 @@ class Constants:
         return self._written[(path, attribute)]
 
     def _scan(self, path: str, attribute: str) -> bool:
+        # Imported here: the facts import libcst, which a run served from the cache never needs.
+        from loadlint.facts.configs import alias_pattern, key_pattern, write_pattern
+
         parts = tuple(attribute.split("."))
         written = [write_pattern(parts[:end]) for end in range(1, len(parts) + 1)]
         pattern = re.compile("|".join([*written, alias_pattern(parts[-1]), key_pattern(parts)]).encode())

@@ -166,6 +166,21 @@ def _lint_one(
 FIX_ROUNDS = 4
 
 
+@dataclasses.dataclass(frozen=True)
+class _Setup:
+    """How a run's passes go, the same for each: cache, pool, progress, profiles."""
+
+    cache: Callable[[], Cache] | None
+    jobs: int | None
+    progress: Progress | None
+    profiles: ProfileCache
+    pool_min_saving: int
+
+    def quiet(self) -> _Setup:
+        """The same without progress: a pass whose files are not the ones reported."""
+        return dataclasses.replace(self, progress=None)
+
+
 @fast_nodes()  # one scope for every parse of the run; libcst as it was after
 def lint_candidates(
     candidates: Iterable[Candidate],
@@ -186,19 +201,16 @@ def lint_candidates(
     then writes the project findings' fixes and runs again, until none is
     left: it reports what a check right after it would, with every round's
     fixes counted.  A dry run stages its writes in memory instead."""
-    profiles = profiles or ProfileCache()
+    setup = _Setup(cache, jobs, progress, profiles or ProfileCache(), pool_min_saving)
     candidates = list(candidates)
     if request is None or not project:
-        return _lint_once(candidates, request, cache=cache, jobs=jobs, progress=progress, profiles=profiles,
-                          pool_min_saving=pool_min_saving, project=project)
+        return _lint_once(candidates, request, setup, project=project)
     if not request.dry_run:
-        return _fix_rounds(candidates, request, cache=cache, jobs=jobs, progress=progress, profiles=profiles,
-                           pool_min_saving=pool_min_saving)
+        return _fix_rounds(candidates, request, setup)
     # A dry run (--diff) goes through the same rounds, its writes staged in
     # memory, so that its diff holds the project's fixes too.
     with staging() as staged:
-        run = _fix_rounds(candidates, request, cache=cache, jobs=jobs, progress=progress, profiles=profiles,
-                          pool_min_saving=pool_min_saving)
+        run = _fix_rounds(candidates, request, setup)
         written = dict(staged)
     from loadlint.project.fixing import diff_from_disk
 
@@ -206,27 +218,16 @@ def lint_candidates(
     return run
 
 
-def _fix_rounds(
-    candidates: list[Candidate],
-    request: FixRequest,
-    *,
-    cache: Callable[[], Cache] | None,
-    jobs: int | None,
-    progress: Progress | None,
-    profiles: ProfileCache,
-    pool_min_saving: int,
-) -> Run:
+def _fix_rounds(candidates: list[Candidate], request: FixRequest, setup: _Setup) -> Run:
     # A fix the project takes back (LL201 on a dataset held in memory by
     # another module) is not for the per-file pass to apply.
     withdrawn: dict[str, frozenset[tuple[str, int, int]]] = {}
-    checked = _lint_once(candidates, None, cache=cache, jobs=jobs, profiles=profiles,
-                         pool_min_saving=pool_min_saving, withdrawn=withdrawn)
+    checked = _lint_once(candidates, None, setup.quiet(), withdrawn=withdrawn)
     # What check offered: the summary says how many more the fixes made possible.
     offered = sum(1 for f in checked.findings if f.fix and (request.unsafe or f.fix.applicability == "safe"))
     request = dataclasses.replace(request, skip=withdrawn)
     held: dict[str, frozenset[tuple[str, int, int]]] = {}
-    run = _lint_once(candidates, request, cache=cache, jobs=jobs, progress=progress, profiles=profiles,
-                     pool_min_saving=pool_min_saving, withdrawn=held)
+    run = _lint_once(candidates, request, setup, withdrawn=held)
     from loadlint.project.fixing import write
 
     # What earlier rounds applied, by path: the last round's results say the rest.
@@ -242,8 +243,7 @@ def _fix_rounds(
             if result.applied or result.fixed is not None:
                 earlier.setdefault(result.path, FileResult(result.path)).carry(result)
         held = {}
-        run = _lint_once(candidates, request, cache=cache, jobs=jobs, profiles=profiles,
-                         pool_min_saving=pool_min_saving, withdrawn=held)
+        run = _lint_once(candidates, request, setup.quiet(), withdrawn=held)
     for result in run.results:
         before = earlier.pop(result.path, None)
         if before is not None:
@@ -259,18 +259,14 @@ def _fix_rounds(
 
 def _lint_once(
     candidates: Iterable[Candidate],
-    request: FixRequest | None = None,
+    request: FixRequest | None,
+    setup: _Setup,
     *,
-    cache: Callable[[], Cache] | None = None,
-    jobs: int | None = None,
-    progress: Progress | None = None,
-    profiles: ProfileCache | None = None,
-    pool_min_saving: int = POOL_MIN_SAVING,
     project: bool = True,
     withdrawn: dict[str, frozenset[tuple[str, int, int]]] | None = None,
 ) -> Run:
     """One pass of ``lint_candidates``: per file, then the project."""
-    profiles = profiles or ProfileCache()
+    cache, progress, profiles = setup.cache, setup.progress, setup.profiles
     candidates = list(candidates)
     results: list[FileResult | None] = [None] * len(candidates)
     work: list[_Work] = []
@@ -325,7 +321,7 @@ def _lint_once(
     if progress is not None:
         progress.total = len(work)
     with fewer_collections():
-        done = _run_pool(work, profiles, request, jobs, progress, pool_min_saving)
+        done = _run_pool(work, profiles, request, setup.jobs, progress, setup.pool_min_saving)
     for item, (result, consulted) in done:
         results[item.index] = result
         if result.source is None and result.findings and item.data is not None and not item.notebook:
