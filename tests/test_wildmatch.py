@@ -48,6 +48,10 @@ def test_agrees_with_pathspec_on_patterns_without_negation(raw, names, is_dir):
         ("abc/**", "abc/x.py", True),
         ("ab/**", "ab/", True),  # git check-ignore: the folder itself too (Hypothesis found it)
         ("ab/**", "ab", False),
+        ("a/***", "a/", True),  # more stars in a whole segment read as two (Hypothesis found it)
+        ("a/***", "a/b/f.py", True),
+        ("a/***/b", "a/x/b", True),
+        ("a***", "a/g.py", True),
         ("[!a]x", "/x", False),
         ("\\#x", "#x", True),
         ("# comment", "# comment", False),

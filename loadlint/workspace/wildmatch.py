@@ -176,7 +176,7 @@ def compile_line(line: str) -> _Pattern | None:
     for part in parts:
         if not part:
             return None  # "a//b": no path has an empty name
-        if part == "**":
+        if _all_folders(part):
             if not segments or segments[-1] is not _ANY_SEGMENTS:
                 segments.append(_ANY_SEGMENTS)
             continue
@@ -184,11 +184,16 @@ def compile_line(line: str) -> _Pattern | None:
         if tokens is None:
             return None
         segments.append(tokens)
-    inside = bool(segments) and segments[-1] is _ANY_SEGMENTS and parts[-1] == "**"
+    inside = bool(segments) and segments[-1] is _ANY_SEGMENTS and _all_folders(parts[-1])
     if inside:
         # "abc/**": everything inside abc, at least one more segment.
         segments.append((_STAR,))
     return _Pattern(negate, dir_only, tuple(segments), inside)
+
+
+def _all_folders(part: str) -> bool:
+    """A whole segment of two or more stars (git reads ``***`` as ``**``)."""
+    return len(part) >= 2 and part.count("*") == len(part)
 
 
 def _prefix_matches(segments: tuple[object, ...], names: list[str]) -> list[bool]:
