@@ -173,13 +173,18 @@ class Project:
         stems = {_stem(path) for path in wanted if _stem(path)}
         if not stems:
             return []
-        pattern = re.compile(rb"\b(?:" + b"|".join(re.escape(os.fsencode(s)) for s in sorted(stems)) + rb")\b")
         names = [os.fsencode(name) for found in wanted.values() for name in sorted(found)]
+        return self._naming(stems, names, lambda path: is_test_file(os.path.relpath(path, self.root).replace(os.sep, "/")))
+
+    def _naming(self, stems: Iterable[str], names: list[bytes], skip: Callable[[str], bool]) -> list[str]:
+        """Project files (but those ``skip`` leaves out) that import a module
+        of ``stems`` and mention one of ``names``: a byte search."""
+        pattern = re.compile(rb"\b(?:" + b"|".join(re.escape(os.fsencode(s)) for s in sorted(stems)) + rb")\b")
         out = []
         for count, path in enumerate(self.files()):
             if count >= MAX_FILES:
                 break
-            if is_test_file(os.path.relpath(path, self.root).replace(os.sep, "/")):
+            if skip(path):
                 continue
             try:
                 data = read_source(path, within=str(self.root))
@@ -198,19 +203,8 @@ class Project:
                 factories.setdefault(_stem(path), set()).update(names)
         if not factories:
             return roots
-        stems = re.compile(rb"\b(?:" + b"|".join(re.escape(os.fsencode(s)) for s in sorted(factories)) + rb")\b")
         functions = [os.fsencode(name) for names in factories.values() for name in sorted(names)]
-        for count, path in enumerate(self.files()):
-            if count >= MAX_FILES:
-                break
-            if path in roots:
-                continue
-            try:
-                data = read_source(path, within=str(self.root))
-            except OSError:
-                continue
-            if any(name in data for name in functions) and imports_one_of(data, stems):
-                roots.add(path)
+        roots.update(self._naming(factories, functions, roots.__contains__))
         return roots
 
 

@@ -33,6 +33,20 @@ def _training_arguments(ctx: Context) -> Iterator[Report]:
         yield Report(call.node, message, fix)
 
 
+#: The examples' train and test loaders of one function, the first persistent.
+_TRAIN_AND_TEST = """
+from torch.utils.data import DataLoader
+def main():
+    train = DataLoader(ds, num_workers=3, persistent_workers=True)
+    test = DataLoader(ds, num_workers=3)
+    for epoch in range(10):
+        for batch in train:
+            step(batch)
+        for batch in test:
+            step(batch)
+"""
+
+
 def _crowds_the_cpus(ctx: Context, call: LoaderCall) -> bool:
     """Persistent, the loader's workers would stay alive beside other
     persistent loaders' past the usable CPUs (LL203's finding): which
@@ -240,17 +254,7 @@ class NonPersistentWorkers(Rule):
         """),
         # Kept alive beside `train`'s 3, the test loader's 3 workers would be
         # 6 on 4 usable CPUs (LL203): which loader keeps its workers is the author's choice.
-        Valid("""
-            from torch.utils.data import DataLoader
-            def main():
-                train = DataLoader(ds, num_workers=3, persistent_workers=True)
-                test = DataLoader(ds, num_workers=3)
-                for epoch in range(10):
-                    for batch in train:
-                        step(batch)
-                    for batch in test:
-                        step(batch)
-        """, profile=HardwareProfile(usable_cpus=4, gpu_count=1)),
+        Valid(_TRAIN_AND_TEST, profile=HardwareProfile(usable_cpus=4, gpu_count=1)),
         # One epoch: the Trainer iterates its loader once.
         Valid("""
             from transformers import TrainingArguments
@@ -264,28 +268,8 @@ class NonPersistentWorkers(Rule):
     INVALID = [
         # 3 + 3 workers kept alive on 8 usable CPUs: room for both.
         Invalid(
-            """
-            from torch.utils.data import DataLoader
-            def main():
-                train = DataLoader(ds, num_workers=3, persistent_workers=True)
-                test = DataLoader(ds, num_workers=3)
-                for epoch in range(10):
-                    for batch in train:
-                        step(batch)
-                    for batch in test:
-                        step(batch)
-            """,
-            fixed="""
-            from torch.utils.data import DataLoader
-            def main():
-                train = DataLoader(ds, num_workers=3, persistent_workers=True)
-                test = DataLoader(ds, num_workers=3, persistent_workers=True)
-                for epoch in range(10):
-                    for batch in train:
-                        step(batch)
-                    for batch in test:
-                        step(batch)
-            """,
+            _TRAIN_AND_TEST,
+            fixed=_TRAIN_AND_TEST.replace("num_workers=3)", "num_workers=3, persistent_workers=True)"),
             line=4,
             profile=HardwareProfile(usable_cpus=8, gpu_count=1),
         ),
