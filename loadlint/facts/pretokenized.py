@@ -20,6 +20,8 @@ bind the collator in two branches and ``eval_dataset`` twice).
 
 from __future__ import annotations
 
+from typing import Callable
+
 import libcst as cst
 
 from loadlint.facts.datasets import DatasetFacts
@@ -44,15 +46,21 @@ def _padding_collate(names: NameFacts, expr: cst.BaseExpression, call: LoaderCal
     target, scope = follow_name(expr, call.scope)
     if scope is None:
         return False
-    if type(target) is cst.Name:
-        # Bound in branches (``default_data_collator`` when padded to the
-        # maximum length, ``DataCollatorWithPadding(...)`` otherwise, as
-        # Hugging Face's example scripts do): a padding collate whichever runs.
-        found = scope.lookup(target.value)
-        if found is not None and len(found[1]) > 1:
-            values = [binding.value for binding in found[1]]
-            return all(value is not None and _padding_target(names, value, found[0]) for value in values)
-    return _padding_target(names, target, scope)
+    # Bound in branches (``default_data_collator`` when padded to the maximum
+    # length, ``DataCollatorWithPadding(...)`` otherwise): a padding collate whichever runs.
+    each = _each_binding(target, scope, lambda value, owner: _padding_target(names, value, owner))
+    return _padding_target(names, target, scope) if each is None else each
+
+
+def _each_binding(
+    target: cst.BaseExpression, scope: Scope, test: Callable[[cst.BaseExpression, Scope], bool]
+) -> bool | None:
+    """For a name bound more than once (which ``follow_name`` stops at),
+    whether ``test`` holds for each of its values; None for anything else."""
+    found = scope.lookup(target.value) if type(target) is cst.Name else None
+    if found is None or len(found[1]) < 2:
+        return None
+    return all(binding.value is not None and test(binding.value, found[0]) for binding in found[1])
 
 
 def _padding_target(names: NameFacts, target: cst.BaseExpression, scope: Scope) -> bool:
@@ -88,12 +96,8 @@ def _rows(expr: cst.BaseExpression, call: LoaderCall) -> bool:
     target, scope = follow_name(expr, call.scope)
     if scope is None:
         return False
-    if type(target) is cst.Name:
-        found = scope.lookup(target.value)  # bound again (another split later): each binding is rows
-        if found is None or len(found[1]) < 2:
-            return False
-        return all(binding.value is not None and _rows_value(binding.value) for binding in found[1])
-    return _rows_value(target)
+    each = _each_binding(target, scope, lambda value, _: _rows_value(value))  # bound again: another split
+    return _rows_value(target) if each is None else each
 
 
 def _rows_value(target: cst.BaseExpression) -> bool:

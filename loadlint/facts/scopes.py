@@ -21,7 +21,7 @@ def constant_index(node: cst.Subscript) -> str | int | None:
         return None
     index = node.slice[0].slice.value
     if type(index) is cst.SimpleString:
-        value = index.evaluated_value
+        value = string_value(index)
         return value if isinstance(value, str) else None
     if type(index) is cst.Integer:
         return int(index.value, 0)
@@ -42,7 +42,7 @@ def literal_members(node: cst.BaseExpression) -> list[tuple[str | int, cst.BaseE
         for element in node.elements:
             if type(element) is not cst.DictElement or type(element.key) is not cst.SimpleString:
                 return None
-            key = element.key.evaluated_value
+            key = string_value(element.key)
             if not isinstance(key, str) or any(k == key for k, _ in out):
                 return None
             out.append((key, element.value))

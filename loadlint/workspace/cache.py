@@ -186,16 +186,22 @@ class Cache:
     # -- files the pre-filter turned away --------------------------------
 
     def turned_away(self) -> dict[str, list[int]]:
-        """The record ``TurnedAway`` keeps (absolute path -> ``signature``)."""
-        try:
-            raw = json.loads(self.read(TURNED_AWAY))
-        except (OSError, ValueError):
-            return {}
-        files = raw.get("files") if isinstance(raw, dict) and raw.get("stamp") == self.stamp else None
-        return files if isinstance(files, dict) else {}
+        """The record ``TurnedAway`` keeps (absolute path -> ``signature``),
+        read once per run (a fix run's passes share it)."""
+        if self._turned_away is None:
+            try:
+                raw = json.loads(self.read(TURNED_AWAY))
+            except (OSError, ValueError):
+                raw = None
+            files = raw.get("files") if isinstance(raw, dict) and raw.get("stamp") == self.stamp else None
+            self._turned_away = files if isinstance(files, dict) else {}
+        return self._turned_away
 
     def store_turned_away(self, files: dict[str, list[int]]) -> None:
+        self._turned_away = files
         self.write(TURNED_AWAY, json.dumps({"stamp": self.stamp, "files": files}, separators=(",", ":")).encode())
+
+    _turned_away: dict[str, list[int]] | None = None
 
     def sub(self, name: str) -> Cache:
         """A cache kept in a folder of this one (project analysis keeps its
