@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+import loadlint.run.pool as pool
 import loadlint.run.runner as runner
 from loadlint.api import FixRequest, ProfileCache
 from loadlint.frontends.cli import cli
@@ -84,21 +85,23 @@ def test_pool_and_sequential_give_identical_results(tmp_path):
 
 def test_pool_is_really_used(tmp_path, monkeypatch):
     root = write_tree(tmp_path / "tree")
-    real = runner.lint_one
+    real = pool.lint_one
 
     def tagged(candidate, data, profiles, request):
         result, consulted = real(candidate, data, profiles, request)
         result.__dict__["pid"] = os.getpid()
         return result, consulted
 
-    monkeypatch.setattr(runner, "lint_one", tagged)
+    monkeypatch.setattr(pool, "lint_one", tagged)
     run = runner.lint_candidates(candidates(root), jobs=2, profiles=profiles(), pool_min_saving=0)
     pids = [r.__dict__.get("pid") for r in run.results]
     # Every file that reached the engine (all but the five plain ones) was
-    # checked in a worker: none here, none lost, no more workers than jobs.
+    # checked once, none lost: by this process and one worker (two jobs),
+    # each with a share.
     assert len(pids) == run.parsed == 16
-    assert None not in pids and os.getpid() not in pids
-    assert 1 <= len(set(pids)) <= 2
+    assert None not in pids
+    assert os.getpid() in pids
+    assert len(set(pids)) == 2
 
 
 def test_order_is_deterministic_whatever_the_discovery_order(tmp_path):
@@ -129,26 +132,26 @@ def test_small_runs_stay_in_process(tmp_path, monkeypatch):
 
 def test_pays_for_pool():
     def work(*sizes):
-        return [runner._Work(i, None, b"x" * size) for i, size in enumerate(sizes)]  # type: ignore[arg-type]
+        return [pool.Work(i, None, b"x" * size) for i, size in enumerate(sizes)]  # type: ignore[arg-type]
 
-    assert not runner._pays_for_pool(work(10_000, 10_000), 2, runner.POOL_MIN_SAVING)
-    assert runner._pays_for_pool(work(*[40_000] * 10), 2, runner.POOL_MIN_SAVING)
+    assert not pool._pays_for_pool(work(10_000, 10_000), 2, pool.POOL_MIN_SAVING)
+    assert pool._pays_for_pool(work(*[40_000] * 10), 2, pool.POOL_MIN_SAVING)
     # One huge file and crumbs: the huge file alone sets the time.
-    assert not runner._pays_for_pool(work(2_000_000, 1_000), 2, runner.POOL_MIN_SAVING)
-    assert not runner._pays_for_pool(work(*[40_000] * 10), 1, runner.POOL_MIN_SAVING)
+    assert not pool._pays_for_pool(work(2_000_000, 1_000), 2, pool.POOL_MIN_SAVING)
+    assert not pool._pays_for_pool(work(*[40_000] * 10), 1, pool.POOL_MIN_SAVING)
 
 
 def _die_on_mod_03(candidate, data):
     if candidate.path.name == "mod_03.py":
         os._exit(3)
-    return runner._worker_lint(candidate, data)
+    return pool._worker_lint(candidate, data)
 
 
 def test_a_dead_worker_loses_no_file(tmp_path, monkeypatch):
     root = write_tree(tmp_path / "tree")
     expected = runner.lint_candidates(candidates(root), jobs=1, profiles=profiles())
-    monkeypatch.setattr(runner, "_worker_lint", runner._work_in_worker, raising=False)
-    monkeypatch.setattr(runner, "_work_in_worker", _die_on_mod_03)
+    monkeypatch.setattr(pool, "_worker_lint", pool._work_in_worker, raising=False)
+    monkeypatch.setattr(pool, "_work_in_worker", _die_on_mod_03)
     run = runner.lint_candidates(candidates(root), jobs=2, profiles=profiles(), pool_min_saving=0)
     assert report(run) == report(expected)
 
@@ -270,7 +273,7 @@ def test_large_files_are_not_parsed_side_by_side(tmp_path, monkeypatch):
         (root / f"big_{i}.py").write_text(TEMPLATE.format(i=i, batch=8, extra="") + padding * 500)  # ~40 KB
     for i in range(6):
         (root / f"small_{i}.py").write_text(TEMPLATE.format(i=i, batch=8, extra=""))
-    real = runner.lint_one
+    real = pool.lint_one
 
     def timed(candidate, data, profiles, request):
         start = time.monotonic()
@@ -279,8 +282,8 @@ def test_large_files_are_not_parsed_side_by_side(tmp_path, monkeypatch):
         result.__dict__["span"] = (start, time.monotonic())
         return result, consulted
 
-    monkeypatch.setattr(runner, "lint_one", timed)
-    monkeypatch.setattr(runner, "IN_FLIGHT_BYTES", 50_000)
+    monkeypatch.setattr(pool, "lint_one", timed)
+    monkeypatch.setattr(pool, "IN_FLIGHT_BYTES", 50_000)
     run = runner.lint_candidates(candidates(root), jobs=2, profiles=profiles(), pool_min_saving=0)
     spans = sorted(r.__dict__["span"] for r in run.results if Path(r.path).name.startswith("big_"))
     assert len(spans) == 4

@@ -156,7 +156,7 @@ def check_options(func: _Command) -> _Command:
         click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", help="Colour output."),
         click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary."),
         click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODE` to every line with a finding (to adopt loadlint on existing code)."),
-        click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Worker processes (default: the usable CPUs)."),
+        click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Processes checking files: this one and N-1 workers (default: the usable CPUs)."),
     ]
     for option in reversed(options):
         func = option(func)
