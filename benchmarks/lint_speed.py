@@ -129,16 +129,22 @@ def unpack(work: Path, wheels: list[Path]) -> tuple[Path, Path, list[str]]:
         folder.mkdir(parents=True)
     for wheel in wheels:
         label = wheel.name.split("-")[0]
-        with zipfile.ZipFile(wheel) as archive:
-            for info in archive.infolist():
-                name = info.filename
-                if not name.endswith(".py") or ".." in Path(name).parts or name.startswith("/"):
-                    continue
-                target = (padding if name.startswith(PADDING_PREFIX) else corpus / label) / name
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(archive.read(info))
+        for name, data in wheel_sources(wheel):
+            target = (padding if name.startswith(PADDING_PREFIX) else corpus / label) / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
     stamp.write_text("\n".join(labels))
     return corpus, padding, labels
+
+
+def wheel_sources(wheel: Path):
+    """(name, bytes) of each ``.py`` file of ``wheel`` whose name stays
+    inside the folder it is unpacked into."""
+    with zipfile.ZipFile(wheel) as archive:
+        for info in archive.infolist():
+            name = info.filename
+            if name.endswith(".py") and ".." not in Path(name).parts and not name.startswith("/"):
+                yield name, archive.read(info)
 
 
 def torchfix_venv(work: Path) -> Path:

@@ -49,18 +49,12 @@ def corpus(work: Path) -> Path:
     if stamp.exists() and stamp.read_text() == label:
         return tree
     shutil.rmtree(tree, ignore_errors=True)
-    import zipfile
-
     for wheel in lint_speed.fetch(work, WHEELS):
         name = wheel.name.split("-")[0]
-        with zipfile.ZipFile(wheel) as archive:
-            for info in archive.infolist():
-                path = info.filename
-                if not path.endswith(".py") or ".." in Path(path).parts or path.startswith("/"):
-                    continue
-                target = tree / name / path
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(archive.read(info))
+        for path, data in lint_speed.wheel_sources(wheel):
+            target = tree / name / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
     stamp.write_text(label)
     return tree
 
