@@ -25,9 +25,13 @@ FIXTURES = Path(__file__).parent / "fixtures"
 TARGET_LINE = "# loadlint target: "
 
 
-def _options(text: str, select: frozenset[str] = frozenset(CODES)) -> Options:
+#: No CPU count declared: worker fixes write the run-time constant (``LOADER_WORKERS``).
+PORTABLE = "gpus=4,platform=linux,python=3.14"
+
+
+def _options(text: str, select: frozenset[str] = frozenset(CODES), target: str | None = None) -> Options:
     first = text.splitlines()[0] if text else ""
-    target = first[len(TARGET_LINE):] if first.startswith(TARGET_LINE) else "cpus=8,gpus=4,platform=linux,python=3.14"
+    target = target or (first[len(TARGET_LINE):] if first.startswith(TARGET_LINE) else "cpus=8,gpus=4,platform=linux,python=3.14")
     profile = resolve_profile(parse_target(target))
     return Options(select, lambda: profile)
 
@@ -51,12 +55,15 @@ def _sources() -> list[tuple[str, str]]:
 SOURCES = _sources()
 
 
+@pytest.mark.parametrize("target", [None, PORTABLE], ids=["declared", "portable"])
 @pytest.mark.parametrize("select", ["all", "LL201"])
 @pytest.mark.parametrize("name,text", SOURCES, ids=[name for name, _ in SOURCES])
-def test_simulated_trials_decide_as_real_ones(monkeypatch: pytest.MonkeyPatch, name: str, text: str, select: str) -> None:
-    opts = _options(text, frozenset(CODES) if select == "all" else frozenset({select}))
+def test_simulated_trials_decide_as_real_ones(
+    monkeypatch: pytest.MonkeyPatch, name: str, text: str, select: str, target: str | None
+) -> None:
+    opts = _options(text, frozenset(CODES) if select == "all" else frozenset({select}), target)
     simulated = decided_findings(text, name, opts)
-    monkeypatch.setattr(loadlint.engine.virtual, "patched", lambda info, specs: None)
+    monkeypatch.setattr(loadlint.engine.virtual, "patched", lambda info, specs, text=None: None)
     real = decided_findings(text, name, opts)
     assert _shown(simulated) == _shown(real)
 
@@ -104,7 +111,7 @@ def _many(n: int, bad: int) -> str:
 
 def test_blame_tries_the_innocent_calls_together(monkeypatch: pytest.MonkeyPatch) -> None:
     text = _many(12, 5)
-    monkeypatch.setattr(loadlint.engine.virtual, "patched", lambda info, specs: None)
+    monkeypatch.setattr(loadlint.engine.virtual, "patched", lambda info, specs, text=None: None)
     trials = _reparses(monkeypatch)
     findings = decided_findings(text, "many.py", _options(text, frozenset({"LL201"})))
     assert len(findings) == 12
@@ -122,6 +129,21 @@ def test_check_simulates_literal_keyword_fixes(monkeypatch: pytest.MonkeyPatch) 
     findings = decided_findings(text, "many.py", _options(text, frozenset({"LL201"})))
     assert [f.location.row for f in findings if f.fix is None] == [16]
     assert trials == []
+
+
+def test_check_simulates_the_run_time_worker_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = _many(12, 5)
+    trials = _reparses(monkeypatch)
+    findings = decided_findings(text, "many.py", _options(text, frozenset({"LL201"}), PORTABLE))
+    # With a count known only at run time, the IterableDataset's LL104 is its fix's "unsafe" note.
+    assert len(findings) == 12 and all(f.fix is not None for f in findings)
+    assert all("`num_workers=LOADER_WORKERS`, defined after the imports" in f.fix.message for f in findings)
+    assert trials == []
+    # A module that mentions ``os`` gets a real trial: the added import could change what it means.
+    mentions = text.replace("import torch", "import torch  # needs no os")
+    again = decided_findings(mentions, "many.py", _options(mentions, frozenset({"LL201"}), PORTABLE))
+    assert len(trials) == 1
+    assert _shown(again) == _shown(findings)
 
 
 def _call_facts(code: str):  # type: ignore[no-untyped-def]
@@ -184,3 +206,31 @@ def test_patched_refuses_conflicts_dict_arguments_and_bare_generators() -> None:
                 FixSpec("safe", "y", calls=[CallChange(c.node, {"num_workers": "2"})])]
     assert patched(info, conflict) is None
     assert patched(info, conflict[:1]) is not None
+
+
+def test_patched_simulates_the_run_time_worker_count() -> None:
+    from loadlint.facts.values import UNKNOWN
+    from loadlint.rules.shared import RANK_WORKERS_CONSTANT, WORKERS_CONSTANT
+
+    code = """
+        from torch.utils.data import DataLoader
+        a = DataLoader(ds, 8)
+    """
+    info = _call_facts(code)
+    call = info.calls[0].node
+
+    def spec(imports: list[str], name: str = "num_workers", value: str = "LOADER_WORKERS") -> list[FixSpec]:
+        return [FixSpec("safe", "x", calls=[CallChange(call, {name: value})], imports=imports)]
+
+    out = patched(info, spec(["import os", WORKERS_CONSTANT]), textwrap.dedent(code))
+    assert out is not None
+    assert out[0].calls[0].value("num_workers") is UNKNOWN and out[0].calls[0].expr("num_workers") is not None
+    assert patched(info, spec([RANK_WORKERS_CONSTANT]), textwrap.dedent(code)) is not None
+    assert patched(info, spec([]), None) is not None  # the constant is already defined
+    assert patched(info, spec(["import os", WORKERS_CONSTANT]), None) is None
+    assert patched(info, spec(["import os", WORKERS_CONSTANT]), "import torch  # os\n") is None
+    assert patched(info, spec(["import os", WORKERS_CONSTANT]), "import numpy as os\n") is None
+    assert patched(info, spec(["import os", WORKERS_CONSTANT]), "from os import path\nx = path.os\n") is not None
+    assert patched(info, spec(["import sys", WORKERS_CONSTANT]), textwrap.dedent(code)) is None
+    assert patched(info, spec([WORKERS_CONSTANT], "prefetch_factor"), textwrap.dedent(code)) is None
+    assert patched(info, spec([WORKERS_CONSTANT], value="WORKERS"), textwrap.dedent(code)) is None

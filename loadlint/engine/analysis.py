@@ -443,7 +443,7 @@ def _decide(
     builder = Builder(positions.module, positions)
 
     def trial(chosen: list[Candidate]) -> Outcome[Analysis | None] | None:
-        simulated = patched(analysis.info, [c.spec for c in chosen]) if check else None
+        simulated = patched(analysis.info, [c.spec for c in chosen], text) if check else None
         if simulated is not None:
             again = Analysis(text, analysis.module, analysis.positions, simulated[0], rendered=analysis.rendered)
             try:

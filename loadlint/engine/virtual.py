@@ -8,9 +8,14 @@ fixes set one keyword of a DataLoader call to a literal (``num_workers=8``,
 fixed module are then the facts as they are with that argument replaced:
 the rules can run again on them, parsing and collecting nothing.
 
-Only such changes are simulated.  A fix that removes an argument, writes an
-expression, adds an import or a statement, or touches a keyword a ``**dict``
-also carries, is left to a real trial.
+Only such changes are simulated, and one more: the run-time worker count
+(``num_workers=LOADER_WORKERS``, the constant defined after the imports,
+with ``import os`` when the module has no ``os``).  The constant's value is
+unknown to every rule, as the name is where it is not bound; the statements
+added read nothing of the module and no other statement reads them.  A fix
+that removes an argument, writes another expression, adds another import
+or statement, or touches a keyword a ``**dict`` also carries, is left to a
+real trial.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from typing import TYPE_CHECKING, Iterable
 
 import libcst as cst
 
+from loadlint.rules.shared import RANK_WORKERS_CONSTANT, WORKERS_CONSTANT, WORKERS_NAME
+
 if TYPE_CHECKING:
     from loadlint.facts.collect import ModuleFacts
     from loadlint.rules.base import FixSpec
@@ -29,6 +36,12 @@ if TYPE_CHECKING:
 #: read them from the call's arguments.
 SIMULATED = frozenset({"num_workers", "pin_memory", "persistent_workers", "prefetch_factor"})
 _LITERAL = re.compile(r"(?:0|[1-9][0-9]*|True|False|None)\Z")
+#: The statements of the run-time worker count a fix may add (``rules.shared.workers_code``).
+_WORKER_STATEMENTS = frozenset({WORKERS_CONSTANT, RANK_WORKERS_CONSTANT})
+#: ``os`` as a name anywhere in the text (a comment or string too), but as an
+#: attribute or in ``from os import``: where it is, an added ``import os``
+#: could change what the module's own ``os`` means.
+_OS = re.compile(r"(?<![.\w])(?<!from )os\b")
 
 
 class Unlocated(Exception):
@@ -40,21 +53,24 @@ def literal(code: str) -> cst.BaseExpression:
     return cst.Integer(code) if code[0].isdigit() else cst.Name(code)
 
 
-def patched(info: ModuleFacts, specs: Iterable[FixSpec]) -> tuple[ModuleFacts, set[int]] | None:
+def patched(info: ModuleFacts, specs: Iterable[FixSpec], text: str | None = None) -> tuple[ModuleFacts, set[int]] | None:
     """``info`` as if ``specs`` were applied, and the ids of the nodes made
     for it (the text holds none: a finding on one needs a real trial); None
-    when they cannot be simulated."""
+    when they cannot be simulated.  ``text``: the module's (without it, a
+    fix adding ``import os`` is not simulated)."""
     changes: dict[int, dict[str, str]] = {}
     made: set[int] = set()
     for spec in specs:
-        if spec.replace or spec.prepend or spec.hoist or spec.imports or spec.guard:
+        if spec.replace or spec.prepend or spec.hoist or spec.guard or not _simulated_imports(spec.imports, text):
             return None
         for change in spec.calls:
             if change.remove or not change.set:
                 return None
             sets = changes.setdefault(id(change.call), {})
             for name, code in change.set.items():
-                if name not in SIMULATED or not _LITERAL.match(code) or sets.get(name, code) != code:
+                if name not in SIMULATED or sets.get(name, code) != code:
+                    return None
+                if not (_LITERAL.match(code) or name == "num_workers" and code == WORKERS_NAME):
                     return None
                 sets[name] = code
     calls = []
@@ -79,3 +95,15 @@ def patched(info: ModuleFacts, specs: Iterable[FixSpec]) -> tuple[ModuleFacts, s
     if changes:  # a call the facts do not know as a DataLoader
         return None
     return replace(info, loaders=replace(info.loaders, calls=calls)), made
+
+
+def _simulated_imports(added: list[str], text: str | None) -> bool:
+    """Whether the statements a fix adds after the imports are the run-time
+    worker count's, which no fact of the module reads."""
+    for statement in added:
+        if statement == "import os":
+            if text is None or _OS.search(text):
+                return False
+        elif statement not in _WORKER_STATEMENTS:
+            return False
+    return True
