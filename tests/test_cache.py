@@ -474,13 +474,13 @@ class Reads:
 
     def __init__(self, monkeypatch) -> None:
         self.names: list[str] = []
-        real = runner.read_source
+        real = runner.read_resolved
 
         def counting(path, *args, **kwargs):
             self.names.append(Path(path).name)
             return real(path, *args, **kwargs)
 
-        monkeypatch.setattr(runner, "read_source", counting)
+        monkeypatch.setattr(runner, "read_resolved", counting)
 
 
 def turned_away(cache_dir: Path) -> list[str]:

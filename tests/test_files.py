@@ -1,9 +1,13 @@
 """Reading and writing files (loadlint.sources.files): the diff both .py files and
 notebook cells use, and the messages for fixes that cannot be written."""
 
+import errno
+import os
 from pathlib import Path
 
-from loadlint.sources.files import unified_diff, write_fixes
+import pytest
+
+from loadlint.sources.files import KeptBytes, read_resolved, read_source, stage, staging, unified_diff, write_fixes
 
 
 def test_diff_splits_lines_as_python_does():
@@ -36,3 +40,49 @@ def test_write_fixes_says_why_nothing_was_written(tmp_path: Path):
     assert write_fixes(path, b"changed meanwhile\n", b"fixed\n") is None
     assert path.read_bytes() == b"fixed\n"
     assert write_fixes(tmp_path / "missing.py", b"", b"x\n").startswith("cannot write fixes: ")
+
+
+def test_read_source_reads_whole_files_and_refuses_what_is_not_one(tmp_path: Path):
+    big = bytes(range(256)) * 1000  # more than one read's worth
+    (tmp_path / "big.py").write_bytes(big)
+    assert read_source(tmp_path / "big.py") == big
+    assert read_resolved(tmp_path / "big.py", str(tmp_path)) == (os.path.realpath(tmp_path / "big.py"), big)
+    assert read_resolved(tmp_path / "big.py") == (None, big)
+    with pytest.raises(OSError) as over:
+        read_source(tmp_path / "big.py", limit=len(big) - 1)
+    assert over.value.errno == errno.EFBIG
+    with pytest.raises(IsADirectoryError):
+        read_source(tmp_path)
+    os.mkfifo(tmp_path / "pipe.py")
+    with pytest.raises(OSError, match="not a regular file"):
+        read_source(tmp_path / "pipe.py")
+
+
+def test_kept_bytes_are_read_as_the_disk_would_be_within_a_folder(tmp_path: Path):
+    inside, outside = tmp_path / "repo", tmp_path / "elsewhere"
+    inside.mkdir()
+    outside.mkdir()
+    (inside / "a.py").write_bytes(b"kept\n")
+    (outside / "b.py").write_bytes(b"secret\n")
+    (inside / "link.py").symlink_to(outside / "b.py")
+    kept = KeptBytes(budget=15)
+    kept.keep(inside / "a.py", *read_resolved(inside / "a.py", str(inside)))
+    (inside / "a.py").write_bytes(b"changed on disk\n")
+    assert kept.read(str(inside / "a.py"), str(inside)) == b"kept\n"
+    # Kept under a wider folder, refused under one its real path is outside of.
+    kept.keep(inside / "link.py", *read_resolved(inside / "link.py", str(tmp_path)))
+    (outside / "b.py").write_bytes(b"secret, changed\n")
+    assert kept.read(str(inside / "link.py"), str(tmp_path)) == b"secret\n"
+    with pytest.raises(OSError) as refused:
+        kept.read(str(inside / "link.py"), str(inside))
+    assert refused.value.errno == errno.EACCES
+    # Over the budget (5 + 7 + 4 bytes > 15): read again from the disk.
+    (inside / "c.py").write_bytes(b"big\n")
+    kept.keep(inside / "c.py", *read_resolved(inside / "c.py", str(inside)))
+    # Read without a folder, the real path is not known: not kept.
+    kept.keep(inside / "d.py", None, b"d\n")
+    assert list(kept.files) == [str(inside / "a.py"), str(inside / "link.py")]
+    # A dry run's staged bytes win over what was kept.
+    with staging():
+        stage(inside / "a.py", b"staged\n")
+        assert kept.read(str(inside / "a.py"), str(inside)) == b"staged\n"

@@ -190,3 +190,39 @@ def test_nested_roots_share_one_walk_of_the_tree(tmp_path: Path) -> None:
     assert listing.files(tmp_path / "x" / "y") == [
         str(tmp_path / "x" / "y" / n) for n in ("a.py", "b.py", "n.ipynb")
     ] + [str(tmp_path / "x" / "y" / "z" / n) for n in ("a.py", "b.py", "n.ipynb")]
+
+
+def test_a_pass_reporting_no_selected_code_is_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
+    import loadlint.project as project_package
+
+    calls: list[str] = []
+    real = project_package.gpu_trainers
+    monkeypatch.setattr(project_package, "gpu_trainers", lambda *args: calls.append("ran") or real(*args))
+    folder = PROJECTS / "lightning_gpu"
+    monkeypatch.chdir(folder)
+
+    def run(select: str) -> str:
+        args = ["check", "--isolated", "--no-cache", "--select", select, "--target", TARGET, "--output-format",
+                "concise", "-q", "."]
+        return CliRunner().invoke(cli, args, env=ENV, catch_exceptions=False).output
+
+    assert run("LL201,LL204") == ""
+    assert calls == []
+    out = run("LL202")
+    assert calls == ["ran"]
+    assert out == "".join(line for line in (folder / "expected.txt").read_text().splitlines(True) if " LL202 " in line)
+
+
+def test_the_project_phase_searches_the_bytes_the_run_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from loadlint.run import runner
+    from loadlint.sources import files
+
+    project = example_project(tmp_path)
+    real = files.read_source
+    again: list[str] = []
+    monkeypatch.setattr(files, "read_source", lambda path, *args: again.append(Path(path).name) or real(path, *args))
+    kept = check(project, "--no-cache", ".")
+    assert again == []
+    monkeypatch.setattr(runner, "KEEP_BYTES", 0)
+    assert check(project, "--no-cache", ".") == kept
+    assert "train.py" in again

@@ -31,7 +31,7 @@ from typing import Callable, Iterable
 from loadlint.sources.files import read_source
 from loadlint.workspace.config import is_test_file
 from loadlint.project.flow import Walk
-from loadlint.project.lightning import gpu_trainers
+from loadlint.project.lightning import CODES as LIGHTNING_CODES, gpu_trainers
 from loadlint.project.modules import Resolver, project_root
 from loadlint.project.reporter import NOTEBOOK, Reporter
 from loadlint.types import Finding, Flags, Location, Options, Summary
@@ -63,6 +63,11 @@ class Project:
     options_for: Callable[[str], Options]
     #: A file's own findings when phase 1 has them (else it is analysed again).
     own_findings: Callable[[str], list[Finding] | None] = lambda path: None
+    #: Every code some file of the project selects (None: any may be):
+    #: a pass reporting none of them is skipped.
+    codes: frozenset[str] | None = None
+    #: A project file's bytes, read within a folder (the run's, when it kept them).
+    read_bytes: Callable[[str, str | None], bytes] = read_source
 
     def findings(self, report_in: Iterable[str]) -> dict[str, list[Finding]]:
         """New findings for the files in ``report_in`` (absolute paths)."""
@@ -96,7 +101,8 @@ class Project:
         report = Reporter(self, wanted, flags, walk.entered)
         for ref in walk.loaders:
             report.loader(ref)
-        gpu_trainers(self.summaries, summary_of, self.importers, resolver, flags, report)
+        if self.codes is None or self.codes & LIGHTNING_CODES:
+            gpu_trainers(self.summaries, summary_of, self.importers, resolver, flags, report)
         found = report.done()
         for path, held in report.held().items():
             found[HELD + path] = held
@@ -120,7 +126,7 @@ class Project:
             if count >= MAX_FILES:
                 return True  # not all read: assume it is there
             try:
-                if word in read_source(path, within=str(self.root)):
+                if word in self.read_bytes(path, str(self.root)):
                     return True
             except OSError:
                 continue
@@ -146,7 +152,7 @@ class Project:
             if count >= MAX_FILES or len(importer) == len(scripts):
                 break
             try:
-                data = read_source(path, within=str(self.root))
+                data = self.read_bytes(path, str(self.root))
             except OSError:
                 continue
             if not imports_one_of(data, stems):
@@ -187,7 +193,7 @@ class Project:
             if skip(path):
                 continue
             try:
-                data = read_source(path, within=str(self.root))
+                data = self.read_bytes(path, str(self.root))
             except OSError:
                 continue
             if any(name in data for name in names) and imports_one_of(data, pattern):

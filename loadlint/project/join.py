@@ -21,7 +21,7 @@ from loadlint.workspace.config import Settings
 from loadlint.workspace.discover import Candidate
 from loadlint.sources.prefilter import passes_prefilter
 from loadlint.engine.summaries import summarise_text
-from loadlint.sources.files import read_source
+from loadlint.sources.files import KeptBytes, read_source
 from loadlint.engine.notebook import joined_text, to_cells
 from loadlint.engine.pipeline import ProfileCache, options_for
 from loadlint.project import HELD, MAX_FILES, Project
@@ -104,10 +104,12 @@ def join_project(
     profiles: ProfileCache,
     cache: Callable[[], Cache] | None,
     withdrawn: dict[str, frozenset[tuple[str, int, int]]] | None = None,
+    kept: KeptBytes | None = None,
 ) -> None:
     """Add project findings to ``results`` (parallel to ``candidates``;
     None where the run's pre-filter skipped the file); the (code, row,
-    column) of the findings it takes back go to ``withdrawn``, by absolute path."""
+    column) of the findings it takes back go to ``withdrawn``, by absolute
+    path.  ``kept``: the bytes the run read, for the byte searches."""
     groups: dict[Path, list[int]] = {}
     roots: dict[str, Path] = {}
     above: dict[str, Path | None] = {}
@@ -127,7 +129,7 @@ def join_project(
         if not any(builds.get(path, True) for path in listing.files(root)):
             continue
         try:
-            _join_one(root, indexes, candidates, results, profiles, cache, withdrawn, listing)
+            _join_one(root, indexes, candidates, results, profiles, cache, withdrawn, listing, kept)
         except (OSError, ValueError, RecursionError, MemoryError):
             # Project findings are extra: a project that cannot be read
             # whole still gets every file's own findings.
@@ -157,8 +159,10 @@ def _join_one(
     cache: Callable[[], Cache] | None,
     withdrawn: dict[str, frozenset[tuple[str, int, int]]] | None = None,
     listing: Listing | None = None,
+    kept: KeptBytes | None = None,
 ) -> None:
     original: dict[str, int] = {os.path.abspath(candidates[i].path): i for i in indexes}
+    read_bytes: Callable[[str, str | None], bytes] = kept.read if kept is not None else read_source
     listing = listing or Listing()
     files = listing.files(root)
     first = candidates[indexes[0]]
@@ -175,7 +179,8 @@ def _join_one(
 
         found = ProjectCache(opened).load(str(root), key)
     if found is None:
-        found = _analyse(root, files, original, candidates, _given_summaries(original, results), profiles, opened, phase1, results)
+        found = _analyse(root, files, original, candidates, _given_summaries(original, results), profiles, opened, phase1, results,
+                         read_bytes)
         if opened is not None:
             ProjectCache(opened).store(str(root), key, found)
     from loadlint.project.fixing import read_as
@@ -198,7 +203,7 @@ def _join_one(
             if held and withdrawn is not None:
                 withdrawn[path[len(HELD):]] = withdrawn.get(path[len(HELD):], frozenset()) | held
         elif path in original:
-            _add(results, original[path], candidates, findings)
+            _add(results, original[path], candidates, findings, read_bytes)
 
 
 def _given_summaries(original: dict[str, int], results: list[FileResult | None]) -> dict[str, Summary]:
@@ -223,6 +228,7 @@ def _analyse(
     opened: Cache | None,
     phase1: Cache | None,
     results: list[FileResult | None],
+    read_bytes: Callable[[str, str | None], bytes] = read_source,
 ) -> dict[str, list[Finding]]:
     """Phase 2 over the whole project: findings for every file of it."""
     first = candidates[next(iter(original.values()))]
@@ -234,7 +240,7 @@ def _analyse(
         """A module's text; a notebook's code cells joined as one module."""
         if path not in texts:
             try:
-                data = read_source(path, within=inside)
+                data = read_bytes(path, inside)
                 texts[path] = joined_text(data) if path.endswith(NOTEBOOK) else decode(data).text
             except (OSError, DecodeError):
                 texts[path] = None
@@ -251,7 +257,7 @@ def _analyse(
 
     def made_summary(path: str) -> Summary | None:
         try:
-            data = read_source(path, within=inside)
+            data = read_bytes(path, inside)
         except OSError:
             return None
         digest = ""
@@ -281,7 +287,7 @@ def _analyse(
         if given is not None and results[given] is None and not path.endswith(NOTEBOOK):
             continue  # the run read it already: it cannot build a loader (the pre-filter)
         try:
-            data = read_source(path, within=inside)
+            data = read_bytes(path, inside)
         except OSError:
             continue
         if passes_prefilter(data):
@@ -298,14 +304,18 @@ def _analyse(
         result = results[original[path]] if path in original and not path.endswith(NOTEBOOK) else None
         return None if result is None or result.error is not None else list(result.findings)
 
-    constants = Constants(root, Resolver(root), summary_of, read_text)
+    constants = Constants(root, Resolver(root), summary_of, read_text, read_bytes)
     resolved = {path: constants.resolve(path, summary) for path, summary in summaries.items()}
 
     def resolved_summary_of(path: str) -> Summary | None:
         summary = summary_of(path)
         return None if summary is None else constants.resolve(path, summary)
 
-    project = Project(root, resolved, resolved_summary_of, read_text, lambda: iter(files), options, own_findings)
+    # A file's codes are its settings' less what they ignore for it: the union bounds every file's.
+    settings = {id(candidates[i].settings): candidates[i].settings for i in original.values()}
+    codes = frozenset().union(*(s.codes() for s in settings.values()))
+    project = Project(root, resolved, resolved_summary_of, read_text, lambda: iter(files), options, own_findings,
+                      codes, read_bytes)
     found = project.findings(set(files) | set(original))
     for path, summary in sorted(summaries.items()):
         for finding in _constant_findings(path, summary, constants, read_text, options, own_findings):
@@ -422,7 +432,10 @@ def _same_place(a: Finding, b: Finding) -> bool:
     return (a.code, a.location.row, a.location.column) == (b.code, b.location.row, b.location.column)
 
 
-def _add(results: list[FileResult | None], index: int, candidates: list[Candidate], findings: list[Finding]) -> None:
+def _add(
+    results: list[FileResult | None], index: int, candidates: list[Candidate], findings: list[Finding],
+    read_bytes: Callable[[str, str | None], bytes],
+) -> None:
     result = results[index]
     if result is None:
         result = results[index] = FileResult(str(candidates[index].path))
@@ -433,7 +446,7 @@ def _add(results: list[FileResult | None], index: int, candidates: list[Candidat
     )
     if result.source is None:
         try:
-            result.source = decode(read_source(Path(candidates[index].path)))
+            result.source = decode(read_bytes(str(candidates[index].path), None))
         except (OSError, DecodeError):
             pass
 

@@ -27,6 +27,8 @@ RUN_HOOKS = {
     "test": ("test_dataloader",),
     "predict": ("predict_dataloader",),
 }
+#: The codes this pass reports: a run selecting none of them skips it.
+CODES = frozenset({"LL202"})
 #: Factories followed from the class to the Trainer's module, at most.
 MAX_FACTORIES = 3
 MODULE = "<module>"

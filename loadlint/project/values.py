@@ -49,8 +49,10 @@ class Constants:
         resolver: Resolver,
         summary_of: Callable[[str], Summary | None],
         read_text: Callable[[str], str | None],
+        read_bytes: Callable[[str, str | None], bytes] = read_source,
     ) -> None:
         self.root = root
+        self.read_bytes = read_bytes
         self.resolver = resolver
         self.summary_of = summary_of
         self.read_text = read_text
@@ -135,7 +137,7 @@ class Constants:
             if other == path:
                 continue
             try:
-                if pattern.search(read_source(other, within=str(self.root))):
+                if pattern.search(self.read_bytes(other, str(self.root))):
                     return True
             except OSError:
                 continue

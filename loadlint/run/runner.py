@@ -27,7 +27,7 @@ from loadlint.workspace.config import Resolver
 from loadlint.run.pool import OUT_OF_TIME, POOL_MIN_SAVING, Work, run_pool
 from loadlint.workspace.discover import Candidate, discover
 from loadlint.sources.prefilter import passes_prefilter
-from loadlint.sources.files import read_source, staging, staging_now
+from loadlint.sources.files import KeptBytes, read_resolved, staging, staging_now
 from loadlint.engine.pipeline import ProfileCache, Target, options_for
 from loadlint.run.progress import Progress
 from loadlint.cst.slicing import fast_nodes
@@ -181,16 +181,20 @@ def _lint_once(
 
     # Not in a dry run: its staged texts are not on disk.
     away = TurnedAway(open_cache := cache()) if cache is not None and not staging_now() else None
+    # The project phase searches the same files' bytes; not when fixing, which rewrites them.
+    kept = KeptBytes(KEEP_BYTES) if project and request is None else None
     for index, candidate in enumerate(candidates):
         path = str(candidate.path)
         notebook = path.endswith(".ipynb")
         if away is not None and not notebook and away.still(path):
             continue
         try:
-            data = read_source(candidate.path, within=candidate.within)
+            real, data = read_resolved(candidate.path, within=candidate.within)
         except OSError as exc:
             results[index] = pipeline.unreadable(path, exc, options_for(candidate.settings, path, profiles))
             continue
+        if kept is not None:
+            kept.keep(path, real, data)
         if not notebook and not passes_prefilter(data):
             if away is not None:
                 away.add(path)
@@ -243,12 +247,17 @@ def _lint_once(
         from loadlint.project.join import join_project
 
         with fewer_collections():
-            join_project(candidates, results, profiles, cache, withdrawn)
+            join_project(candidates, results, profiles, cache, withdrawn, kept)
 
     run = Run.of([r for r in results if r is not None])
     run.files = len(candidates)
     run.parsed = len(work)
     return run
+
+
+#: Bytes of the files read kept for the project phase, at most: a large
+#: monorepo's sources would otherwise stay in memory the whole run.
+KEEP_BYTES = 64 * 1024 * 1024
 
 
 @contextmanager
