@@ -8,6 +8,6 @@ import sys
 if not getattr(sys.flags, "safe_path", False) and sys.path and sys.path[0] in ("", os.getcwd()):
     del sys.path[0]
 
-from loadlint.frontends.cli import main  # noqa: E402
+from loadlint.frontends.cli import console  # noqa: E402
 
-raise SystemExit(main())
+console()

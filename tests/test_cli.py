@@ -221,3 +221,40 @@ def test_show_settings(tmp_path):
     assert "cpus = 16" in nested.stdout and "gpus" not in nested.stdout.split("[tool.loadlint.target]")[1]
     enabled = nested.stdout.splitlines()[2]
     assert enabled.startswith("# Enabled rules: ") and "LL201" in enabled and "LL203" not in enabled
+
+
+CONSOLE = """\
+import atexit, sys, threading, time
+atexit.register(lambda: print("exit handler ran", flush=True))
+
+
+class TornDown:
+    def __del__(self):
+        print("torn down", flush=True)
+
+
+kept = TornDown()
+if sys.argv[1] == "thread":
+    threading.Thread(target=lambda: (time.sleep(0.3), print("thread finished", flush=True))).start()
+sys.argv = ["loadlint", "check", "--isolated", "--no-cache", "--output-format", "concise", "train.py"]
+from loadlint.frontends.cli import console
+console()
+"""
+
+
+@pytest.mark.parametrize("alive", ["none", "thread"])
+def test_console_exits_with_the_code_after_the_exit_handlers(tmp_path: Path, alive: str) -> None:
+    (tmp_path / "train.py").write_text(
+        "from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=0, prefetch_factor=2)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", CONSOLE, alive], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=60)
+    assert run.returncode == 1, run.stderr
+    assert run.stderr == ""
+    lines = run.stdout.splitlines()
+    assert lines[0].startswith("train.py:2:10: LL001 ")
+    # Without a thread the interpreter is left once the handlers ran, its
+    # objects never torn down; a live thread is waited for, as a normal exit waits.
+    assert "exit handler ran" in lines
+    assert ("thread finished" in lines) == (alive == "thread")
+    assert ("torn down" in lines) == (alive == "thread")
