@@ -522,7 +522,7 @@ def console() -> NoReturn:
     try:
         sys.stdout.flush()
         sys.stderr.flush()
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError):  # AttributeError: no stream at all (pythonw)
         raise SystemExit(code) from None
     import threading
 
