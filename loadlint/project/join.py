@@ -228,7 +228,7 @@ def _analyse(
     opened: Cache | None,
     phase1: Cache | None,
     results: list[FileResult | None],
-    read_bytes: Callable[[str, str | None], bytes] = read_source,
+    read_bytes: Callable[[str, str | None], bytes],
 ) -> dict[str, list[Finding]]:
     """Phase 2 over the whole project: findings for every file of it."""
     first = candidates[next(iter(original.values()))]
