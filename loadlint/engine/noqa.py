@@ -17,6 +17,7 @@ from typing import AbstractSet, Callable, Mapping
 
 import libcst as cst
 
+from loadlint.engine.suppress import CODE_LIST, suppressed_codes
 from loadlint.rules import CODES, rule_class
 from loadlint.rules.base import FixSpec, Report
 
@@ -24,9 +25,8 @@ __all__ = ["CODE", "add_noqa", "unused_noqa"]
 
 CODE = "LL902"
 
-_DIRECTIVE = re.compile(r"#\s*noqa:[ \t]*(?P<codes>[A-Za-z][A-Za-z0-9]*(?:[ \t]*,?[ \t]*[A-Za-z][A-Za-z0-9]*)*)", re.I)
+_DIRECTIVE = re.compile(rf"#\s*noqa:[ \t]*(?P<codes>{CODE_LIST})", re.I)
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9]*")
-_LOOKS_LIKE_CODE = re.compile(r"[A-Za-z]+[0-9][A-Za-z0-9]*")
 
 
 def _suggestion(token: str) -> str:
@@ -51,7 +51,7 @@ def unused_noqa(
         if match is None:
             continue
         row = row_of(comment)
-        tokens = [t for t in _TOKEN.finditer(match.group("codes")) if _LOOKS_LIKE_CODE.fullmatch(t.group())]
+        tokens = list(_TOKEN.finditer(match.group("codes")))
         invalid, unused, kept = [], [], []
         for token in tokens:
             text = token.group()
@@ -103,22 +103,26 @@ def _rewrite(value: str, match: re.Match[str], tokens: list[re.Match[str]], kept
     return value[:codes_start] + ", ".join(kept) + value[last:]
 
 
-def add_noqa(text: str, codes_by_row: Mapping[int, AbstractSet[str]]) -> tuple[str, int]:
+def add_noqa(text: str, codes_by_row: Mapping[int, AbstractSet[str]]) -> tuple[str, int, list[int]]:
     """``--add-noqa``: ``text`` with ``# noqa: CODES`` at the end of each
-    row given (merged into a ``# noqa:`` already there); the directives
-    added or extended.  A row that does not end outside a string (inside a
-    triple-quoted string, after a backslash) is left alone, and so is a
-    text tokenize refuses."""
+    row given (merged into a ``# noqa:`` already there, whose invalid
+    loadlint codes are dropped); the directives
+    added or extended, and the rows where no directive would suppress the
+    codes.  A row that does not end outside a string (inside a
+    triple-quoted string, after a backslash) is refused, and so is every
+    row of a text tokenize refuses."""
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
     except (tokenize.TokenError, SyntaxError):
-        return text, 0
+        return text, 0, sorted(codes_by_row)
     ends = {t.start[0]: t.start[1] for t in tokens if t.type in (tokenize.NEWLINE, tokenize.NL)}
     comments = {t.start[0]: t for t in tokens if t.type == tokenize.COMMENT}
     lines = text.splitlines(keepends=True)
     added = 0
+    refused = []
     for row, codes in sorted(codes_by_row.items()):
         if row not in ends or row > len(lines):
+            refused.append(row)
             continue
         line = lines[row - 1]
         body = line.rstrip("\r\n")
@@ -130,12 +134,23 @@ def add_noqa(text: str, codes_by_row: Mapping[int, AbstractSet[str]]) -> tuple[s
             if match is None and re.search(r"#\s*noqa\b", comment.string, re.I):
                 continue  # a bare noqa suppresses everything already
             if match is not None:
-                at = comment.start[1] + match.end("codes")
-                body = body[:at] + "".join(f", {code}" for code in wanted) + body[at:]
+                # Invalid loadlint codes (``LL2O1``) suppress nothing: they give way
+                # to the codes added, so the next check is clean on this line.
+                listed = [t.group() for t in _TOKEN.finditer(match.group("codes"))]
+                kept = [t for t in listed if not (t.upper().startswith("LL") and t.upper() not in CODES)]
+                kept += [code for code in wanted if code not in {t.upper() for t in kept}]
+                start, end = (comment.start[1] + match.start("codes"), comment.start[1] + match.end("codes"))
+                body = body[:start] + ", ".join(kept) + body[end:]
             else:
                 body = body.rstrip() + "  # noqa: " + ", ".join(wanted)
         else:
             body = body.rstrip() + "  # noqa: " + ", ".join(wanted)
+        # The suppression reads the line's first ``# noqa``, which may sit in a
+        # string before the comment: a directive that would not suppress is not written.
+        read = suppressed_codes(body) or set()
+        if "*" not in read and not set(wanted) <= read:
+            refused.append(row)
+            continue
         lines[row - 1] = body + newline
         added += 1
-    return "".join(lines), added
+    return "".join(lines), added, refused

@@ -7,19 +7,24 @@ import re
 
 from loadlint.types import Finding
 
-_NOQA = re.compile(r"#\s*noqa(?::[ \t]*(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*))?", re.IGNORECASE)
+# A code is letters, a digit, then letters or digits: ``LL2O1`` (a letter O)
+# is read as one invalid code, so the list goes on past it, as ruff reads it
+# (LL902 reports it); ``# noqa: LL201 see #12`` ends the list at ``see``.
+_ONE = r"[A-Za-z]+[0-9][A-Za-z0-9]*"
+CODE_LIST = rf"{_ONE}(?:(?:(?:[ \t]*,)+[ \t]*|[ \t]+){_ONE})*"
+NOQA = re.compile(rf"#\s*noqa(?::[ \t]*(?P<codes>{CODE_LIST}))?", re.IGNORECASE)
 _FILE_NOQA = re.compile(
-    r"^[ \t]*#\s*loadlint:\s*noqa(?::[ \t]*(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*))?\s*$",
+    rf"^[ \t]*#\s*loadlint:\s*noqa(?::[ \t]*(?P<codes>{CODE_LIST}))?\s*$",
     re.IGNORECASE | re.MULTILINE,
 )
-_CODE = re.compile(r"[A-Za-z]+[0-9]+")
+_CODE = re.compile(_ONE)
 
 
 def suppressed_codes(line: str) -> set[str] | None:
     """Codes a ``# noqa`` comment on this line suppresses; {"*"} for a bare one."""
     if "#" not in line:
         return None
-    match = _NOQA.search(line)
+    match = NOQA.search(line)
     if match is None:
         return None
     codes = match.group("codes")

@@ -273,7 +273,11 @@ def _add_noqa(run: Run) -> int:
             text = original.decode("utf-8")
         except UnicodeDecodeError:
             continue
-        new, added = add_noqa(text, rows)
+        new, added, refused = add_noqa(text, rows)
+        for row in refused:
+            # Counted as added, these would still be reported by the next check.
+            codes = ", ".join(sorted(rows[row]))
+            click.echo(f"loadlint: warning: {result.path}:{row}: no `# noqa` there would suppress {codes}", err=True)
         if added:
             error = write_fixes(Path(result.path), original, new.encode("utf-8"))
             if error is not None:

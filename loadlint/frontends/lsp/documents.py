@@ -8,11 +8,11 @@ finding lies in, so notebook cells (each a text document) reuse them.
 from __future__ import annotations
 
 import asyncio
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from loadlint.engine.suppress import NOQA
 from loadlint.sources.files import read_source
 
 if TYPE_CHECKING:
@@ -26,8 +26,8 @@ FIX_ALL_KIND = "source.fixAll.loadlint"
 DEBOUNCE = 0.3
 CONFIG_NAMES = frozenset({"pyproject.toml", "loadlint.toml", ".loadlint.toml"})
 
-# Same grammar as the engine's noqa parser: ``# noqa`` or ``# noqa: A1, B2``.
-_NOQA = re.compile(r"#\s*noqa(?::[ \t]*(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*))?", re.IGNORECASE)
+# The engine's noqa grammar: ``# noqa`` or ``# noqa: A1, B2``.
+_NOQA = NOQA
 
 
 @dataclass
