@@ -16,6 +16,7 @@ import gc
 import sys
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
+from loadlint import processes
 from loadlint.hardware import cpus
 from loadlint.engine import pipeline
 from loadlint.engine.pipeline import ProfileCache, Target, options_for
@@ -196,19 +197,15 @@ def run_pool(
     if not _pays_for_pool(work, jobs, min_saving):
         return list(_run_here(work, profiles, request, progress))
 
-    import multiprocessing
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures import FIRST_COMPLETED, wait
     from concurrent.futures.process import BrokenProcessPool
 
     _preload(profiles, {item.candidate.settings.target for item in work})
-    context = multiprocessing.get_context(START_METHOD)
-    restore = _isolate_spawn() if START_METHOD != "fork" else None
     # Largest first to the workers, smallest first here: this process
     # checks short files between its looks at the workers' results.
     pending = sorted(work, key=lambda item: -item.size)
     done: dict[int, Done] = {}
     workers = jobs - 1
-    executor = ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker, initargs=(profiles, request))
     running: dict[Future[Done], Work] = {}
 
     def collect(finished: Iterable[Future[Done]]) -> None:
@@ -232,33 +229,31 @@ def run_pool(
     if freeze:
         gc.freeze()
     try:
-        while pending or running:
-            # The bytes being parsed (or queued: a worker's next file waits
-            # beside it) stay within the budget; a file that does not fit
-            # waits for a smaller neighbour to finish rather than doubling the peak.
-            while pending and len(running) < QUEUED_PER_WORKER * workers:
-                pick = _fitting(pending, running.values(), range(len(pending)))
-                if pick is None:
-                    break
-                item = pending.pop(pick)
-                running[executor.submit(_work_in_worker, item.candidate, item.data)] = item
-            here = _fitting(pending, running.values(), range(len(pending) - 1, -1, -1)) if pending else None
-            if here is not None:
-                item = pending.pop(here)
-                done[item.index] = lint_one(item.candidate, item.data, profiles, request)
-                if progress is not None:
-                    progress.advance()
-                collect([future for future in running if future.done()])
-            elif running:
-                collect(wait(running, return_when=FIRST_COMPLETED)[0])
+        with processes.pool(workers, START_METHOD, _init_worker, (profiles, request)) as executor:
+            while pending or running:
+                # The bytes being parsed (or queued: a worker's next file waits
+                # beside it) stay within the budget; a file that does not fit
+                # waits for a smaller neighbour to finish rather than doubling the peak.
+                while pending and len(running) < QUEUED_PER_WORKER * workers:
+                    pick = _fitting(pending, running.values(), range(len(pending)))
+                    if pick is None:
+                        break
+                    item = pending.pop(pick)
+                    running[executor.submit(_work_in_worker, item.candidate, item.data)] = item
+                here = _fitting(pending, running.values(), range(len(pending) - 1, -1, -1)) if pending else None
+                if here is not None:
+                    item = pending.pop(here)
+                    done[item.index] = lint_one(item.candidate, item.data, profiles, request)
+                    if progress is not None:
+                        progress.advance()
+                    collect([future for future in running if future.done()])
+                elif running:
+                    collect(wait(running, return_when=FIRST_COMPLETED)[0])
     except BrokenProcessPool:
         pass  # a worker died (killed, out of memory): the rest is done here
     finally:
-        executor.shutdown(wait=True, cancel_futures=True)
         if freeze:
             gc.unfreeze()
-        if restore is not None:
-            restore()
     rest = [item for item in work if item.index not in done]
     out = [(item, done[item.index]) for item in work if item.index in done]
     out.extend(_run_here(rest, profiles, request, progress))
@@ -281,46 +276,10 @@ def _fitting(pending: list[Work], running: Iterable[Work], order: Iterable[int])
     return indexes[0] if pick is None and not running and indexes else pick
 
 
-#: How worker processes start.  fork shares the parent's imports and
-#: resolved profile for free; where fork is unsafe (macOS) or missing,
-#: workers start from scratch (a test sets "spawn" to exercise that path).
-START_METHOD = "fork" if sys.platform.startswith("linux") else "spawn"
-
-
-def _isolate_spawn() -> Callable[[], None]:
-    """Start spawned workers isolated from the current folder; returns the undo.
-
-    multiprocessing starts a worker as ``python -c ...``, which puts the
-    current folder first on the import path: a ``multiprocessing/`` package
-    at the root of the checked repository would run in every worker before
-    a line of ours.  ``-I`` keeps it off; the parent's path, which the worker
-    takes over next, goes without its implicit ``""`` too."""
-    import multiprocessing.spawn as spawn
-    import multiprocessing.util as util
-
-    # The flags every interpreter multiprocessing starts is given: the
-    # workers' and the resource tracker's (also ``python -c``).
-    flags: Callable[[], list[str]] = getattr(util, "_args_from_interpreter_flags")
-    preparation = spawn.get_preparation_data
-
-    def isolated_flags() -> list[str]:
-        given = list(flags())
-        return given if "-I" in given else [*given, "-I"]
-
-    def preparation_data(name: str) -> dict[str, Any]:
-        data = dict(preparation(name))
-        # "" is the current folder as ``-c`` or a prompt put it there, not as anyone chose.
-        data["sys_path"] = [p for p in data.get("sys_path", []) if p != ""]
-        return data
-
-    setattr(util, "_args_from_interpreter_flags", isolated_flags)
-    spawn.get_preparation_data = preparation_data
-
-    def restore() -> None:
-        setattr(util, "_args_from_interpreter_flags", flags)
-        spawn.get_preparation_data = preparation
-
-    return restore
+#: How worker processes start (``loadlint.processes`` isolates them
+#: whatever the method); fork also shares the parent's imports and resolved
+#: profile for free (a test sets "spawn" to exercise the other path).
+START_METHOD = processes.START_METHOD
 
 
 def _run_here(

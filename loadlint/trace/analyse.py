@@ -3,11 +3,11 @@ rank read in its own process."""
 
 from __future__ import annotations
 
-import os
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from loadlint import processes
+from loadlint.hardware import cpus
 from loadlint.trace.events import load
 from loadlint.trace.findings import TraceFinding, across_ranks, diagnose
 from loadlint.trace.metrics import Rank, measure
@@ -51,10 +51,9 @@ def diagnose_paths(paths: list[Path], jobs: int | None = None) -> list[Diagnosis
     """Each trace's diagnosis, ordered by rank; TraceError for the first
     unusable one."""
     files = trace_files(paths)
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    workers = min(len(files), jobs or cpus)
+    workers = min(len(files), jobs or cpus.usable_here())
     if workers > 1:
-        with ProcessPoolExecutor(workers) as pool:
+        with processes.pool(workers) as pool:
             results = list(pool.map(diagnose_file, files))
     else:
         results = [diagnose_file(f) for f in files]
