@@ -448,3 +448,34 @@ def test_source_reads_nothing_a_link_leads_to(tmp_path):
     (project / "linked.py").symlink_to(outside / "secret.py")
     (project / "pkg").symlink_to(outside, target_is_directory=True)
     assert [(c.path.name, c.row) for c in loader_calls(project)] == [("train.py", 2)]
+
+
+@pytest.mark.parametrize("call, workers, pinned", [
+    ("DataLoader(ds, 32, True, None, None, 4)", 4, False),
+    ("DataLoader(ds, 32, True, None, None, 0, None, True)", 0, True),
+    ("DataLoader(ds, 32, True, None, None, 2, collate)", 2, False),
+    ("DataLoader(ds, 32, True, None, None, n)", None, False),
+    ("DataLoader(ds, 32, True, None, None, 4, None, flag)", 4, None),
+])
+def test_positional_arguments_are_read_in_torchs_order(tmp_path, call, workers, pinned):
+    path = tmp_path / "train.py"
+    path.write_text(f"from torch.utils.data import DataLoader\nloader = {call}\n")
+    assert [(c.workers, c.pinned) for c in loader_calls(path)] == [(workers, pinned)]
+
+
+def test_rank_processes_default_to_the_usable_cpus(tmp_path, monkeypatch):
+    from concurrent.futures import ProcessPoolExecutor
+
+    from loadlint.hardware import cpus
+    from loadlint.trace.analyse import diagnose_paths
+
+    files = [write(tmp_path / f"rank{r}.json", gpu_trace(rank=r)) for r in range(2)]
+    # Four CPUs by affinity, but a quota leaves one: no pool.
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    monkeypatch.setattr(cpus, "usable_here", lambda: 1)
+
+    def refuse(self, *args, **kwargs):
+        raise AssertionError("a pool was started")
+
+    monkeypatch.setattr(ProcessPoolExecutor, "__init__", refuse)
+    assert [d.rank.rank for d in diagnose_paths(files)] == [0, 1]

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from loadlint.facts.signature import DEFAULTS, POSITIONAL
 from loadlint.sources.files import read_source
 from loadlint.trace.findings import MULTI, SINGLE
 
@@ -68,24 +69,33 @@ def _is_loader(node: ast.AST) -> bool:
     return (isinstance(func, ast.Name) and func.id == "DataLoader") or (isinstance(func, ast.Attribute) and func.attr == "DataLoader")
 
 
-def _literal(call: ast.Call, keyword: str, position: int, kind: type, missing: object) -> object:
-    """A keyword's literal value, ``missing`` when absent, None when not a literal."""
+def _literal(call: ast.Call, keyword: str, kind: type) -> object:
+    """An argument's literal value, its default when absent, None when not
+    a literal (or hidden in ``*args``/``**kwargs``)."""
     for kw in call.keywords:
         if kw.arg == keyword:
-            value = kw.value
-            return value.value if isinstance(value, ast.Constant) and type(value.value) is kind else None
-        if kw.arg is None:
-            return None  # **kwargs may hold it
-    return missing if len(call.args) <= position else None
+            return _constant(kw.value, kind)
+    position = POSITIONAL.index(keyword)
+    if any(isinstance(arg, ast.Starred) for arg in call.args[: position + 1]):
+        return None
+    if position < len(call.args):
+        return _constant(call.args[position], kind)
+    if any(kw.arg is None for kw in call.keywords):
+        return None  # **kwargs may hold it
+    return DEFAULTS[keyword]
+
+
+def _constant(value: ast.expr, kind: type) -> object:
+    return value.value if isinstance(value, ast.Constant) and type(value.value) is kind else None
 
 
 def _workers(call: ast.Call) -> int | None:
-    value = _literal(call, "num_workers", 6, int, 0)
+    value = _literal(call, "num_workers", int)
     return value if isinstance(value, int) else None
 
 
 def _pinned(call: ast.Call) -> bool | None:
-    value = _literal(call, "pin_memory", 8, bool, False)
+    value = _literal(call, "pin_memory", bool)
     return value if isinstance(value, bool) else None
 
 
