@@ -12,8 +12,9 @@ reported with where the value comes from (``data.num_workers: 8`` from
 conf/config.yaml:7).  A value is a default the command line may override
 (Hydra's ``data.num_workers=2``), as an ``argparse`` default is.
 
-Unknown, so silent: a file missing, outside the project, not in the subset,
-or found at both places ``OmegaConf.load``'s relative path may mean (the
+Unknown, so silent: a file missing, not in the subset, either place a
+relative path may mean outside the project (never looked at, so whether a
+file is there changes nothing), or found at both places ``OmegaConf.load``'s relative path may mean (the
 script's folder and the project root) with different contents; a Hydra
 config whose ``defaults`` list does not end with ``_self_`` (the groups it
 composes may override its values); a key assigned anywhere in the project
@@ -31,6 +32,7 @@ from typing import Any, Callable, Iterable, Iterator, cast
 
 from loadlint.engine.analysis import analyse
 from loadlint.project.modules import shown_path
+from loadlint.sources.boundary import is_inside
 from loadlint.sources.files import read_source
 from loadlint.sources.yaml_subset import MAX_BYTES, Mapping, Scalar, Unknown, parse
 from loadlint.types import Descriptor, Finding, Options, Summary
@@ -50,7 +52,24 @@ def candidates(path: str, read: dict[str, Any], root: Path) -> list[str]:
     places = [os.path.normpath(os.path.join(os.path.dirname(path), file))]
     if read.get("kind") == "load":
         places.append(os.path.normpath(os.path.join(root, file)))
-    return list(dict.fromkeys(places))
+    places = list(dict.fromkeys(places))
+    # A place outside may hold a file, unknowable: the read is unknown (as
+    # when the two places hold different files), whatever is there.
+    return places if _all_inside(places, root) else []
+
+
+def _all_inside(places: list[str], root: Path) -> bool:
+    """Every place inside the project, refused as ``extend`` is: one that
+    climbs out is refused before anything looks at any of them (no stat, no
+    open); a link inside counts where it leads."""
+    base = os.path.abspath(root)
+    spelled = [os.path.abspath(place) for place in places]
+    try:
+        if any(os.path.commonpath([base, place]) != base for place in spelled):
+            return False
+    except ValueError:  # another drive
+        return False
+    return all(is_inside(place, base) for place in spelled)
 
 
 def files_read(summaries: dict[str, Summary], root: Path) -> list[str]:
