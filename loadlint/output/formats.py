@@ -20,6 +20,8 @@ from typing import Any
 from xml.etree import ElementTree as ET
 
 from loadlint import __version__
+from loadlint.sources.boundary import project_root
+from loadlint.sources.files import read_source
 from loadlint.sources.nbjson import cell_lines
 from loadlint.output.report import Sources, Style, Summary, severity
 from loadlint.rules import CODES, category_of, rule_class
@@ -90,7 +92,7 @@ def notebook_line(finding: Finding) -> int | None:
 def _cell_lines(path: str, mtime_ns: int, size: int) -> dict[int, list[int]]:
     # The stat in the key: a file rewritten (fixed) since is read again.
     try:
-        text = Path(path).read_bytes().decode("utf-8-sig")
+        text = read_source(path, within=str(project_root(Path(path)))).decode("utf-8-sig")
         return cell_lines(text)
     except (OSError, ValueError):
         return {}
@@ -102,17 +104,17 @@ class _Lines:
 
     def __init__(self, results: list[FileResult]) -> None:
         self._text = {r.path: r.source.text for r in results if r.source is not None}
+        # A file the run could not read (too large, a FIFO, a link out) is not read again.
+        self._text.update((r.path, "") for r in results if r.source is None and any(f.code == "LL901" for f in r.findings))
         self._lines: dict[str, list[str]] = {}
+        self._roots: dict[str, Path | None] = {}
 
     def get(self, path: str) -> list[str]:
         lines = self._lines.get(path)
         if lines is None:
             text = self._text.get(path)
             if text is None:
-                try:
-                    text = Path(path).read_text(encoding="utf-8", errors="replace")
-                except OSError:
-                    text = ""
+                text = _read_text(path, self._roots)
             lines = split_lines(text)
             self._lines[path] = lines
         return lines
@@ -120,6 +122,18 @@ class _Lines:
     def line(self, path: str, row: int) -> str:
         lines = self.get(path)
         return lines[row - 1] if 1 <= row <= len(lines) else ""
+
+
+def _read_text(path: str, roots: dict[str, Path | None] | None = None) -> str:
+    """A file's text as ``check`` reads it (regular files only, bounded, no
+    link out of its project); empty when it cannot be read."""
+    try:
+        within = str(project_root(Path(path), roots))
+        data = read_source(path, within=within)
+    except OSError:
+        return ""
+    # As a file opened in text mode reads it: the fingerprints stay those of earlier versions.
+    return data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
 
 
 def _fingerprints(run: Run, root: Path) -> dict[int, tuple[str, int]]:
