@@ -8,11 +8,17 @@ a project gets the target's numbers instead.
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import re
+import sys
 from pathlib import Path
 from typing import Any, Mapping
 
 from loadlint.hardware.detect import GIB, detect, ranks_per_node, resolve_profile, suggest_num_workers
+from loadlint.sources.boundary import is_inside, repository_root
+from loadlint.sources.files import create_new, read_source, write_atomic
 from loadlint.types import HardwareProfile
 
 __all__ = ["TargetExists", "detected_target", "format_target", "target_profile", "target_to_dict", "write_target"]
@@ -55,15 +61,98 @@ def target_table(target: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_target(pyproject: Path, target: Mapping[str, Any]) -> str:
-    """Append the target table to ``pyproject`` (created when missing); the table written."""
-    text = pyproject.read_text(encoding="utf-8") if pyproject.exists() else ""
-    if any(line.strip().replace(" ", "") == "[tool.loadlint.target]" for line in text.splitlines()):
-        raise TargetExists(f"{pyproject.name} declares [tool.loadlint.target] already; edit it there")
+#: The most bytes of ``pyproject.toml`` read (a configuration's bound).
+MAX_PYPROJECT_BYTES = 4 * 1024 * 1024
+_HEADER = re.compile(r"[ \t]*\[[ \t]*tool[ \t]*\.[ \t]*loadlint[ \t]*\.[ \t]*target[ \t]*\][ \t]*(#.*)?")
+#: Any table header: where the target table ends.
+_ANY_HEADER = re.compile(r"[ \t]*\[")
+
+
+def write_target(pyproject: Path, target: Mapping[str, Any], *, force: bool = False) -> str:
+    """Write the target table to ``pyproject`` (created when missing): appended,
+    or with ``force`` in place of the one there, every other byte kept; the
+    table written.
+
+    Read and written as ``check`` reads and ``fix`` writes: a FIFO, device or
+    link out of the project is refused, the file is replaced atomically, and
+    a missing file is created without following a link planted in its place.
+    """
+    within = str(repository_root(Path(os.path.abspath(pyproject)).parent))
+    # Refused alike whether the link's target exists: the answer reveals nothing outside.
+    if not is_inside(os.path.realpath(pyproject), within, resolved=True):
+        raise OSError(errno.EACCES, "link leads outside the project")
+    if os.path.islink(pyproject) and not os.path.exists(pyproject):
+        raise OSError(errno.EACCES, "a link to a missing file; not written")
+    try:
+        original: bytes | None = read_source(pyproject, within=within, limit=MAX_PYPROJECT_BYTES)
+    except FileNotFoundError:
+        original = None
+    text = "" if original is None else original.decode("utf-8")
+    newline = "\r\n" if "\r\n" in text else "\n"
     table = target_table(target)
-    separator = "" if not text else ("\n" if text.endswith("\n") else "\n\n")
-    pyproject.write_text(text + separator + table, encoding="utf-8")
+    lines = text.splitlines(keepends=True)
+    header = next((i for i, line in enumerate(lines) if _HEADER.fullmatch(line.rstrip("\r\n"))), None)
+    if header is None and _declares_target(text):
+        raise TargetExists(f"{pyproject.name} declares the target outside a [tool.loadlint.target] header; edit it there")
+    if header is not None and not force:
+        raise TargetExists(f"{pyproject.name} declares [tool.loadlint.target] already; edit it there or pass --force to replace it")
+    written = table.replace("\n", newline)
+    if header is None:
+        separator = "" if not text else (newline if text.endswith("\n") else newline * 2)
+        new = text + separator + written
+    else:
+        new = "".join(lines[:header]) + written + "".join(lines[_table_end(lines, header):])
+        if not _same_besides_target(text, new, target):
+            raise TargetExists(f"{pyproject.name}: cannot replace [tool.loadlint.target] safely; edit it there")
+    if original is None:
+        create_new(pyproject, new.encode("utf-8"))
+    else:
+        write_atomic(pyproject, original, new.encode("utf-8"))
     return table
+
+
+def _table_end(lines: list[str], header: int) -> int:
+    """The line after the table's last key: comments and blank lines before
+    the next header stay, as they belong to what follows."""
+    end = header + 1
+    for i in range(header + 1, len(lines)):
+        stripped = lines[i].strip()
+        if _ANY_HEADER.match(lines[i]):
+            break
+        if stripped and not stripped.startswith("#"):
+            end = i + 1
+    return end
+
+
+def _parsed(text: str) -> dict[str, Any] | None:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    try:
+        parsed: dict[str, Any] = tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, RecursionError):
+        return None
+    return parsed
+
+
+def _declares_target(text: str) -> bool:
+    if "target" not in text:
+        return False
+    data = _parsed(text)
+    loadlint = (data or {}).get("tool", {}).get("loadlint", {})
+    return isinstance(loadlint, dict) and "target" in loadlint
+
+
+def _same_besides_target(before: str, after: str, target: Mapping[str, Any]) -> bool:
+    """Whether ``after`` parses to ``before`` with only the target replaced
+    (a value spanning lines that looks like a header would break that)."""
+    old, new = _parsed(before), _parsed(after)
+    if old is None or new is None:
+        return False
+    new_target = new.get("tool", {}).get("loadlint", {}).pop("target", None)
+    old.get("tool", {}).get("loadlint", {}).pop("target", None)
+    return old == new and new_target == _parsed(target_table(target))["tool"]["loadlint"]["target"]  # type: ignore[index]
 
 
 def format_target(profile: HardwareProfile) -> str:

@@ -115,3 +115,11 @@ def worker_hazards(ctx: Context, call: LoaderCall) -> list[str]:
     the conditions of the worker-hazard rules without their worker gate, so
     that a fix adding workers is unsafe exactly where they would fire after it."""
     return [reason for rule in hazard_rules() for reason in rule.worker_hazards(ctx, call)]
+
+
+def unimportable_dataset(ctx: Context, call: LoaderCall) -> str | None:
+    """Why a fix starting workers at a notebook's loader is withheld
+    (``loadlint.rules.importable``), or None."""
+    from loadlint.rules.importable import unimportable_dataset as why
+
+    return why(ctx, call)

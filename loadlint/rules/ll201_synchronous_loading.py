@@ -4,7 +4,7 @@ from typing import Iterator
 
 from loadlint.facts.loaders import LoaderCall
 from loadlint.facts.values import MISSING, Origin
-from loadlint.rules import worker_hazards
+from loadlint.rules import unimportable_dataset, worker_hazards
 from loadlint.rules.base import Context, FixSpec, Invalid, Report, Rule, Valid
 from loadlint.rules.shared import (
     measured_defers, origin_note, set_workers_fix, suggested_workers, trainer_workers, unguarded_script, use_workers,
@@ -152,21 +152,21 @@ class SynchronousLoading(Rule):
     The fix adds `num_workers=<suggestion>` (or replaces the `0`).  It is safe
     when nothing at the call forbids multi-process loading.  `loadlint fix`
     never applies a fix that would introduce a finding, so this one is
-    withheld, and the finding's help line says why ("no fix: ... would
-    introduce ..."), where workers would make another rule fire: a script
-    that iterates the loader at module level without
-    `if __name__ == "__main__":` while workers start with spawn or
-    forkserver (LL013), a Dataset defined in a notebook under spawn or
-    forkserver (LL012), an `IterableDataset` that does not shard by worker
-    (LL104), a `collate_fn`/`worker_init_fn` that cannot be pickled for
-    spawned workers (LL007), CUDA in the Dataset (LL105), or a random
-    generator every worker would copy (LL103).  It is also withheld for a
-    loader built at a script's module level (outside the main guard) under
-    spawn or forkserver when no loop over it is visibly in a function or
-    under the main guard and a function iterates a parameter: the module
-    level may hand it the loader (`train(train_dataloader)`), which LL013
-    does not follow.  The other fixes on the same call (such as LL202's
-    `pin_memory=True`) still apply.  A live data source (above) has no fix.
+    withheld, with the reason in the help line, where workers would make
+    another rule fire: a script that iterates the loader at module level
+    without the main guard while workers start with spawn or forkserver
+    (LL013), an `IterableDataset` that does not shard by worker (LL104), a
+    `collate_fn`/`worker_init_fn` that cannot be pickled for spawned workers
+    (LL007), CUDA in the Dataset (LL105), or a random generator every worker
+    would copy (LL103).  In a notebook under spawn or forkserver it is
+    withheld unless the dataset is traced to a class of an importable module:
+    a class of the notebook (LL012) or a dataset not traced at all (a
+    parameter, `{"train": a, "test": b}[split]` over untraced entries) would
+    fail in the workers.  It is also withheld for a loader built at a
+    script's module level under spawn or forkserver when no loop over it is
+    visibly in a function or under the main guard and a function iterates a
+    parameter (`train(train_dataloader)`, which LL013 does not follow).  The
+    other fixes on the same call still apply.  A live data source has no fix.
 
     ## References
     - [PyTorch: Multi-process data loading](https://pytorch.org/docs/stable/data.html#multi-process-data-loading)
@@ -209,7 +209,7 @@ class SynchronousLoading(Rule):
                 f"{use_workers(ctx, 'num_workers', n)}{elsewhere}"
             )
             fix = _workers_fix(ctx, call, n, found, worker_hazards(ctx, call))
-            fix.withheld = unguarded_script(ctx, call)
+            fix.withheld = unguarded_script(ctx, call) or unimportable_dataset(ctx, call)
             yield Report(call.node, message, fix)
         yield from _training_arguments(ctx)
 

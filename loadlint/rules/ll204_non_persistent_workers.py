@@ -2,11 +2,15 @@ from __future__ import annotations
 
 from typing import Iterator
 
+import libcst as cst
+
 from loadlint.facts.values import MISSING
 from loadlint.types import HardwareProfile
-from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
+from loadlint.rules.base import Context, Invalid, Report, Rule, Scope, Valid
 from loadlint.facts.loaders import LoaderCall
-from loadlint.rules.shared import measured_anywhere, origin_note, set_argument_fix, too_many_together, workers_on
+from loadlint.rules.shared import (
+    code_of, measured_anywhere, origin_note, set_argument_fix, too_many_together, workers_on,
+)
 
 
 def _training_arguments(ctx: Context) -> Iterator[Report]:
@@ -56,6 +60,71 @@ def _crowds_the_cpus(ctx: Context, call: LoaderCall) -> bool:
         and too_many_together(ctx, group) is not None
         for group in ctx.alive_together(persistent=call)
     )
+
+
+#: Expressions that bind tighter than a comparison: ``<count> > 0`` needs no parentheses.
+_TIGHT = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.BinaryOperation)
+
+
+def _positive(ctx: Context, expr: cst.BaseExpression, scope: Scope | None, depth: int = 0) -> bool:
+    """The count is at least 1 for every input: a positive value (a
+    constant, a command-line or config default), ``os.cpu_count()``, ``max``
+    with a positive argument (the fix's ``LOADER_WORKERS``), ``min`` of
+    positive ones, or a conditional choosing between positive ones."""
+    value = ctx.evaluate(expr, scope)
+    if type(value) is int:
+        return value > 0
+    target, owner = ctx.follow(expr, scope)
+    if target is not expr and depth < 8:
+        return _positive(ctx, target, owner, depth + 1)
+    if depth >= 8:
+        return False
+    if type(target) is cst.IfExp:
+        return all(_positive(ctx, branch, owner, depth + 1) for branch in (target.body, target.orelse))
+    if type(target) is not cst.Call:
+        return False
+    if id(target) in ctx.loaders.cpu_count_calls:
+        return True
+    func, args = target.func, target.args
+    if (type(func) is not cst.Name or func.value not in ("max", "min") or not args or any(a.star or a.keyword for a in args)
+            or owner is None or owner.lookup(func.value) is not None):
+        return False
+    signs = [_positive(ctx, arg.value, owner, depth + 1) for arg in args]
+    return any(signs) if func.value == "max" else all(signs)
+
+
+def _persistent_code(ctx: Context, call: LoaderCall) -> str | None:
+    """What the fix sets ``persistent_workers`` to: ``True`` for a positive
+    constant of the code; ``<count> > 0`` for a count that may be another
+    number where the program runs (``--workers 0``, a parameter's default,
+    ``os.cpu_count()``), since persistent workers without workers raise;
+    None when the count is not written in the call (a ``**dict``'s key)."""
+    expr = call.expr("num_workers")
+    if expr is None:
+        return None
+    target, _ = ctx.follow(expr, call.scope_of("num_workers"))
+    if type(target) is cst.Integer and call.origin("num_workers") is None:
+        return "True"
+    if "num_workers" not in call.args:
+        return None
+    count = code_of(expr)
+    return f"{count} > 0" if isinstance(expr, _TIGHT) else f"({count}) > 0"
+
+
+#: Counts known only where the program runs, each positive there.
+_RUN_TIME_COUNTS = """
+import os
+from torch.utils.data import DataLoader
+LOADER_WORKERS = max(1, (getattr(os, "process_cpu_count", os.cpu_count)() or 1) - 1)
+def main(a, b, c, fast):
+    first = DataLoader(a, num_workers=os.cpu_count())
+    second = DataLoader(b, num_workers=LOADER_WORKERS)
+    third = DataLoader(c, num_workers=1 if fast else 2)
+    for epoch in range(3):
+        for loader in [first, second, third]:
+            for batch in loader:
+                step(batch)
+"""
 
 
 class NonPersistentWorkers(Rule):
@@ -117,11 +186,23 @@ class NonPersistentWorkers(Rule):
             ...
     ```
 
+    The worker count need not be a literal: any count that is at least 1
+    for every input is reported, such as a module constant, a command-line
+    or config default (`num_workers=args.workers`), `os.cpu_count()`, or
+    `max(1, ...)` (the `LOADER_WORKERS` that LL201's fix writes), so that
+    `fix` followed by `check` finds nothing more to do.
+
     ## Fix safety
-    The fix sets `persistent_workers=True`.  It is safe: the batches are the
-    same.  The workers keep their memory between epochs, and changes the
-    main process makes to the Dataset after the first epoch are not seen by
-    them (they never were within an epoch).
+    The fix sets `persistent_workers=True` where the count is a positive
+    constant of the code, and `persistent_workers=<count> > 0` for any other
+    count (`persistent_workers=args.workers > 0`): the program must still
+    run when the option is given as 0, and persistent workers without
+    workers raise `ValueError`.  It is safe: the batches are the same.  The
+    workers keep their memory between epochs, and changes the main process
+    makes to the Dataset after the first epoch are not seen by them (they
+    never were within an epoch).  There is no fix when the count comes from
+    a `**dict` and is not a constant, nor for `num_workers=os.cpu_count()`
+    in a distributed module until LL203's fix has replaced the count.
 
     ## References
     - [`torch.utils.data.DataLoader` (`persistent_workers`)](https://pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader)
@@ -133,11 +214,12 @@ class NonPersistentWorkers(Rule):
     category = "performance"
     across_files = True
     summary = "workers restarted every epoch (`persistent_workers` not set)"
-    fix_availability = "always"
+    fix_availability = "sometimes"
 
     def check(self, ctx: Context) -> Iterator[Report]:
         for call in ctx.calls:
-            if call.loops or not workers_on(call):
+            expr = call.expr("num_workers")
+            if call.loops or expr is None or not _positive(ctx, expr, call.scope_of("num_workers")):
                 continue
             value = call.value("persistent_workers")
             if value is not MISSING and value is not False:
@@ -152,11 +234,17 @@ class NonPersistentWorkers(Rule):
             found = call.origin("persistent_workers")
             what = ("`persistent_workers` is not set" if value is MISSING
                     else "`persistent_workers=False`" + origin_note(found))
-            message = (
-                f"{what}: the {n} workers{origin_note(call.origin('num_workers'))} of this loader are started "
-                "again at every epoch; set `persistent_workers=True`"
-            )
-            fix = set_argument_fix(call.node, "persistent_workers", "True", found, "Set `persistent_workers=True`")
+            code = _persistent_code(ctx, call)
+            workers = (f"the {n} workers{origin_note(call.origin('num_workers'))} of this loader" if workers_on(call)
+                       else f"the workers of this loader (`num_workers={code_of(expr)}`)")
+            advice = f"`persistent_workers={code}`" if code is not None else "`persistent_workers` when the count is positive"
+            message = f"{what}: {workers} are started again at every epoch; set {advice}"
+            fix = None
+            if ctx.distributed and id(expr) in ctx.loaders.cpu_count_calls:
+                pass  # LL203 replaces the count first; the next round sets it from the new one
+            elif code == "True" or (code is not None and found is None):
+                # A command-line default of `persistent_workers` can only be made True.
+                fix = set_argument_fix(call.node, "persistent_workers", code, found, f"Set `persistent_workers={code}`")
             yield Report(call.node, message, fix)
         yield from _training_arguments(ctx)
 
@@ -210,6 +298,16 @@ class NonPersistentWorkers(Rule):
                 for batch in loader:
                     step(batch)
         """),
+        # Not positive for every input: `os.cpu_count() - 1` is 0 on one CPU.
+        Valid("""
+            import os
+            from torch.utils.data import DataLoader
+            def main(ds):
+                loader = DataLoader(ds, num_workers=os.cpu_count() - 1)
+                for epoch in range(3):
+                    for batch in loader:
+                        step(batch)
+        """),
         # Iterated once.
         Valid("""
             from torch.utils.data import DataLoader
@@ -254,7 +352,7 @@ class NonPersistentWorkers(Rule):
         """),
         # Kept alive beside `train`'s 3, the test loader's 3 workers would be
         # 6 on 4 usable CPUs (LL203): which loader keeps its workers is the author's choice.
-        Valid(_TRAIN_AND_TEST, profile=HardwareProfile(usable_cpus=4, gpu_count=1)),
+        Valid(_TRAIN_AND_TEST, profile=HardwareProfile(usable_cpus=4, gpu_count=1, declared=frozenset({"cpus", "gpus"}))),
         # One epoch: the Trainer iterates its loader once.
         Valid("""
             from transformers import TrainingArguments
@@ -397,6 +495,58 @@ class NonPersistentWorkers(Rule):
                 def train_dataloader(self):
                     return DataLoader(self.train, batch_size=32, num_workers=4, persistent_workers=True)
             """,
+        ),
+        # A count that may be 0 where the program runs: persistent only with workers.
+        Invalid(
+            """
+            import argparse
+            from torch.utils.data import DataLoader
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--threads", type=int, default=4)
+            opt = parser.parse_args()
+            loader = DataLoader(ds, num_workers=opt.threads)
+            for epoch in range(3):
+                for batch in loader:
+                    step(batch)
+            """,
+            message="`persistent_workers` is not set: the 4 workers (with the default `--threads 4`) of this loader are "
+            "started again at every epoch; set `persistent_workers=opt.threads > 0`",
+            fixed="""
+            import argparse
+            from torch.utils.data import DataLoader
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--threads", type=int, default=4)
+            opt = parser.parse_args()
+            loader = DataLoader(ds, num_workers=opt.threads, persistent_workers=opt.threads > 0)
+            for epoch in range(3):
+                for batch in loader:
+                    step(batch)
+            """,
+        ),
+        # Positive on every machine without a known number: the CPU count, LL201's run-time constant.
+        Invalid(
+            _RUN_TIME_COUNTS,
+            message="`persistent_workers` is not set: the workers of this loader (`num_workers=os.cpu_count()`) are "
+            "started again at every epoch; set `persistent_workers=os.cpu_count() > 0`",
+            fixed=_RUN_TIME_COUNTS.replace("os.cpu_count())", "os.cpu_count(), persistent_workers=os.cpu_count() > 0)")
+            .replace("LOADER_WORKERS)", "LOADER_WORKERS, persistent_workers=LOADER_WORKERS > 0)")
+            .replace("else 2)", "else 2, persistent_workers=(1 if fast else 2) > 0)"),
+            count=3,
+            line=5,
+        ),
+        # Under distributed training LL203 replaces `os.cpu_count()` first.
+        Invalid(
+            """
+            import os
+            import torch.distributed as dist
+            from torch.utils.data import DataLoader
+            dist.init_process_group("nccl")
+            loader = DataLoader(ds, sampler=sampler, num_workers=os.cpu_count())
+            for epoch in range(3):
+                for batch in loader:
+                    step(batch)
+            """,
+            fixed=None,
         ),
         Invalid(
             """
