@@ -185,3 +185,41 @@ def _measured(sites: list[MeasuredSite]) -> SpecSource:
         return measured_specs(sites, text, positions)
 
     return source
+
+
+#: What ``uses_cuda`` parses at most: files past it are not looked at (a
+#: warning's evidence, not a check), nor files over ``_CUDA_SCAN_BYTES``.
+_CUDA_SCAN_FILES = 64
+_CUDA_SCAN_BYTES = 2 * 1024 * 1024
+
+
+def uses_cuda(root: Path) -> bool:
+    """Whether a Python module under ``root`` runs on CUDA, as ``check``'s
+    facts tell it (``.cuda()``, ``torch.device("cuda")``, ``.to("cuda")``):
+    what ``init`` warns about when this machine has no GPU.  Files are read
+    as ``check`` reads them; only those mentioning ``cuda`` are parsed."""
+    from loadlint.facts.collect import collect
+    from loadlint.workspace.config import ConfigError
+
+    parsed = 0
+    try:
+        for candidate in discover([root], Resolver(Overrides()).for_path):
+            if parsed >= _CUDA_SCAN_FILES:
+                break
+            if candidate.path.suffix != ".py":
+                continue
+            try:
+                data = read_source(candidate.path, within=candidate.within, limit=_CUDA_SCAN_BYTES)
+            except OSError:
+                continue
+            if b"cuda" not in data:
+                continue
+            parsed += 1
+            try:
+                if collect(parse_module(decode(data).text)).accelerator.cuda:
+                    return True
+            except Exception:  # a file that does not parse is no evidence either way
+                continue
+    except ConfigError:
+        return False
+    return False

@@ -162,7 +162,7 @@ def test_init_writes_the_target_once(tmp_path):
     )
     again = invoke(["init"], tmp_path)
     assert again.exit_code == 2
-    assert again.stderr == "loadlint: error: pyproject.toml declares [tool.loadlint.target] already; edit it there\n"
+    assert again.stderr == "loadlint: error: pyproject.toml declares [tool.loadlint.target] already; edit it there or pass --force to replace it\n"
     # hardware shows what init wrote, and so do the rules.
     shown = invoke(["hardware"], tmp_path)
     assert shown.stdout.startswith("target (nothing of this machine is shown)\nusable CPUs:      64\nmemory total:     512.0 GiB\n")

@@ -423,20 +423,31 @@ def hardware_command(as_json: bool, targets: tuple[str, ...]) -> None:
 
 @cli.command("init")
 @click.option("--target", "targets", multiple=True, metavar="SPEC", help="Declare this machine instead of the detected one.")
-def init_command(targets: tuple[str, ...]) -> None:
+@click.option("--force", is_flag=True, help="Replace a [tool.loadlint.target] table that is there.")
+def init_command(targets: tuple[str, ...], force: bool) -> None:
     """Declare the training machine in pyproject.toml ([tool.loadlint.target])."""
     from loadlint.hardware.detect import TargetError
     from loadlint.hardware.target import TargetExists, detected_target, write_target
 
     try:
         target = _parse_targets(targets) or detected_target()
-        table = write_target(Path("pyproject.toml"), target)
+        table = write_target(Path("pyproject.toml"), target, force=force)
     except (TargetError, TargetExists) as exc:
         fail(str(exc))
     except OSError as exc:
         fail(f"cannot write pyproject.toml: {exc.strerror or exc}")
+    except UnicodeDecodeError:
+        fail("cannot write pyproject.toml: it is not UTF-8")
     origin = "--target" if targets else "this machine"
     click.echo(f"Wrote the training machine ({origin}) to pyproject.toml:\n{table}", nl=False)
+    if not targets and not target.get("gpus"):
+        from loadlint.api import uses_cuda
+
+        if uses_cuda(Path(".")):
+            click.echo(
+                "loadlint: warning: this machine has no GPU but the code uses CUDA: it is not the training machine; "
+                "declare that one with `loadlint init --force --target cpus=N,gpus=N`", err=True,
+            )
 
 
 @cli.command("rule")

@@ -250,6 +250,25 @@ def write_atomic(path: Path, original: bytes, new: bytes) -> None:
         os.close(dir_fd)
 
 
+def create_new(path: Path, data: bytes) -> None:
+    """Create ``path`` holding ``data``; refused when anything is there, a
+    dangling link included (``O_EXCL`` follows no link).  A partial file
+    left by a failed write is removed."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    fd = os.open(path, flags, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+    except BaseException:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        raise
+
+
 def unified_diff(label: str, before: str, after: str) -> str:
     """``before`` -> ``after`` as a unified diff between ``a/label`` and ``b/label``."""
     if before == after:
