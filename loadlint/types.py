@@ -98,14 +98,20 @@ class HardwareProfile:
     python: str = "3.11"
     torch: str = "2"
     declared: frozenset[str] = field(default_factory=frozenset)
+    #: This machine's CPUs as a fix's run-time worker count reads them
+    #: (``hardware.workers.run_time_cpus``), where the rules' profile
+    #: declares no CPU count: messages quote the count it gives as a hint
+    #: beside the fix, and no verdict reads it.
+    here_cpus: int | None = None
 
     @property
     def label(self) -> str:
         """Short description used in messages that depend on hardware."""
         gpus = "? GPUs" if self.gpu_count is None else _count(self.gpu_count, "GPU")
-        declared = {"cpus", "gpus"} & self.declared
-        origin = "target" if declared == {"cpus", "gpus"} else "target+detected" if declared else "detected"
-        return f"{origin}: {_count(self.usable_cpus, 'CPU')}, {gpus}"
+        if not self.declared:
+            return f"detected: {_count(self.usable_cpus, 'CPU')}, {gpus}"
+        cpus = _count(self.usable_cpus, "CPU") if "cpus" in self.declared else "? CPUs"
+        return f"target: {cpus}, {gpus}"
 
 
 def _count(n: int, unit: str) -> str:

@@ -122,7 +122,7 @@ def test_only_calls_and_inserted_lines_change(path: Path) -> None:
             assert at_line_start and edit.content.endswith(("\n", "\r")), edit
             for line in edit.content.splitlines():
                 # Imports, LL102's set_epoch, and the run-time worker count a fix defines after them.
-                assert line.strip().startswith(("import ", "from ", "LOADER_WORKERS = ")) or ".sampler.set_epoch(" in line, line
+                assert line.strip().startswith(("import ", "from ", "LOADER_CPUS = ", "LOADER_WORKERS = ")) or ".sampler.set_epoch(" in line, line
         else:
             assert any(a <= edit.start and edit.end <= b for a, b in allowed), edit
     # Outside the edits nothing moved: splicing reproduces the fixed text.

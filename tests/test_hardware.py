@@ -16,14 +16,13 @@ from loadlint.hardware.detect import (
     Probes,
     TargetError,
     detect,
-    format_profile,
     parse_target,
-    profile_to_dict,
     ranks_per_node,
     resolve_profile,
     suggest_num_workers,
     validate_target,
 )
+from loadlint.hardware.present import format_profile, profile_to_dict
 from loadlint.types import GPU, HardwareProfile
 
 MIB = 1024**2
@@ -413,8 +412,8 @@ def test_parse_target_forms(spec, expected):
     [
         ("cpu=4", f"--target: unknown key 'cpu' {ALLOWED}"),
         ("cpus=4,gpu=1", f"--target: unknown key 'gpu' {ALLOWED}"),
-        ("", "--target: empty target (expected key=value pairs, e.g. cpus=64,gpus=8)"),
-        (" , ", "--target: empty target (expected key=value pairs, e.g. cpus=64,gpus=8)"),
+        ("", "--target: empty target (expected key=value pairs, e.g. cpus=64,gpus=8, or detect)"),
+        (" , ", "--target: empty target (expected key=value pairs, e.g. cpus=64,gpus=8, or detect)"),
         ("cpus", "--target: expected key=value, got 'cpus' (e.g. cpus=64,gpus=8)"),
         ("=4", "--target: expected key=value, got '=4' (e.g. cpus=64,gpus=8)"),
         ("cpus=4,cpus=8", "--target: key 'cpus' given twice"),

@@ -85,11 +85,11 @@ def test_fix_is_byte_identical_on_one_and_two_cpus(tmp_path):
         outputs.append({p.name: p.read_bytes() for p in sorted(root.glob("*.py"))})
     assert outputs[0] == outputs[1]
     single = outputs[0]["single.py"].decode()
-    assert WORKERS_CONSTANT in single
-    assert "DataLoader(ds, batch_size=32, num_workers=LOADER_WORKERS)" in single
+    assert "\n".join(WORKERS_CONSTANT) in single
+    assert "DataLoader(ds, batch_size=32, num_workers=LOADER_WORKERS" in single
     # The literal another machine would keep is left alone.
     assert "DataLoader(ds, batch_size=32, num_workers=2" in single
-    assert RANK_WORKERS_CONSTANT in outputs[0]["ddp.py"].decode()
+    assert "\n".join(RANK_WORKERS_CONSTANT) in outputs[0]["ddp.py"].decode()
 
 
 def test_fix_without_target_writes_the_run_time_constant_and_shows_it_first(tmp_path):
@@ -98,13 +98,14 @@ def test_fix_without_target_writes_the_run_time_constant_and_shows_it_first(tmp_
     assert shown.exit_code == 1
     assert (
         "  = help: Set `num_workers=LOADER_WORKERS`, defined after the imports as "
-        '`LOADER_WORKERS = max(1, (getattr(os, "process_cpu_count", os.cpu_count)() or 1) - 1)`\n'
+        '`LOADER_CPUS = getattr(os, "process_cpu_count", os.cpu_count)() or 1` and '
+        "`LOADER_WORKERS = max(1, LOADER_CPUS - (1 if LOADER_CPUS > 2 else 0))`\n"
     ) in shown.stdout
     fixed = invoke(["fix", "--no-cache", "--select", "LL201", "single.py"], root)
     assert fixed.exit_code == 0, fixed.output
     assert (root / "single.py").read_text() == SINGLE.replace(
         "from torch.utils.data import DataLoader\n",
-        f"from torch.utils.data import DataLoader\nimport os\n{WORKERS_CONSTANT}\n",
+        "from torch.utils.data import DataLoader\nimport os\n" + "".join(f"{line}\n" for line in WORKERS_CONSTANT),
     ).replace("DataLoader(ds, batch_size=32)", "DataLoader(ds, batch_size=32, num_workers=LOADER_WORKERS)")
 
 
@@ -118,16 +119,32 @@ def test_fix_with_a_declared_target_writes_its_numbers(tmp_path):
     assert "LOADER_WORKERS" not in text
 
 
-def test_oversubscription_without_target_is_reported_but_not_rewritten(tmp_path):
+def test_oversubscription_without_target_is_not_judged(tmp_path):
+    # 512 workers are too many on this machine and fine on a larger one:
+    # without a target no machine judges them.
     root = tmp_path
-    (root / "m.py").write_text("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=512)\n")
+    source = "from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=512)\n"
+    (root / "m.py").write_text(source)
     result = invoke(["fix", "--no-cache", "--select", "LL203", "m.py"], root)
+    assert (result.exit_code, result.stdout) == (0, "All checks passed!\n")
+    assert (root / "m.py").read_text() == source
+
+
+def test_target_detect_judges_against_this_machine(tmp_path, monkeypatch):
+    from loadlint.hardware import detect as detect_module
+    from loadlint.types import HardwareProfile
+
+    monkeypatch.setattr(detect_module, "detect", lambda **_: HardwareProfile(usable_cpus=4, gpu_count=0))
+    (tmp_path / "m.py").write_text("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=512)\n")
+    result = invoke(["check", "--no-cache", "--output-format", "concise", "--target", "detect", "m.py"], tmp_path)
     assert result.exit_code == 1
-    assert (
-        "  = help: no fix: whether this count is too high depends on the machine that trains; "
-        "declare the training machine: `[tool.loadlint.target]`\n"
-    ) in result.stdout
-    assert "num_workers=512" in (root / "m.py").read_text()
+    assert result.stdout.splitlines()[0] == (
+        "m.py:2:10: LL203 [*] `num_workers=512` on 4 usable CPUs: workers compete for cores and memory; "
+        "use `num_workers=3` (target: 4 CPUs, 0 GPUs)"
+    )
+    (tmp_path / "pyproject.toml").write_text('[tool.loadlint]\ntarget = "detect"\n')
+    result = invoke(["check", "--no-cache", "--output-format", "concise", "m.py"], tmp_path)
+    assert result.stdout.splitlines()[0].endswith("use `num_workers=3` (target: 4 CPUs, 0 GPUs)")
 
 
 def test_hardware_target_shows_the_target_only(tmp_path):
@@ -391,7 +408,7 @@ def test_examples_import_nothing_beyond_the_verify_extra():
 
 
 def test_findings_left_after_a_fix_quote_the_fixed_lines(tmp_path, capsys):
-    # The fix adds two lines after the imports; the LL101 left is quoted from the fixed text.
+    # The fix adds three lines after the imports; the LL101 left is quoted from the fixed text.
     (tmp_path / "m.py").write_text(
         "import torch.distributed as dist\n"
         "from torch.utils.data import DataLoader\n"
@@ -400,7 +417,7 @@ def test_findings_left_after_a_fix_quote_the_fixed_lines(tmp_path, capsys):
     )
     code, out, _ = _main(["fix", "--no-cache", "--select", "LL101,LL201", "m.py"], tmp_path, capsys)
     assert code == 1
-    assert "6 | loader = DataLoader(ds, batch_size=4, num_workers=LOADER_WORKERS)\n" in out
+    assert "7 | loader = DataLoader(ds, batch_size=4, num_workers=LOADER_WORKERS)\n" in out
 
 
 def test_code_that_moves_batches_to_cuda_has_an_accelerator_waiting(tmp_path, capsys):

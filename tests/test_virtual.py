@@ -222,15 +222,15 @@ def test_patched_simulates_the_run_time_worker_count() -> None:
     def spec(imports: list[str], name: str = "num_workers", value: str = "LOADER_WORKERS") -> list[FixSpec]:
         return [FixSpec("safe", "x", calls=[CallChange(call, {name: value})], imports=imports)]
 
-    out = patched(info, spec(["import os", WORKERS_CONSTANT]), textwrap.dedent(code))
+    out = patched(info, spec(["import os", *WORKERS_CONSTANT]), textwrap.dedent(code))
     assert out is not None
     assert out[0].calls[0].value("num_workers") is UNKNOWN and out[0].calls[0].expr("num_workers") is not None
-    assert patched(info, spec([RANK_WORKERS_CONSTANT]), textwrap.dedent(code)) is not None
+    assert patched(info, spec([*RANK_WORKERS_CONSTANT]), textwrap.dedent(code)) is not None
     assert patched(info, spec([]), None) is not None  # the constant is already defined
-    assert patched(info, spec(["import os", WORKERS_CONSTANT]), None) is None
-    assert patched(info, spec(["import os", WORKERS_CONSTANT]), "import torch  # os\n") is None
-    assert patched(info, spec(["import os", WORKERS_CONSTANT]), "import numpy as os\n") is None
-    assert patched(info, spec(["import os", WORKERS_CONSTANT]), "from os import path\nx = path.os\n") is not None
-    assert patched(info, spec(["import sys", WORKERS_CONSTANT]), textwrap.dedent(code)) is None
-    assert patched(info, spec([WORKERS_CONSTANT], "prefetch_factor"), textwrap.dedent(code)) is None
-    assert patched(info, spec([WORKERS_CONSTANT], value="WORKERS"), textwrap.dedent(code)) is None
+    assert patched(info, spec(["import os", *WORKERS_CONSTANT]), None) is None
+    assert patched(info, spec(["import os", *WORKERS_CONSTANT]), "import torch  # os\n") is None
+    assert patched(info, spec(["import os", *WORKERS_CONSTANT]), "import numpy as os\n") is None
+    assert patched(info, spec(["import os", *WORKERS_CONSTANT]), "from os import path\nx = path.os\n") is not None
+    assert patched(info, spec(["import sys", *WORKERS_CONSTANT]), textwrap.dedent(code)) is None
+    assert patched(info, spec([*WORKERS_CONSTANT], "prefetch_factor"), textwrap.dedent(code)) is None
+    assert patched(info, spec([*WORKERS_CONSTANT], value="WORKERS"), textwrap.dedent(code)) is None

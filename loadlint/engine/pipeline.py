@@ -16,7 +16,7 @@ from typing import Any, Callable
 from loadlint.engine import notebook
 from loadlint.workspace.config import Settings
 from loadlint.engine.analysis import FixFailed, SpecSource, analyse, decided_findings, fix_text, lint_bytes
-from loadlint.sources.prefilter import passes_prefilter
+from loadlint.sources.prefilter import passes_prefilter, undecodable
 from loadlint.sources.files import read_source, write_fixes
 from loadlint.sources.source import DecodeError, decode
 from loadlint.types import FileResult, Finding, FixRequest, HardwareProfile, Location, Options
@@ -26,11 +26,11 @@ Target = tuple[tuple[str, Any], ...]
 
 
 class ProfileCache:
-    """One hardware profile per distinct target; detection runs at most once."""
+    """One hardware profile per distinct target: the declared keys alone,
+    never this machine's (``hardware.detect.rules_profile``)."""
 
     def __init__(self) -> None:
         self._profiles: dict[Target, HardwareProfile] = {}
-        self._detected: HardwareProfile | None = None
 
     def get(self, target: Target) -> Callable[[], HardwareProfile]:
         """A factory resolving ``target``'s profile on first call."""
@@ -38,20 +38,13 @@ class ProfileCache:
         def factory() -> HardwareProfile:
             profile = self._profiles.get(target)
             if profile is None:
-                from loadlint.hardware.detect import resolve_profile
+                from loadlint.hardware.detect import rules_profile
 
-                profile = resolve_profile(dict(target) or None, detector=self._detect)
+                profile = rules_profile(dict(target))
                 self._profiles[target] = profile
             return profile
 
         return factory
-
-    def _detect(self, **kwargs: Any) -> HardwareProfile:
-        from loadlint.hardware.detect import detect
-
-        if self._detected is None or kwargs.get("nvml", True) and self._detected.gpu_count is None:
-            self._detected = detect(**kwargs)
-        return self._detected
 
 
 def options_for(settings: Settings, path: str, profiles: ProfileCache) -> Options:
@@ -107,7 +100,7 @@ def fix_bytes(
     (``error``), with the findings of the unfixed text.
     """
     result = FileResult(str(path))
-    if external is None and not passes_prefilter(data):
+    if external is None and not passes_prefilter(data) and not undecodable(data):
         return result
     try:
         source = decode(data)

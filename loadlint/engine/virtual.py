@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 SIMULATED = frozenset({"num_workers", "pin_memory", "persistent_workers", "prefetch_factor"})
 _LITERAL = re.compile(r"(?:0|[1-9][0-9]*|True|False|None)\Z")
 #: The statements of the run-time worker count a fix may add (``rules.shared.workers_code``).
-_WORKER_STATEMENTS = frozenset({WORKERS_CONSTANT, RANK_WORKERS_CONSTANT})
+_WORKER_STATEMENTS = frozenset({*WORKERS_CONSTANT, *RANK_WORKERS_CONSTANT})
 #: ``os`` as a name anywhere in the text (a comment or string too), but as an
 #: attribute or in ``from os import``: where it is, an added ``import os``
 #: could change what the module's own ``os`` means.  (Written to start with

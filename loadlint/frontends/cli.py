@@ -143,7 +143,7 @@ def check_options(func: _Command) -> _Command:
         click.option("--extend-exclude", multiple=True, help="Patterns to exclude on top of the defaults."),
         click.option("--force-exclude", is_flag=True, help="Apply excludes to explicitly named files too."),
         click.option("--respect-gitignore/--no-respect-gitignore", default=None, help="Skip files .gitignore ignores (default on)."),
-        click.option("--target", "targets", multiple=True, metavar="SPEC", help="Target hardware: cpus=64,gpus=8,memory=512,shm=64,platform=linux,python=3.12,torch=2."),
+        click.option("--target", "targets", multiple=True, metavar="SPEC", help="Target hardware: cpus=64,gpus=8,memory=512,shm=64,platform=linux,python=3.12,torch=2, or detect (this machine)."),
         click.option("--output-format", type=click.Choice(["full", "concise", "json", "json-lines", "sarif", "github", "gitlab", "junit", "pylint"]), envvar="LOADLINT_OUTPUT_FORMAT", default=None, help="Report format (default full; also LOADLINT_OUTPUT_FORMAT)."),
         click.option("-o", "--output-file", type=click.Path(dir_okay=False, path_type=str), help="Write the report to FILE."),
         click.option("--statistics", is_flag=True, help="Count findings per rule."),
@@ -400,10 +400,11 @@ def exit_code(run: Run, options: CheckOptions, fixed: int) -> int:
 @click.option("--json", "as_json", is_flag=True, help="Print the profile as JSON.")
 @click.option("--target", "targets", multiple=True, metavar="SPEC", help="Show this target's figures instead of this machine's.")
 def hardware_command(as_json: bool, targets: tuple[str, ...]) -> None:
-    """Print the hardware profile the rules use: the declared target, else this machine."""
+    """Print the declared target the rules judge against, else this machine's profile."""
     import json
 
-    from loadlint.hardware.detect import TargetError, format_profile, profile_to_dict, resolve_profile
+    from loadlint.hardware.detect import TargetError, resolve_profile
+    from loadlint.hardware.present import format_profile, profile_to_dict
     from loadlint.hardware.target import format_target, target_profile, target_to_dict
 
     from loadlint.workspace.config import ConfigError, Overrides, Resolver
@@ -428,7 +429,6 @@ def init_command(targets: tuple[str, ...], force: bool) -> None:
     """Declare the training machine in pyproject.toml ([tool.loadlint.target])."""
     from loadlint.hardware.detect import TargetError
     from loadlint.hardware.target import TargetExists, detected_target, write_target
-
     try:
         target = _parse_targets(targets) or detected_target()
         table = write_target(Path("pyproject.toml"), target, force=force)

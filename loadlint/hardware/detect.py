@@ -13,7 +13,10 @@ Three sources feed a :class:`~loadlint.types.HardwareProfile`:
   fills the rest.
 
 :func:`suggest_num_workers` is the single place that turns a profile into a
-``num_workers`` suggestion; every rule and the ``hardware`` command use it.
+``num_workers`` suggestion (the formula of :mod:`loadlint.hardware.workers`
+with the target's caps); every rule and the ``hardware`` command use it.
+:func:`rules_profile` is the profile the rules judge against: the declared
+target alone, never this machine unless the target is ``detect``.
 
 psutil and pynvml are imported inside the probes, never at module import:
 ``loadlint check`` on a declared target must not pay for them.
@@ -32,6 +35,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from loadlint.hardware import cpus
+from loadlint.hardware.workers import SMALL_MACHINE_CPUS, run_time_cpus, workers_for
 from loadlint.types import GPU, HardwareProfile
 
 __all__ = [
@@ -41,12 +45,13 @@ __all__ = [
     "Probes",
     "SMALL_MACHINE_CPUS",
     "TargetError",
+    "DETECT",
     "detect",
-    "format_profile",
+    "detected_target",
     "parse_target",
-    "profile_to_dict",
     "ranks_per_node",
     "resolve_profile",
+    "rules_profile",
     "suggest_num_workers",
     "validate_target",
 ]
@@ -59,9 +64,6 @@ GIB = 1024**3
 #: ``prefetch_factor`` decoded batches. 1 GiB is a middle-of-the-road figure
 #: for image/text pipelines; the cap only bites on small-memory machines.
 WORKER_MEMORY_BYTES = 1 * GIB
-#: Up to this many usable CPUs, a single process gets one worker per CPU
-#: rather than keeping one CPU for itself (measured: docs/hardware.md).
-SMALL_MACHINE_CPUS = 2
 
 #: Keys accepted by ``--target`` and ``[tool.loadlint.target]``, in the
 #: order error messages list them.
@@ -259,12 +261,35 @@ _PYTHON_RE = re.compile(r"(\d+)\.(\d+)(?:\.\d+)?")
 _TORCH_RE = re.compile(r"(\d+)(?:\.(\d+))?(?:\.\d+)?(?:\+[\w.]+)?")
 
 
-def parse_target(spec: str, source: str = "--target") -> dict[str, Any]:
+#: The target spec (``--target detect``, ``target = "detect"``) that
+#: declares this machine: judging against it is then visible in the
+#: command or the configuration, never implied.
+DETECT = "detect"
+
+
+def detected_target(detector: Callable[[], HardwareProfile] | None = None) -> dict[str, Any]:
+    """This machine as a target: what ``init`` writes without ``--target``
+    and what ``detect`` declares."""
+    profile = (detector or detect)()
+    target: dict[str, Any] = {"cpus": profile.usable_cpus, "gpus": profile.gpu_count or 0}
+    if profile.memory_total:
+        target["memory"] = profile.memory_total
+    if profile.shm_bytes:
+        target["shm"] = profile.shm_bytes
+    target["platform"] = profile.platform
+    target["python"] = profile.python
+    return target
+
+
+def parse_target(spec: str, source: str = "--target", detector: Callable[[], HardwareProfile] | None = None) -> dict[str, Any]:
     """Parse the command-line form ``cpus=64,gpus=8,memory=512,...``.
 
     Returns the same normalised dict as :func:`validate_target`: ``cpus``
     and ``gpus`` as ints, ``memory`` and ``shm`` in bytes, ``platform`` one
     of linux/macos/windows, ``python`` and ``torch`` as version strings.
+
+    ``detect`` among the items declares this machine (:func:`detected_target`);
+    the pairs beside it override its keys (``detect,gpus=8``).
 
     :raises TargetError: on an unknown key, a bad value, a repeated key or
         a malformed pair.
@@ -274,16 +299,21 @@ def parse_target(spec: str, source: str = "--target") -> dict[str, Any]:
         item = item.strip()
         if not item:
             continue  # tolerate "cpus=64," and doubled commas
+    here = False
         key, sep, value = item.partition("=")
         key, value = key.strip().lower(), value.strip()
         if not sep or not key:
             raise TargetError(f"{source}: expected key=value, got {item!r} (e.g. cpus=64,gpus=8)")
+        if item.lower() == DETECT:
+            here = True
+            continue
         if key in table:
             raise TargetError(f"{source}: key {key!r} given twice")
         table[key] = value
-    if not table:
-        raise TargetError(f"{source}: empty target (expected key=value pairs, e.g. cpus=64,gpus=8)")
-    return validate_target(table, source)
+    if not table and not here:
+        raise TargetError(f"{source}: empty target (expected key=value pairs, e.g. cpus=64,gpus=8, or detect)")
+    declared = validate_target(table, source)
+    return {**detected_target(detector), **declared} if here else declared
 
 
 def validate_target(table: Mapping[str, Any], source: str) -> dict[str, Any]:
@@ -446,20 +476,29 @@ def ranks_per_node(profile: HardwareProfile, distributed: bool) -> int:
 
 def suggest_num_workers(
     profile: HardwareProfile,
+def rules_profile(target: Mapping[str, Any] | None = None) -> HardwareProfile:
+    """The profile the rules judge against: the declared target and nothing
+    of this machine (an undeclared key stays unknown), so that findings and
+    fixes depend only on the code and the configuration.  Without a declared
+    CPU count it carries ``here_cpus`` for the messages' hint.  ``detect``
+    (:func:`parse_target`) is how a project judges against this machine."""
+    profile = resolve_profile(target, detector=lambda **_: HardwareProfile(usable_cpus=1, gpu_count=None))
+    if "cpus" in profile.declared:
+        return profile
+    return dataclasses.replace(profile, here_cpus=run_time_cpus())
+
+
     ranks_per_node: int = 1,
     batch_size: int | None = None,
 ) -> int:
     """The suggested ``num_workers`` for each rank's DataLoader.
 
-    Start from the CPUs each rank can use, keeping one for the rank's own
-    process: ``max(1, usable_cpus // ranks_per_node - 1)``. This is
-    Lightning's ``suggested_max_num_workers``; it stays below torch's
-    ``check_worker_number_rationality`` warning, which fires when one
-    loader starts more workers than the process's affinity allows. On a
-    small machine (a single rank with at most :data:`SMALL_MACHINE_CPUS`
-    CPUs) every CPU gets a worker instead: the main process mostly waits
-    for batches there, and one worker on two CPUs measured no faster than
-    none (``loadlint verify``; docs/hardware.md has the data).
+    Start from :func:`~loadlint.hardware.workers.workers_for`: the CPUs
+    each rank can use, one kept for the rank's own process
+    (``max(1, usable_cpus // ranks_per_node - 1)``, Lightning's
+    ``suggested_max_num_workers``, below torch's
+    ``check_worker_number_rationality`` warning), except on a node of at
+    most :data:`SMALL_MACHINE_CPUS` CPUs, where every CPU gets a worker.
     Then cap it, each cap only when its input is known:
 
     * by the physical cores per rank: beyond them, workers share cores
@@ -473,9 +512,7 @@ def suggest_num_workers(
     is always better than loading on the training thread.
     """
     ranks = max(1, ranks_per_node)
-    per_rank = profile.usable_cpus // ranks
-    small = ranks == 1 and per_rank <= SMALL_MACHINE_CPUS
-    workers = max(1, per_rank if small else per_rank - 1)
+    workers = workers_for(profile.usable_cpus, ranks)
     if profile.physical_cores:
         workers = min(workers, max(1, profile.physical_cores // ranks))
     if batch_size is not None and batch_size >= 1:
@@ -485,104 +522,3 @@ def suggest_num_workers(
     if profile.memory_total and not mixed:
         workers = min(workers, max(1, profile.memory_total // (WORKER_MEMORY_BYTES * ranks)))
     return max(1, workers)
-
-
-# --------------------------------------------------------------------------
-# Presentation
-# --------------------------------------------------------------------------
-
-
-def _gib(value: int | None) -> float | None:
-    return None if value is None else round(value / GIB, 2)
-
-
-def profile_to_dict(profile: HardwareProfile) -> dict[str, Any]:
-    """The profile as JSON-ready data: bytes as ints plus ``*_gib`` floats.
-
-    Also carries the profile's label and the suggested ``num_workers`` for
-    one process and, with more than one GPU, per rank under DDP.
-    """
-    ranks = ranks_per_node(profile, distributed=True)
-    return {
-        "label": profile.label,
-        "declared": sorted(profile.declared),
-        "logical_cpus": profile.logical_cpus,
-        "physical_cores": profile.physical_cores,
-        "affinity_cpus": profile.affinity_cpus,
-        "cgroup_cpus": profile.cgroup_cpus,
-        "usable_cpus": profile.usable_cpus,
-        "memory_total": profile.memory_total,
-        "memory_total_gib": _gib(profile.memory_total),
-        "memory_available": profile.memory_available,
-        "memory_available_gib": _gib(profile.memory_available),
-        "shm_bytes": profile.shm_bytes,
-        "shm_gib": _gib(profile.shm_bytes),
-        "gpu_count": profile.gpu_count,
-        "gpus": [
-            {
-                "name": gpu.name,
-                "memory_bytes": gpu.memory_bytes,
-                "memory_gib": _gib(gpu.memory_bytes),
-            }
-            for gpu in profile.gpus
-        ],
-        "platform": profile.platform,
-        "python": profile.python,
-        "torch": profile.torch,
-        "suggested_num_workers": {
-            "single_process": suggest_num_workers(profile),
-            "per_rank_ddp": suggest_num_workers(profile, ranks) if ranks > 1 else None,
-            "ddp_ranks": ranks if ranks > 1 else None,
-        },
-    }
-
-
-def format_profile(profile: HardwareProfile) -> str:
-    """Human-readable profile for ``loadlint hardware``: aligned lines."""
-
-    def size(value: int | None) -> str:
-        return "unknown" if value is None else f"{value / GIB:.1f} GiB"
-
-    def known(value: Any) -> str:
-        return "unknown" if value is None else str(value)
-
-    def mark(key: str, text: str) -> str:
-        return f"{text} (target)" if key in profile.declared else text
-
-    if profile.gpu_count is None:
-        gpu_text = "unknown"
-    elif profile.gpu_count == 0:
-        gpu_text = "0" if "gpus" in profile.declared else "none (no NVIDIA driver or GPU found)"
-    else:
-        gpu_text = str(profile.gpu_count)
-    quota = "no limit" if profile.cgroup_cpus is None else f"{profile.cgroup_cpus:g} CPUs"
-    torch = profile.torch if "torch" in profile.declared else f"{profile.torch} (assumed)"
-
-    rows: list[tuple[str, str]] = [
-        ("profile", profile.label),
-        ("logical CPUs", known(profile.logical_cpus)),
-        ("physical cores", known(profile.physical_cores)),
-        ("CPU affinity", known(profile.affinity_cpus)),
-        ("cgroup CPU quota", quota),
-        ("usable CPUs", mark("cpus", str(profile.usable_cpus))),
-        ("memory total", mark("memory", size(profile.memory_total))),
-        ("memory available", size(profile.memory_available)),
-        ("/dev/shm", mark("shm", "none" if profile.shm_bytes is None else size(profile.shm_bytes))),
-        ("GPUs", mark("gpus", gpu_text)),
-    ]
-    for index, gpu in enumerate(profile.gpus):
-        memory = "" if gpu.memory_bytes is None else f" ({size(gpu.memory_bytes)})"
-        rows.append((f"  GPU {index}", f"{gpu.name}{memory}"))
-    rows += [
-        ("platform", mark("platform", profile.platform)),
-        ("Python", mark("python", profile.python)),
-        ("torch", torch),
-        ("num_workers", f"{suggest_num_workers(profile)} (one process)"),
-    ]
-    ranks = ranks_per_node(profile, distributed=True)
-    if ranks > 1:
-        per_rank = suggest_num_workers(profile, ranks)
-        rows.append(("num_workers/rank", f"{per_rank} (DDP, {ranks} ranks)"))
-    width = max(len(key) for key, _ in rows) + 2
-    return "\n".join(f"{key + ':':<{width}}{value}" for key, value in rows)
-

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping
 
-from loadlint.hardware.detect import GIB, detect, ranks_per_node, resolve_profile, suggest_num_workers
+from loadlint.hardware.detect import GIB, detected_target, ranks_per_node, resolve_profile, suggest_num_workers
 from loadlint.sources.boundary import is_inside, repository_root
 from loadlint.sources.files import create_new, read_source, write_atomic
 from loadlint.types import HardwareProfile
@@ -31,19 +31,6 @@ class TargetExists(Exception):
 def target_profile(target: Mapping[str, Any]) -> HardwareProfile:
     """A declared target alone, nothing of this machine in it."""
     return resolve_profile(target, detector=lambda **_: HardwareProfile(usable_cpus=1, gpu_count=None))
-
-
-def detected_target() -> dict[str, Any]:
-    """This machine as a target: what ``init`` writes without ``--target``."""
-    profile = detect()
-    target: dict[str, Any] = {"cpus": profile.usable_cpus, "gpus": profile.gpu_count or 0}
-    if profile.memory_total:
-        target["memory"] = profile.memory_total
-    if profile.shm_bytes:
-        target["shm"] = profile.shm_bytes
-    target["platform"] = profile.platform
-    target["python"] = profile.python
-    return target
 
 
 def _toml_value(key: str, value: Any) -> str:

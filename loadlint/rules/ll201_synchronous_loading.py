@@ -12,7 +12,8 @@ from loadlint.rules.shared import (
 )
 from loadlint.types import HardwareProfile
 
-_DETECTED = HardwareProfile(usable_cpus=8, gpu_count=1)
+#: No target declared, on a machine with 8 CPUs.
+_NO_TARGET = HardwareProfile(usable_cpus=1, here_cpus=8)
 _CPU16 = HardwareProfile(usable_cpus=16, gpu_count=0, declared=frozenset({"cpus", "gpus"}))
 
 #: The examples' replay buffer: the training loop keeps filling it.
@@ -467,7 +468,7 @@ class SynchronousLoading(Rule):
                 batch.to("cuda")
             """,
             message="`num_workers` is not set: batches are loaded in the training process, the accelerator waits; "
-            "start workers from the usable CPUs at run time (7 on this machine, detected: 8 CPUs, 1 GPU)",
+            "start workers from the usable CPUs at run time (7 on this machine; no target declared)",
             fixed="""
             import torch
             from torch.utils.data import DataLoader
@@ -476,8 +477,8 @@ class SynchronousLoading(Rule):
             loader = DataLoader(ds, batch_size=64, num_workers=LOADER_WORKERS)
             for batch in loader:
                 batch.to("cuda")
-            """ % WORKERS_CONSTANT,
-            profile=_DETECTED,
+            """ % "\n            ".join(WORKERS_CONSTANT),
+            profile=_NO_TARGET,
         ),
         Invalid(
             """

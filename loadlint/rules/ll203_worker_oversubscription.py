@@ -8,7 +8,7 @@ from loadlint.cst.codegen import code_for_node
 from loadlint.hardware.detect import suggest_num_workers
 from loadlint.rules.base import Context, FixSpec, Invalid, Report, Rule, Valid
 from loadlint.rules.shared import (
-    DECLARE_TARGET, RANK_WORKERS_CONSTANT, measured_defers, origin_note, portable, oversubscribed, profile_note,
+    RANK_WORKERS_CONSTANT, declared_cpus, measured_defers, origin_note, oversubscribed, profile_note,
     ranks, set_workers_fix, suggested_workers, too_many_together, trainer_workers, use_workers, workers_code,
 )
 from loadlint.types import HardwareProfile
@@ -18,36 +18,35 @@ _T8 = HardwareProfile(usable_cpus=16, gpu_count=8, declared=frozenset({"cpus", "
 _T1 = HardwareProfile(usable_cpus=4, gpu_count=1, declared=frozenset({"cpus", "gpus"}))
 
 
-def _machine_bound(ctx: Context) -> str | None:
-    """Without a declared CPU count the finding itself is this machine's:
-    another machine would keep the count, so no fix writes over it."""
-    if portable(ctx):
-        return f"no fix: whether this count is too high depends on the machine that trains; {DECLARE_TARGET}"
-    return None
+def _on_cpus(usable: int) -> str:
+    return f"on {usable} usable CPU{'s' * (usable != 1)}"
 
 
 def _training_arguments(ctx: Context) -> Iterator[Report]:
     """``TrainingArguments(dataloader_num_workers=N)`` with more workers per node than usable CPUs."""
+    usable = declared_cpus(ctx)
+    if usable is None:
+        return  # a count is too high only against the CPUs of a declared target
     for call in ctx.values.training_arguments:
         value = call.value("dataloader_num_workers")
         per_node = ranks(ctx)
-        if type(value) is not int or value * per_node <= ctx.profile.usable_cpus:
+        if type(value) is not int or value * per_node <= usable:
             continue
         n = trainer_workers(ctx, call)
         found = call.origin("dataloader_num_workers")
         message = (
-            f"{oversubscribed('dataloader_num_workers', value, found, per_node)} on {ctx.profile.usable_cpus} usable CPUs: the Trainer's workers compete for cores and "
+            f"{oversubscribed('dataloader_num_workers', value, found, per_node)} {_on_cpus(usable)}: the Trainer's workers compete for cores and "
             f"memory; {use_workers(ctx, 'dataloader_num_workers', n)}"
         )
-        fix = set_workers_fix(ctx, call.node, "dataloader_num_workers", n, found)
-        fix.withheld = _machine_bound(ctx)
-        yield Report(call.node, message, fix)
+        yield Report(call.node, message, set_workers_fix(ctx, call.node, "dataloader_num_workers", n, found))
 
 
 def _alive_together(ctx: Context) -> Iterator[Report]:
     """Loaders alive at the same time whose workers add up past the usable
     CPUs, where none does alone (that one is reported by itself)."""
-    per_node, usable = ranks(ctx), ctx.profile.usable_cpus
+    per_node, usable = ranks(ctx), declared_cpus(ctx)
+    if usable is None:
+        return
     for group in ctx.alive_together():
         counts = too_many_together(ctx, group)
         if counts is None:
@@ -61,11 +60,9 @@ def _alive_together(ctx: Context) -> Iterator[Report]:
         terms = " + ".join(f"{n}{origin_note(call.origin('num_workers'))}" for n, call in zip(counts, group.calls))
         started = f"({terms}) × {per_node} ranks" if per_node > 1 else terms
         n = suggest_num_workers(ctx.profile, per_node, None)
-        advice = (f"the usable CPUs at run time ({n} on this machine, {profile_note(ctx)})" if portable(ctx)
-                  else f"{n} at most ({profile_note(ctx)})")
         message = (
-            f"{loaders} are alive at the same time ({why}): {started} = {total} workers on {usable} usable CPUs: "
-            f"workers compete for cores and memory; lower their `num_workers` to add up to {advice}"
+            f"{loaders} are alive at the same time ({why}): {started} = {total} workers {_on_cpus(usable)}: "
+            f"workers compete for cores and memory; lower their `num_workers` to add up to {n} at most ({profile_note(ctx)})"
         )
         # No fix: how the CPUs are shared among the loaders is the author's choice.
         yield Report(group.calls[-1].node, message)
@@ -203,11 +200,11 @@ class WorkerOversubscription(Rule):
                     yield Report(call.node, message, fix)
                     continue
             value = call.value("num_workers")
-            if type(value) is not int or value <= 0:
+            usable = declared_cpus(ctx)
+            if type(value) is not int or value <= 0 or usable is None:
                 continue
             per_node = ranks(ctx)
             total = value * per_node
-            usable = ctx.profile.usable_cpus
             if total <= usable:
                 continue
             defers, elsewhere = measured_defers(ctx, call)
@@ -216,12 +213,10 @@ class WorkerOversubscription(Rule):
             n = suggested_workers(ctx, call)
             found = call.origin("num_workers")
             message = (
-                f"{oversubscribed('num_workers', value, found, per_node)} on {usable} usable CPUs: workers compete for cores and memory; "
+                f"{oversubscribed('num_workers', value, found, per_node)} {_on_cpus(usable)}: workers compete for cores and memory; "
                 f"{use_workers(ctx, 'num_workers', n)}{elsewhere}"
             )
-            fix = set_workers_fix(ctx, call.node, "num_workers", n, found)
-            fix.withheld = _machine_bound(ctx)
-            yield Report(call.node, message, fix)
+            yield Report(call.node, message, set_workers_fix(ctx, call.node, "num_workers", n, found))
         yield from _training_arguments(ctx)
         yield from _alive_together(ctx)
 
@@ -305,6 +300,12 @@ class WorkerOversubscription(Rule):
                     for batch in test:
                         pass
         """, profile=_T1),
+        # No CPU count declared: 16 workers are too many on 4 CPUs and fine on 64,
+        # so this machine's 4 judge nothing.
+        Valid("""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=8, num_workers=16)
+        """, profile=HardwareProfile(usable_cpus=1, here_cpus=4)),
     ]
     INVALID = [
         # Persistent loaders keep their workers while they live: 3 + 3 + 3 together.
@@ -495,7 +496,7 @@ class WorkerOversubscription(Rule):
             %s
             dist.init_process_group("nccl")
             loader = DataLoader(ds, sampler=s, num_workers=LOADER_WORKERS)
-            """ % RANK_WORKERS_CONSTANT,
+            """ % "\n            ".join(RANK_WORKERS_CONSTANT),
         ),
         Invalid(
             """
@@ -517,7 +518,7 @@ class WorkerOversubscription(Rule):
             def main():
                 model = DistributedDataParallel(net)
                 return DataLoader(ds, sampler=s, num_workers=workers)
-            """ % RANK_WORKERS_CONSTANT,
+            """ % "\n            ".join(RANK_WORKERS_CONSTANT),
         ),
         Invalid(
             """
@@ -543,16 +544,6 @@ class WorkerOversubscription(Rule):
                 main(parser.parse_args())
             """,
             profile=_T1,
-        ),
-        # No CPU count declared: reported on this machine's count, never rewritten.
-        Invalid(
-            """
-            from torch.utils.data import DataLoader
-            loader = DataLoader(ds, batch_size=8, num_workers=16)
-            """,
-            message="`num_workers=16` on 4 usable CPUs: workers compete for cores and memory; start workers from "
-            "the usable CPUs at run time (3 on this machine, detected: 4 CPUs, 0 GPUs)",
-            profile=HardwareProfile(usable_cpus=4, gpu_count=0),
         ),
         Invalid(
             """

@@ -13,6 +13,7 @@ from loadlint.facts.datasets import WORKER_METHODS
 from loadlint.facts.alive import AliveGroup
 from loadlint.facts.loaders import LoaderCall
 from loadlint.hardware.detect import ranks_per_node, suggest_num_workers
+from loadlint.hardware.workers import CPUS_NAME, run_time_statements, workers_for
 from loadlint.facts.arguments import context_method
 from loadlint.facts.values import MISSING, UNKNOWN, Origin
 from loadlint.rules.base import CallChange, Context, FixSpec
@@ -25,8 +26,23 @@ def ranks(ctx: Context) -> int:
     return ctx.launch.ranks_per_node or ranks_per_node(ctx.profile, ctx.distributed)
 
 
+def declared_cpus(ctx: Context) -> int | None:
+    """The target's usable CPUs; None where none is declared: no verdict
+    then counts workers against CPUs, as none would hold on every machine."""
+    return ctx.profile.usable_cpus if "cpus" in ctx.profile.declared else None
+
+
+def here_workers(ctx: Context) -> int:
+    """What the fix's run-time count (``workers_code``) evaluates to on this
+    machine: a message's hint where no CPU count is declared."""
+    return workers_for(ctx.profile.here_cpus or 1, ranks(ctx) if ctx.distributed else 1)
+
+
 def suggested_workers(ctx: Context, call: LoaderCall) -> int:
-    """The ``num_workers`` to suggest for this call on the target."""
+    """The ``num_workers`` to suggest for this call on the target (without
+    a declared CPU count, the hint: ``here_workers``)."""
+    if portable(ctx):
+        return here_workers(ctx)
     # Only a batch size written at the call caps the suggestion: the default
     # of 1 says nothing about how heavy a sample is.
     batch = call.value("batch_size")
@@ -36,21 +52,20 @@ def suggested_workers(ctx: Context, call: LoaderCall) -> int:
 
 def trainer_workers(ctx: Context, call: TrainingArgumentsCall) -> int:
     """The ``dataloader_num_workers`` to suggest for a ``TrainingArguments`` call."""
+    if portable(ctx):
+        return here_workers(ctx)
     batch = call.effective("per_device_train_batch_size")
     return suggest_num_workers(ctx.profile, ranks(ctx), batch if type(batch) is int and batch > 0 else None)
 
 
 #: The name a portable fix gives the worker count it computes at run time.
 WORKERS_NAME = "LOADER_WORKERS"
-#: Computed where the script runs: the CPUs this process may use (affinity
-#: from Python 3.13 on), one kept for the training process.
-WORKERS_CONSTANT = f"{WORKERS_NAME} = max(1, (getattr(os, \"process_cpu_count\", os.cpu_count)() or 1) - 1)"
+#: Computed where the script runs (``hardware.workers``): the CPUs this
+#: process may use, then the worker formula on them.
+WORKERS_CONSTANT = run_time_statements(WORKERS_NAME, distributed=False)
 #: The same under torchrun, shared among the ranks it starts on the node.
 #: Only a distributed module gets it: ``LOCAL_WORLD_SIZE`` is distributed evidence.
-RANK_WORKERS_CONSTANT = (
-    f"{WORKERS_NAME} = max(1, (getattr(os, \"process_cpu_count\", os.cpu_count)() or 1)"
-    " // int(os.environ.get(\"LOCAL_WORLD_SIZE\", 1)) - 1)"
-)
+RANK_WORKERS_CONSTANT = run_time_statements(WORKERS_NAME, distributed=True)
 #: What a fix without a declared target says about the number it leaves out.
 DECLARE_TARGET = "declare the training machine: `[tool.loadlint.target]`"
 
@@ -68,10 +83,11 @@ def workers_code(ctx: Context, n: int, *, run_time: bool = False) -> tuple[str, 
     if not run_time and not portable(ctx):
         return str(n), [], ""
     needs = [] if ctx.names.imports.names.get("os") == "os" else ["import os"]
-    if WORKERS_NAME not in ctx.names.module_scope.bindings:
+    bindings = ctx.names.module_scope.bindings
+    if WORKERS_NAME not in bindings and CPUS_NAME not in bindings:
         constant = RANK_WORKERS_CONSTANT if ctx.distributed else WORKERS_CONSTANT
-        needs.append(constant)
-        return WORKERS_NAME, needs, f", defined after the imports as `{constant}`"
+        needs.extend(constant)
+        return WORKERS_NAME, needs, f", defined after the imports as `{constant[0]}` and `{constant[1]}`"
     return WORKERS_NAME, needs, ""
 
 
@@ -79,8 +95,14 @@ def use_workers(ctx: Context, name: str, n: int) -> str:
     """The advice a message ends with: the target's number, or with no
     target this machine's figure beside the run-time count the fix writes."""
     if portable(ctx):
-        return f"start workers from the usable CPUs at run time ({n} on this machine, {profile_note(ctx)})"
+        return f"start workers from the usable CPUs at run time ({here_note(ctx, n)})"
     return f"use `{name}={n}` ({profile_note(ctx)})"
+
+
+def here_note(ctx: Context, n: int) -> str:
+    """The hint without a declared CPU count: what the fix's count gives on this machine."""
+    per_rank = f" per rank, {ranks(ctx)} ranks" if ctx.distributed and ranks(ctx) > 1 else ""
+    return f"{n} on this machine{per_rank}; no target declared"
 
 
 def waits(ctx: Context) -> str:
@@ -107,8 +129,9 @@ def measured_defers(ctx: Context, call: LoaderCall) -> tuple[bool, str]:
     mark = ctx.measured.get(id(call.node))
     if mark is None:
         return False, ""
-    # A rule that does not read the hardware defers to any measurement.
-    if not ctx.hardware or mark.matches(ctx.profile):
+    # A rule that does not read the hardware defers to any measurement, and
+    # so does one without a declared CPU count to say the hardware differs.
+    if not ctx.hardware or "cpus" not in ctx.profile.declared or mark.matches(ctx.profile):
         return True, ""
     gpus = "" if mark.gpus is None else f", {mark.gpus} GPU{'s' * (mark.gpus != 1)}"
     return False, (f"; the call's configuration was measured ({mark.speedup:g}x on {mark.cpus} "
@@ -195,7 +218,9 @@ def too_many_together(ctx: Context, group: AliveGroup) -> list[int] | None:
     """The workers of each loader of ``group`` when together, and only
     together, they exceed the usable CPUs (a loader that does alone is
     reported by itself: LL203); None otherwise or when a count is unknown."""
-    per_node, usable = ranks(ctx), ctx.profile.usable_cpus
+    per_node, usable = ranks(ctx), declared_cpus(ctx)
+    if usable is None:
+        return None
     counts = [call.workers() for call in group.calls]
     known = [n for n in counts if type(n) is int and n >= 0]
     if len(known) < len(counts) or sum(1 for n in known if n > 0) < 2:

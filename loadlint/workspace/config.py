@@ -325,10 +325,10 @@ def apply_table(base: Settings, table: dict[str, Any], source: Path) -> Settings
         values = _str_list(table["extension"], "extension", source)
         changes["extensions"] = tuple(v.lstrip(".") for v in values)
     if "target" in table:
-        from loadlint.hardware.detect import TargetError, validate_target
+        from loadlint.hardware.detect import DETECT, TargetError, detected_target, validate_target
 
         if not isinstance(table["target"], dict):
-            raise ConfigError(f"{source}: [tool.loadlint.target] must be a table")
+            raise ConfigError(f"{source}: [tool.loadlint.target] must be a table, or target = \"detect\"")
         try:
             target = validate_target(table["target"], f"{source}: [tool.loadlint.target]")
         except TargetError as exc:
@@ -346,6 +346,9 @@ class Overrides:
     ignore: tuple[str, ...] | None = None
     extend_select: tuple[str, ...] | None = None
     exclude: tuple[str, ...] | None = None
+        # `target = "detect"`: this machine, declared where everyone reads it.
+        if table["target"] == DETECT:
+            table = {**table, "target": detected_target()}
     extend_exclude: tuple[str, ...] | None = None
     respect_gitignore: bool | None = None
     unsafe_fixes: bool | None = None
