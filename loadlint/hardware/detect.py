@@ -284,29 +284,29 @@ def detected_target(detector: Callable[[], HardwareProfile] | None = None) -> di
 def parse_target(spec: str, source: str = "--target", detector: Callable[[], HardwareProfile] | None = None) -> dict[str, Any]:
     """Parse the command-line form ``cpus=64,gpus=8,memory=512,...``.
 
+    ``detect`` among the items declares this machine (:func:`detected_target`);
+    the pairs beside it override its keys (``detect,gpus=8``).
+
     Returns the same normalised dict as :func:`validate_target`: ``cpus``
     and ``gpus`` as ints, ``memory`` and ``shm`` in bytes, ``platform`` one
     of linux/macos/windows, ``python`` and ``torch`` as version strings.
-
-    ``detect`` among the items declares this machine (:func:`detected_target`);
-    the pairs beside it override its keys (``detect,gpus=8``).
 
     :raises TargetError: on an unknown key, a bad value, a repeated key or
         a malformed pair.
     """
     table: dict[str, str] = {}
+    here = False
     for item in spec.split(","):
         item = item.strip()
         if not item:
             continue  # tolerate "cpus=64," and doubled commas
-    here = False
+        if item.lower() == DETECT:
+            here = True
+            continue
         key, sep, value = item.partition("=")
         key, value = key.strip().lower(), value.strip()
         if not sep or not key:
             raise TargetError(f"{source}: expected key=value, got {item!r} (e.g. cpus=64,gpus=8)")
-        if item.lower() == DETECT:
-            here = True
-            continue
         if key in table:
             raise TargetError(f"{source}: key {key!r} given twice")
         table[key] = value
@@ -465,17 +465,6 @@ def resolve_profile(
     return dataclasses.replace(profile, **changes)
 
 
-def ranks_per_node(profile: HardwareProfile, distributed: bool) -> int:
-    """Processes that share one node: one per GPU under DDP, else one.
-
-    A distributed module on a profile without GPUs (or with an unknown
-    count) still runs at least one rank.
-    """
-    return max(1, profile.gpu_count or 0) if distributed else 1
-
-
-def suggest_num_workers(
-    profile: HardwareProfile,
 def rules_profile(target: Mapping[str, Any] | None = None) -> HardwareProfile:
     """The profile the rules judge against: the declared target and nothing
     of this machine (an undeclared key stays unknown), so that findings and
@@ -488,6 +477,17 @@ def rules_profile(target: Mapping[str, Any] | None = None) -> HardwareProfile:
     return dataclasses.replace(profile, here_cpus=run_time_cpus())
 
 
+def ranks_per_node(profile: HardwareProfile, distributed: bool) -> int:
+    """Processes that share one node: one per GPU under DDP, else one.
+
+    A distributed module on a profile without GPUs (or with an unknown
+    count) still runs at least one rank.
+    """
+    return max(1, profile.gpu_count or 0) if distributed else 1
+
+
+def suggest_num_workers(
+    profile: HardwareProfile,
     ranks_per_node: int = 1,
     batch_size: int | None = None,
 ) -> int:

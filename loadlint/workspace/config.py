@@ -327,6 +327,9 @@ def apply_table(base: Settings, table: dict[str, Any], source: Path) -> Settings
     if "target" in table:
         from loadlint.hardware.detect import DETECT, TargetError, detected_target, validate_target
 
+        # `target = "detect"`: this machine, declared where everyone reads it.
+        if table["target"] == DETECT:
+            table = {**table, "target": detected_target()}
         if not isinstance(table["target"], dict):
             raise ConfigError(f"{source}: [tool.loadlint.target] must be a table, or target = \"detect\"")
         try:
@@ -346,9 +349,6 @@ class Overrides:
     ignore: tuple[str, ...] | None = None
     extend_select: tuple[str, ...] | None = None
     exclude: tuple[str, ...] | None = None
-        # `target = "detect"`: this machine, declared where everyone reads it.
-        if table["target"] == DETECT:
-            table = {**table, "target": detected_target()}
     extend_exclude: tuple[str, ...] | None = None
     respect_gitignore: bool | None = None
     unsafe_fixes: bool | None = None
