@@ -144,3 +144,30 @@ def test_fix_then_check_on_the_examples_reaches_the_fixed_point(tmp_path):
     snapshot = {p: p.read_bytes() for p in tree.rglob("*.py")}
     loadlint("fix", "--no-cache", ".", cwd=tree)
     assert {p: p.read_bytes() for p in tree.rglob("*.py")} == snapshot
+
+
+SEGMENTATION = """import os
+from torch.utils.data import DataLoader
+def train_model(train_set, device, epochs=5, batch_size=1):
+    loader_args = dict(batch_size=batch_size, num_workers=os.cpu_count(), pin_memory=True)
+    train_loader = DataLoader(train_set, shuffle=True, **loader_args)
+    for epoch in range(1, epochs + 1):
+        for batch in train_loader:
+            batch["image"].to(device=device)
+"""
+
+
+def test_keyword_dict_with_the_cpu_count_gets_persistent_workers(tmp_path):
+    # Pytorch-UNet's shape: `dict(...)` of loader arguments, `os.cpu_count()` workers, an epoch loop.
+    path = tmp_path / "train.py"
+    path.write_text(SEGMENTATION, encoding="utf-8")
+    found = only(path, "LL204")
+    assert found["message"] == (
+        "`persistent_workers` is not set: the workers of this loader (`num_workers=os.cpu_count()`) are started "
+        "again at every epoch; set `persistent_workers=True`"
+    )
+    proc = loadlint("fix", "--select", "LL204", path.name, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert path.read_text(encoding="utf-8") == SEGMENTATION.replace(
+        "**loader_args)", "**loader_args, persistent_workers=True)"
+    )

@@ -458,9 +458,12 @@ def _resolve_dict_name(name: str, scope: Scope, path: tuple[int, ...], order: in
     if owner.kind != "function" or len(bindings) != 1:
         return None
     value = bindings[0].value
-    if type(value) is not cst.Dict:
+    if type(value) is cst.Call:
+        result = _dict_call(value, owner)
+    elif type(value) is cst.Dict:
+        result = _dict_literal(value, owner, conditional=False)
+    else:
         return None
-    result = _dict_literal(value, owner, conditional=False)
     if result is None:
         return None
     for mutation in owner.dict_mutations.get(name, ()):
@@ -492,6 +495,15 @@ def _dict_literal(node: cst.Dict, scope: Scope, conditional: bool) -> DictArgs |
             return None
         out[str(string_value(element.key))] = (None if conditional else element.value, scope)
     return out
+
+
+def _dict_call(node: cst.Call, scope: Scope) -> DictArgs | None:
+    """``dict(batch_size=8, num_workers=4)``: keywords only, the builtin."""
+    if type(node.func) is not cst.Name or node.func.value != "dict" or scope.lookup("dict") is not None:
+        return None
+    if any(arg.keyword is None or arg.star for arg in node.args):
+        return None
+    return {arg.keyword.value: (arg.value, scope) for arg in node.args if arg.keyword is not None}
 
 
 def _stored_params(cls: cst.ClassDef, init: cst.FunctionDef, params: set[str]) -> dict[str, list[str]]:

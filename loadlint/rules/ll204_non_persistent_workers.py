@@ -98,15 +98,17 @@ def _persistent_code(ctx: Context, call: LoaderCall) -> str | None:
     constant of the code; ``<count> > 0`` for a count that may be another
     number where the program runs (``--workers 0``, a parameter's default,
     ``os.cpu_count()``), since persistent workers without workers raise;
-    None when the count is not written in the call (a ``**dict``'s key)."""
+    a ``**dict``'s count is not written at the call: ``True`` where it is
+    positive whatever the inputs (``os.cpu_count()``), else None."""
     expr = call.expr("num_workers")
     if expr is None:
         return None
-    target, _ = ctx.follow(expr, call.scope_of("num_workers"))
+    scope = call.scope_of("num_workers")
+    target, _ = ctx.follow(expr, scope)
     if type(target) is cst.Integer and call.origin("num_workers") is None:
         return "True"
     if "num_workers" not in call.args:
-        return None
+        return "True" if call.origin("num_workers") is None and _positive(ctx, expr, scope) else None
     count = code_of(expr)
     return f"{count} > 0" if isinstance(expr, _TIGHT) else f"({count}) > 0"
 
@@ -202,7 +204,9 @@ class NonPersistentWorkers(Rule):
     makes to the Dataset after the first epoch are not seen by them (they
     never were within an epoch).  There is no fix when the count comes from
     a `**dict` and is not a constant, nor for `num_workers=os.cpu_count()`
-    in a distributed module until LL203's fix has replaced the count.
+    in a distributed module until LL203's fix has replaced the count (a
+    `**dict`'s count that is positive whatever the inputs, such as
+    `os.cpu_count()`, gets `persistent_workers=True`).
 
     ## References
     - [`torch.utils.data.DataLoader` (`persistent_workers`)](https://pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader)
