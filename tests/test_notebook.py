@@ -138,8 +138,9 @@ def test_noqa_in_a_cell_suppresses_and_file_level_noqa_applies_to_the_notebook(t
 
 def test_notebook_without_dataloader_is_not_parsed(tmp_path):
     path = tmp_path / "nb.ipynb"
+    # Telling that it is no JSON costs a JSON parse, not an analysis: reported.
     path.write_text('{"cells": [  broken json', encoding="utf-8")
-    assert run_check(path).findings == []
+    assert [f.code for f in run_check(path).findings] == ["LL901"]
     write_nb(path, [new_code_cell("def f(:\n  pass")])
     assert run_check(path).findings == []
 
@@ -264,7 +265,7 @@ def test_unreadable_notebooks_are_ll901(name, message, row):
         (b'{"cells": [], "nbformat": 2, "x": "DataLoader"}', "nbformat 2 notebooks are not supported"),
         (b'{"cells": ["DataLoader\xff"]}', "cannot read notebook: not UTF-8 (invalid byte 0xff)"),
         (b'{"cells": [' * 100000 + b'"DataLoader"', "malformed notebook JSON"),
-        (b"", None),
+        (b"", "malformed notebook JSON: Expecting value"),
     ],
 )
 def test_odd_documents_never_raise(tmp_path, content, message):

@@ -22,7 +22,7 @@ from loadlint.cst.slicing import Slice
 from loadlint.cst.syntax import MAX_NESTING
 from loadlint.sources.prefilter import PREFILTER
 from loadlint.sources.prefilter import may_construct_loader
-from loadlint.sources.prefilter import passes_prefilter
+from loadlint.sources.prefilter import passes_prefilter, undecodable
 from loadlint.cst.syntax import compile_alone, interpreter_error, syntax_error
 from loadlint.cst.syntax import too_deep_at
 from loadlint.cst.syntax import nesting_depth
@@ -277,7 +277,7 @@ def _too_deep(path: str, options: Options) -> list[Finding]:
 def lint_bytes(data: bytes, path: str, options: Options) -> FileResult:
     """Check a file's bytes: pre-filter, decode (LL901 when that fails), analyse."""
     result = FileResult(path)
-    if not passes_prefilter(data):
+    if not passes_prefilter(data) and not undecodable(data):
         return result
     try:
         source = decode(data)

@@ -372,8 +372,8 @@ def check(path: Path | str, data: bytes, options: Options, fix: FixRequest | Non
     """Check (and with ``fix``, fix) one notebook.  Never raises for a bad notebook."""
     name = str(path)
     result = FileResult(name)
-    if not any(word.encode() in data for word in PREFILTER):
-        return result
+    if not any(word.encode() in data for word in PREFILTER) and _is_json(data):
+        return result  # an empty or broken notebook is still reported (LL901)
     try:
         _check(name, data, options, fix, result)
         if fix is not None and not fix.dry_run and result.fixed is not None:
@@ -383,6 +383,15 @@ def check(path: Path | str, data: bytes, options: Options, fix: FixRequest | Non
     except Exception as exc:  # one bad notebook must not stop the run
         result.error = f"internal error while checking notebook: {type(exc).__name__}: {exc}"
     return result
+
+
+def _is_json(data: bytes) -> bool:
+    """Whether a notebook's bytes are JSON: C's parse, a fraction of a cell's analysis."""
+    try:
+        json.loads(data)
+    except (ValueError, RecursionError):  # UnicodeDecodeError included; load() says which
+        return False
+    return True
 
 
 def _check(name: str, data: bytes, options: Options, fix: FixRequest | None, result: FileResult) -> None:

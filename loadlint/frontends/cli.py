@@ -205,6 +205,11 @@ def run_check(options: CheckOptions) -> int:
         resolver = Resolver(overrides, Path(options.config_path) if options.config_path else None, options.isolated)
         # As in ruff, --stdin-filename alone means "read stdin".
         paths = list(options.paths) or (["-"] if options.stdin_filename else ["."])
+        if options.stdin_filename and paths != ["-"]:
+            # ruff reads stdin then too, and says which paths it leaves.
+            for path in dict.fromkeys(p for p in paths if p != "-"):
+                click.echo(f"loadlint: warning: ignoring {path} in favour of standard input (--stdin-filename)", err=True)
+            paths = ["-"]
         if options.show_settings:
             first = Path(options.stdin_filename if paths == ["-"] and options.stdin_filename else paths[0])
             click.echo(describe(first, resolver.for_path(first)))
@@ -242,6 +247,7 @@ def _check_paths(paths: list[Path], resolver: Resolver, options: CheckOptions) -
     unsafe = options.unsafe_fixes if options.unsafe_fixes is not None else first.unsafe_fixes
     request = FixRequest(unsafe=unsafe, dry_run=options.diff) if options.fixing else None
     fmt = options.output_format or first.output_format or "full"
+    _statistics_format(options, fmt)
     run = lint_paths(paths, resolver, options, request, fmt)
     if run.files == 0:
         # ruff's warning; "All checks passed!" would claim a check that never ran
@@ -250,6 +256,18 @@ def _check_paths(paths: list[Path], resolver: Resolver, options: CheckOptions) -
         if fmt in HUMAN_FORMATS and not options.statistics:
             return EXIT_CLEAN
     return _finish(run, first, options, unsafe=unsafe)
+
+
+#: The formats ``--statistics`` is printed in: its table, or JSON objects.
+STATISTICS_FORMATS = ("full", "concise", "json", "json-lines")
+
+
+def _statistics_format(options: CheckOptions, fmt: str) -> None:
+    """A usage error for ``--statistics`` in a format that has no place for
+    counts (SARIF, annotations, a Code Quality report...): printing the text
+    table there would break the file a CI step reads."""
+    if options.statistics and fmt not in STATISTICS_FORMATS:
+        fail(f"--statistics cannot be written as {fmt}: use --output-format {', '.join(STATISTICS_FORMATS[:-1])} or {STATISTICS_FORMATS[-1]}")
 
 
 def _add_noqa(run: Run) -> int:
@@ -289,12 +307,13 @@ def _add_noqa(run: Run) -> int:
 
 
 def _check_stdin(resolver: Resolver, options: CheckOptions) -> int:
-    from loadlint.workspace.discover import is_excluded
+    from loadlint.workspace.discover import is_force_excluded
     from loadlint.engine.pipeline import ProfileCache, check_bytes, fix_stdin, options_for
 
     name = options.stdin_filename or "-"
     settings = resolver.for_path(Path(name))
-    if options.force_exclude and options.stdin_filename and is_excluded(Path(name), settings):
+    _statistics_format(options, options.output_format or settings.output_format or "full")
+    if options.force_exclude and options.stdin_filename and is_force_excluded(Path(name), settings):
         # An excluded file is passed through untouched, with no findings.
         if options.fix and not options.diff:
             _write_bytes(sys.stdin.buffer.read())

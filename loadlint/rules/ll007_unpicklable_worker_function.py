@@ -177,6 +177,15 @@ def pickle_problems(ctx: Context, call: LoaderCall) -> list[PickleProblem]:
     return problems
 
 
+def _subject(call: LoaderCall, param: str) -> str:
+    """How a message names what a problem comes through: the variable the
+    call passes as its dataset (``train_dataset``), not the parameter."""
+    if param != "dataset":
+        return f"`{param}`"
+    expr = call.expr("dataset")
+    return f"`{expr.value}`" if type(expr) is cst.Name else "the dataset"
+
+
 class UnpicklableWorkerFunction(Rule):
     """
     ## What it does
@@ -271,7 +280,7 @@ class UnpicklableWorkerFunction(Rule):
         why = module_spawn_reason(ctx, call) if problems else None
         if why is None:
             return []
-        return [f"`{p.param}` {p.why} (cannot be pickled for spawned workers: {why})" for p in problems]
+        return [f"{_subject(call, p.param)} {p.why} (cannot be pickled for spawned workers: {why})" for p in problems]
 
     def check(self, ctx: Context) -> Iterator[Report]:
         taken = ctx.names.bound_names()

@@ -10,7 +10,10 @@ class UnreadableFile(Rule):
     ## What it does
     Reports a file that cannot be read or decoded: a permission error, bytes
     that are not valid in the file's encoding (UTF-8, or the PEP 263 coding
-    line's), a NUL byte, a UTF-16 file, a malformed notebook.
+    line's), a NUL byte, a UTF-16 file, a malformed notebook (an empty
+    file, or text that is not JSON).  Unlike LL900, it is reported for
+    every file, whether or not it calls `DataLoader(`: telling costs a
+    decode (about 1 ms a MB), not a parse.
 
     ## Why is this bad?
     Python itself would refuse to import the file, and loadlint cannot check

@@ -26,7 +26,7 @@ from loadlint.engine import pipeline
 from loadlint.workspace.config import Resolver
 from loadlint.run.pool import OUT_OF_TIME, POOL_MIN_SAVING, Work, run_pool
 from loadlint.workspace.discover import Candidate, discover
-from loadlint.sources.prefilter import passes_prefilter
+from loadlint.sources.prefilter import passes_prefilter, undecodable
 from loadlint.sources.files import KeptBytes, read_resolved, staging, staging_now
 from loadlint.engine.pipeline import ProfileCache, Target, options_for
 from loadlint.run.progress import Progress
@@ -195,7 +195,7 @@ def _lint_once(
             continue
         if kept is not None:
             kept.keep(path, real, data)
-        if not notebook and not passes_prefilter(data):
+        if not notebook and not passes_prefilter(data) and not undecodable(data):
             if away is not None:
                 away.add(path)
             continue  # cannot construct a DataLoader: nothing to parse

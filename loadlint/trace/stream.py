@@ -79,9 +79,15 @@ class _Buffer:
                 found, end = self.decoder.raw_decode(self.text, self.pos)
             except json.JSONDecodeError as exc:
                 if self.eof:
-                    # A whole trace ends with its closing bracket; a file
-                    # cut short (a crashed run, a partial copy) does not.
-                    cut = exc.pos >= len(self.text) - 1 or not self.text.rstrip().endswith(("}", "]"))
+                    # A file cut short (a crashed run, a partial copy) fails where
+                    # its text runs out, inside a string or a literal; ``{bad``
+                    # fails on a character that no JSON could continue with.
+                    rest = self.text[exc.pos:].strip()
+                    cut = (
+                        exc.pos >= len(self.text.rstrip()) - 1 or exc.msg.startswith("Unterminated string")
+                        or (bool(rest) and any(word.startswith(rest) for word in ("true", "false", "null")))
+                        or re.fullmatch(r"-?[0-9.eE+-]*", rest) is not None
+                    )
                     where = "truncated JSON (the file ends inside the trace)" if cut else f"malformed JSON at character {self.consumed + exc.pos}: {exc.msg}"
                     raise TraceError(f"{self.name}: {where}") from None
                 need *= 4

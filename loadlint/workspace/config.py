@@ -447,5 +447,13 @@ def describe(path: Path, settings: Settings) -> str:
     lines.append("")
     lines.append("[tool.loadlint.target]")
     for key, value in settings.target:
-        lines.append(f"{key} = {toml(value)}")
+        lines.append(f"{key} = {_size(value) if key in ('memory', 'shm') else toml(value)}")
     return "\n".join(lines)
+
+def _size(value: int) -> str:
+    """A size as the file writes it: a bare number is GiB (``memory = 23``),
+    exactly, else MiB or bytes with their unit."""
+    for unit, scale in (("", 2**30), ("MiB", 2**20)):
+        if value % scale == 0:
+            return str(value // scale) if not unit else json.dumps(f"{value // scale}{unit}")
+    return json.dumps(f"{value}B")

@@ -248,6 +248,27 @@ def _parent_gitignores(directory: Path, cache: _GitIgnore) -> list[tuple[Path, A
     return specs
 
 
+def is_force_excluded(path: Path, settings: Settings, cache: _GitIgnore | None = None) -> bool:
+    """``--force-exclude`` for a path named explicitly: excluded by the
+    configuration, or (with ``respect-gitignore``) ignored by git, itself or
+    through a folder above it, as a walk would have skipped it."""
+    if is_excluded(path, settings):
+        return True
+    if not settings.respect_gitignore:
+        return False
+    cache = cache or _GitIgnore()
+    node = Path(os.path.abspath(path))
+    while node.parent != node:
+        parent = node.parent
+        specs = _parent_gitignores(parent, cache)
+        if specs and _GitIgnore.ignored(str(node), node.is_dir(), specs):
+            return True
+        if (parent / ".git").exists():
+            return False  # the repository's root: no .gitignore above it applies
+        node = parent
+    return False
+
+
 def discover(
     paths: list[Path],
     settings_for: Callable[[Path], Settings],
@@ -259,12 +280,12 @@ def discover(
     for root in paths:
         if root.is_dir():
             settings = settings_for(root)
-            if force_exclude and is_excluded(root, settings):
+            if force_exclude and is_force_excluded(root, settings, gitignore):
                 continue
             yield from _walk(root, settings_for, gitignore, seen)
         else:
             settings = settings_for(root)
-            if force_exclude and is_excluded(root, settings):
+            if force_exclude and is_force_excluded(root, settings, gitignore):
                 continue
             key = os.path.abspath(root)
             if key not in seen:
