@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, NoReturn, TextIO, TypeVar
 import click
 
 from loadlint import __version__
+from loadlint.sources.source import visible, visible_json, visible_lines
 from loadlint.types import HUMAN_FORMATS, CheckOptions, FixRequest, Run
 
 if TYPE_CHECKING:
@@ -65,8 +66,6 @@ def _target_error() -> type[Exception]:
 
 def fail(message: str, code: int = EXIT_ERROR) -> NoReturn:
     """Print one error line and exit."""
-    from loadlint.sources.source import visible
-
     # One line: a path in the message cannot break it or reach the terminal raw.
     click.echo(f"loadlint: error: {visible(message)}", err=True)
     sys.exit(code)
@@ -212,7 +211,7 @@ def run_check(options: CheckOptions) -> int:
             paths = ["-"]
         if options.show_settings:
             first = Path(options.stdin_filename if paths == ["-"] and options.stdin_filename else paths[0])
-            click.echo(describe(first, resolver.for_path(first)))
+            click.echo(visible_lines(describe(first, resolver.for_path(first))))
             return EXIT_CLEAN
         if options.from_verify:
             return _fix_from_verify(resolver, options, options.from_verify)
@@ -295,11 +294,11 @@ def _add_noqa(run: Run) -> int:
         for row in refused:
             # Counted as added, these would still be reported by the next check.
             codes = ", ".join(sorted(rows[row]))
-            click.echo(f"loadlint: warning: {result.path}:{row}: no `# noqa` there would suppress {codes}", err=True)
+            click.echo(f"loadlint: warning: {visible(result.path)}:{row}: no `# noqa` there would suppress {codes}", err=True)
         if added:
             error = write_fixes(Path(result.path), original, new.encode("utf-8"))
             if error is not None:
-                click.echo(f"{result.path}: error: {error}", err=True)
+                click.echo(f"{visible(result.path)}: error: {visible(error)}", err=True)
                 continue
             total += added
     click.echo(f"Added {total} noqa directive{'s' if total != 1 else ''}.")
@@ -350,10 +349,10 @@ def _fix_from_verify(resolver: Resolver, options: CheckOptions, report: str) -> 
     except ReportError as exc:
         fail(str(exc))
     for note in skipped:
-        click.echo(f"loadlint: {note}", err=True)
+        click.echo(f"loadlint: {visible(note)}", err=True)
     if skipped and first is None:
         # Nothing confirmed: not a clean run (a contended or refuted report).
-        click.echo(f"loadlint: {report} has no confirmed configuration: nothing was written", err=True)
+        click.echo(f"loadlint: {visible(report)} has no confirmed configuration: nothing was written", err=True)
         return EXIT_FINDINGS
     return _finish(run, first or resolver.for_path(Path(".")), options, unsafe=False)
 
@@ -367,7 +366,6 @@ def _print_diff(run: Run, *, tally: bool = True) -> int:
     with ``tally``, how many fixes) on stderr.  Exit 1 when there is a diff
     or a file could not be fixed."""
     from loadlint.output.report import diff, unlocked, writable
-    from loadlint.sources.source import visible
 
     text, fixed = diff(run)
     click.echo(writable(text, sys.stdout), nl=False)
@@ -435,10 +433,11 @@ def hardware_command(as_json: bool, targets: tuple[str, ...]) -> None:
         profile = target_profile(target) if target else resolve_profile(None)
     except (TargetError, ConfigError) as exc:
         fail(str(exc))
+    # A declared target comes from the repository's configuration.
     if as_json:
-        click.echo(json.dumps(target_to_dict(profile) if target else profile_to_dict(profile), indent=2))
+        click.echo(visible_json(json.dumps(target_to_dict(profile) if target else profile_to_dict(profile), indent=2)))
     else:
-        click.echo(format_target(profile) if target else format_profile(profile))
+        click.echo(visible_lines(format_target(profile) if target else format_profile(profile)))
 
 
 @cli.command("init")
@@ -487,7 +486,7 @@ def rule_command(code: str | None, all_rules: bool, output_format: str) -> None:
     by_name.update({r.name: c for c, r in RUNTIME_CODES.items()})
     codes = sorted(CODES) if all_rules or code is None else [by_name.get(code.lower(), code.upper())]
     if codes[0] in RUNTIME_CODES and not all_rules and output_format == "text":  # reported by `loadlint trace` only
-        click.echo(RUNTIME_CODES[codes[0]].documentation(), nl=False)
+        click.echo(visible_lines(RUNTIME_CODES[codes[0]].documentation()), nl=False)
         return
     for c in codes:
         if c not in CODES:
@@ -505,9 +504,9 @@ def rule_command(code: str | None, all_rules: bool, output_format: str) -> None:
             }
             for r in rules
         ]
-        click.echo(json.dumps(payload if all_rules else payload[0], indent=2))
+        click.echo(visible_json(json.dumps(payload if all_rules else payload[0], indent=2)))
     else:
-        click.echo("\n".join(r.documentation() for r in rules), nl=False)
+        click.echo(visible_lines("\n".join(r.documentation() for r in rules)), nl=False)
 
 
 @cli.command("clean")
@@ -525,17 +524,17 @@ def clean_command(paths: tuple[str, ...], cache_dir: str | None) -> None:
             continue
         # --cache-dir can name any folder; only one loadlint tagged is deleted.
         if not is_cache_dir(folder):
-            click.echo(f"loadlint: warning: not removing {folder}: it is not a loadlint cache (no CACHEDIR.TAG)", err=True)
+            click.echo(f"loadlint: warning: not removing {visible(str(folder))}: it is not a loadlint cache (no CACHEDIR.TAG)", err=True)
             continue
         shown = os.path.relpath(folder)
-        click.echo(f"Removing cache at: {folder if shown.startswith('..') else shown}")
+        click.echo(f"Removing cache at: {visible(str(folder) if shown.startswith('..') else shown)}")
         clean(folder)
 
 
 def one_line(exc: click.ClickException) -> str:
     """Click's error as one line in our style, without its usage block:
     the message, then where help is (``loadlint check --help``)."""
-    message = " ".join(exc.format_message().split())
+    message = visible(" ".join(exc.format_message().split()))
     message = message[:1].lower() + message[1:].rstrip(".")
     ctx = getattr(exc, "ctx", None)
     if isinstance(exc, click.UsageError) and ctx is not None:

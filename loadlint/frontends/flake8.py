@@ -51,6 +51,7 @@ class Plugin:
         """Yield flake8's (row, column, message, type) for each finding."""
         from loadlint.workspace.config import ConfigError
         from loadlint.sources.prefilter import may_construct_loader
+        from loadlint.sources.source import visible
         from loadlint.engine.pipeline import check_text, options_for
 
         text = "".join(self.lines)
@@ -62,9 +63,10 @@ class Plugin:
             settings = resolver.for_path(Path(path))
         except ConfigError as exc:
             # flake8 has no channel for a broken config but a finding.
-            yield 1, 0, f"LL000 loadlint configuration error: {exc}", type(self)
+            # A key holding a line break must not print a line of its own.
+            yield 1, 0, f"LL000 loadlint configuration error: {visible(str(exc))}", type(self)
             return
         # flake8 applies ``# noqa`` itself (and honours --disable-noqa).
         options = dataclasses.replace(options_for(settings, path, profiles), noqa=False)
         for finding in check_text(text, path, options):
-            yield finding.location.row, finding.location.column - 1, f"{finding.code} {finding.message}", type(self)
+            yield finding.location.row, finding.location.column - 1, f"{finding.code} {visible(finding.message)}", type(self)

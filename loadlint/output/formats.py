@@ -26,7 +26,7 @@ from loadlint.sources.nbjson import cell_lines
 from loadlint.output.report import Sources, Style, Summary, severity
 from loadlint.rules import CODES, category_of, rule_class
 from loadlint.sources.source import lines as split_lines
-from loadlint.sources.source import visible
+from loadlint.sources.source import visible, visible_json
 from loadlint.types import FileResult, Finding, Location, Run
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -310,7 +310,7 @@ def sarif_log(run: Run, summary: Summary, root: Path | None = None) -> dict[str,
 
 def format_sarif(run: Run, summary: Summary, style: Style, sources: Sources) -> str:
     """A SARIF 2.1.0 log (GitHub code scanning)."""
-    return json.dumps(sarif_log(run, summary), indent=2) + "\n"
+    return visible_json(json.dumps(sarif_log(run, summary), indent=2)) + "\n"
 
 
 # -- GitHub Actions workflow commands -------------------------------------
@@ -348,11 +348,13 @@ def format_github(run: Run, summary: Summary, style: Style, sources: Sources) ->
             elif (line := notebook_line(finding)) is not None:
                 props.append(("line", str(line)))
             props.append(("title", f"loadlint ({finding.code})"))
-            prop_text = ",".join(f"{key}={escape_property(value)}" for key, value in props)
-            out.append(f"::{level} {prop_text}::{escape_data(_message(finding))}")
+            # Escaped as every report line first: @actions/core's escapes
+            # leave escape sequences and ``##[`` as they are.
+            prop_text = ",".join(f"{key}={escape_property(visible(value))}" for key, value in props)
+            out.append(f"::{level} {prop_text}::{escape_data(visible(_message(finding)))}")
         if result.error:
-            error_props = f"file={escape_property(path)},title={escape_property('loadlint (error)')}"
-            out.append(f"::error {error_props}::{escape_data(result.error)}")
+            error_props = f"file={escape_property(visible(path))},title={escape_property('loadlint (error)')}"
+            out.append(f"::error {error_props}::{escape_data(visible(result.error))}")
     return "".join(line + "\n" for line in out)
 
 
@@ -412,10 +414,16 @@ def format_gitlab(run: Run, summary: Summary, style: Style, sources: Sources) ->
                     "location": {"path": path, "lines": {"begin": 1}},
                 }
             )
-    return json.dumps(issues, indent=2) + "\n"
+    return visible_json(json.dumps(issues, indent=2)) + "\n"
 
 
 # -- JUnit XML ------------------------------------------------------------
+
+
+def _xml(text: str) -> str:
+    # XML 1.0 has no lone surrogates (a file name that is not UTF-8) and no
+    # U+FFFE/U+FFFF: escaped, so the report stays well-formed.
+    return visible(text, strict=True)
 
 
 def format_junit(run: Run, summary: Summary, style: Style, sources: Sources) -> str:
@@ -430,25 +438,25 @@ def format_junit(run: Run, summary: Summary, style: Style, sources: Sources) -> 
         n_fail = len(result.findings)
         n_err = 1 if result.error else 0
         suite = ET.SubElement(
-            suites, "testsuite", name=visible(result.path), tests=str(n_fail + n_err), failures=str(n_fail), errors=str(n_err)
+            suites, "testsuite", name=_xml(result.path), tests=str(n_fail + n_err), failures=str(n_fail), errors=str(n_err)
         )
         for finding in result.findings:
             case = ET.SubElement(
                 suite,
                 "testcase",
                 name=f"org.loadlint.{finding.code}",
-                classname=visible(result.path),
-                file=visible(result.path),
+                classname=_xml(result.path),
+                file=_xml(result.path),
                 line=str(_file_row(finding)),
             )
-            failure = ET.SubElement(case, "failure", message=visible(_message(finding)), type=finding.code)
+            failure = ET.SubElement(case, "failure", message=_xml(_message(finding)), type=finding.code)
             if finding.cell is None:
-                failure.text = f"line {finding.location.row}, col {finding.location.column}, {visible(finding.message)}"
+                failure.text = f"line {finding.location.row}, col {finding.location.column}, {_xml(finding.message)}"
             else:
-                failure.text = visible(_message(finding))
+                failure.text = _xml(_message(finding))
         if result.error:
-            case = ET.SubElement(suite, "testcase", name="org.loadlint.error", classname=visible(result.path), file=visible(result.path))
-            ET.SubElement(case, "error", message=visible(result.error)).text = visible(result.error)
+            case = ET.SubElement(suite, "testcase", name="org.loadlint.error", classname=_xml(result.path), file=_xml(result.path))
+            ET.SubElement(case, "error", message=_xml(result.error)).text = _xml(result.error)
         total += n_fail + n_err
         failures += n_fail
         errors += n_err

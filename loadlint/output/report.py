@@ -18,7 +18,7 @@ from typing import Any, Callable, TextIO
 from loadlint.sources.files import unified_diff
 from loadlint.rules import CODES, category_of, name_of
 from loadlint.sources.source import lines as split_lines
-from loadlint.sources.source import visible
+from loadlint.sources.source import visible, visible_json, visible_lines
 from loadlint.types import HUMAN_FORMATS, FileResult, Finding, Run
 
 
@@ -254,12 +254,12 @@ def finding_to_dict(finding: Finding) -> dict[str, Any]:
 
 def format_json(run: Run, summary: Summary, style: Style, sources: Sources) -> str:
     """A JSON array of findings, ruff's shape."""
-    return json.dumps([finding_to_dict(f) for f in run.findings], indent=2) + "\n"
+    return visible_json(json.dumps([finding_to_dict(f) for f in run.findings], indent=2)) + "\n"
 
 
 def format_json_lines(run: Run, summary: Summary, style: Style, sources: Sources) -> str:
     """One JSON object per finding and line."""
-    return "".join(json.dumps(finding_to_dict(f)) + "\n" for f in run.findings)
+    return "".join(visible_json(json.dumps(finding_to_dict(f))) + "\n" for f in run.findings)
 
 
 Formatter = Callable[[Run, Summary, Style, Sources], str]
@@ -322,10 +322,10 @@ def statistics(run: Run, summary: Summary, fmt: str = "full") -> str:
         entries.append({"code": code, "name": findings[0].name, "count": len(findings), "fixable": bool(fixable),
                         "severity": severity(code)})
     if fmt == "json":
-        return json.dumps(entries, indent=2) + "\n"
+        return visible_json(json.dumps(entries, indent=2)) + "\n"
     if fmt == "json-lines":
-        return "".join(json.dumps(entry) + "\n" for entry in entries)
-    return "\n".join(out) + ("\n" if out else "")
+        return "".join(visible_json(json.dumps(entry)) + "\n" for entry in entries)
+    return "".join(visible(line) + "\n" for line in out)
 
 
 def render(
@@ -372,7 +372,10 @@ def fixed_listing(run: Run) -> str:
 
 def diff(run: Run) -> tuple[str, int]:
     """``--diff``: (the fixes as one unified diff, how many fixes it holds);
-    a notebook gives one diff per changed cell, as ruff prints them."""
+    a notebook gives one diff per changed cell, as ruff prints them.  Every
+    line is escaped as report lines are: a context line ``" ::error"`` would
+    be a workflow command once a CI log trims its blank, and an escape
+    sequence in the code would reach the terminal."""
     chunks: list[str] = []
     fixed = 0
     for result in run.results:
@@ -385,7 +388,7 @@ def diff(run: Run) -> tuple[str, int]:
         else:
             continue
         fixed += sum(result.applied.values())
-    return "".join(chunks), fixed
+    return visible_lines("".join(chunks)), fixed
 
 
 # File names that are not UTF-8 reach reports as lone surrogates

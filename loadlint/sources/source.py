@@ -111,20 +111,75 @@ def lines(text: str) -> list[str]:
 
 #: What a terminal or a line-based CI log acts on rather than shows: control
 #: characters (a line break, an escape sequence's start, C1's CSI and OSC),
-#: Unicode line separators, and the bidirectional controls that reorder what
-#: is shown.  A tab stays.
-_HIDDEN = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+#: Unicode line separators, the bidirectional controls that reorder what is
+#: shown, and the other invisible format characters, variation selectors and
+#: noncharacters (U+FFFE, U+FFFF, not allowed in XML).  Format characters count
+#: because a culture-aware string search (the GitHub runner's) skips them:
+#: ``#\u00ad#[`` would still be found as ``##[``.  A tab stays.
+_HIDDEN = re.compile(
+    "[\x00-\x08\x0a-\x1f\x7f-\x9f\xad\u034f\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e"
+    "\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufe00-\ufe0f\ufeff\ufff9-\ufffb\ufffe\uffff"
+    "\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
+    "\U000e0001\U000e0020-\U000e007f\U000e0100-\U000e01ef]"
+)
+#: Lone surrogates: a file name that is not UTF-8 (os.fsdecode) holds them.
+#: Shown as they are in text (a report file gets the name's own bytes);
+#: escaped where the output must be valid text (XML).
+_SURROGATE = re.compile("[\ud800-\udfff]")
+#: GitHub's runner takes ``::command::`` at a line's start after blanks
+#: (.NET's TrimStart) and the legacy ``##[command]`` anywhere in a line.
+_COMMAND = re.compile(r"^(\s*):(?=:)|#(?=#\[)")
 
 
-def visible(text: str) -> str:
-    """``text`` for a report line: what a repository put in a file name or a
-    source line is shown (``\\x1b``, ``\\n``), never acted on, so it cannot
-    start a line of its own, move the cursor or write to the clipboard."""
-    if _HIDDEN.search(text) is None:
-        return text
-    return _HIDDEN.sub(lambda m: _escaped(m.group()), text)
+def visible(text: str, *, strict: bool = False) -> str:
+    """``text`` for a report line: what a repository put in a file name, a
+    source line or a configuration key is shown, never acted on.  Hidden
+    characters are escaped (``\\x1b``, ``\\u202e``), so the text cannot start
+    a line of its own, move the cursor or write to the clipboard; a ``::``
+    opening the text (after blanks) and the ``#`` opening ``##[`` are escaped
+    too (``\\x3a:``, ``\\x23#[``), so no CI runner reads it as a workflow
+    command.  ``strict`` also escapes lone surrogates.
+
+    The one escaping rule of every line loadlint prints; idempotent, so a
+    fragment escaped once may be escaped again as part of its line."""
+    if _HIDDEN.search(text) is not None:
+        text = _HIDDEN.sub(_escaped, text)
+    if strict and _SURROGATE.search(text) is not None:
+        text = _SURROGATE.sub(_escaped, text)
+    if "::" in text or "##[" in text:
+        text = _COMMAND.sub(lambda m: rf"{m.group(1)}\x3a" if m.group(1) is not None else r"\x23", text)
+    return text
 
 
-def _escaped(char: str) -> str:
-    code = ord(char)
-    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+def visible_lines(text: str) -> str:
+    """``visible`` applied to each line of ``text``; Python's line breaks
+    (``\\n``, ``\\r\\n``, ``\\r``) stay, so a diff of a CRLF file still applies."""
+    return "".join(visible(body) + end for body, end in _BODY_END.findall(text))
+
+
+def visible_json(serialized: str) -> str:
+    """Serialised JSON under the same rule, with JSON's escapes: the value of
+    every string is unchanged (``json.loads`` gives it back) while ``##[``
+    is written ``\\u0023#[``; what is hidden is written ``\\u2028``."""
+    if _HIDDEN.search(serialized) is not None:
+        # A JSON line break outside a string is layout; inside one json.dumps
+        # has already escaped it.
+        serialized = _HIDDEN.sub(lambda m: m.group() if m.group() == "\n" else _json_escaped(m.group()), serialized)
+    if "##[" in serialized:
+        serialized = serialized.replace("##[", "\\u0023#[")
+    return serialized
+
+
+_BODY_END = re.compile(r"([^\r\n]*)(\r\n|\r|\n|$)")
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def _json_escaped(char: str) -> str:
+    units = char.encode("utf-16-be")
+    return "".join(f"\\u{int.from_bytes(units[i:i + 2], 'big'):04x}" for i in range(0, len(units), 2))

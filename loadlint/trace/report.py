@@ -6,6 +6,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from loadlint.sources.source import visible
 from loadlint.trace.analyse import Diagnosis
 from loadlint.trace.findings import TraceFinding
 from loadlint.trace.metrics import Rank
@@ -135,7 +136,7 @@ def as_text(diagnoses: list[Diagnosis]) -> str:
         lines.append(f"Found {len(found)} finding{'s' if len(found) != 1 else ''} in the trace{'s' if len(diagnoses) > 1 else ''}.")
     else:
         lines.append("No loader bottleneck found in the trace.")
-    return "\n".join(lines) + "\n"
+    return _printed(lines)
 
 
 def _codes(diagnoses: list[Diagnosis]) -> str:
@@ -162,4 +163,11 @@ def compare_text(before: list[Diagnosis], after: list[Diagnosis]) -> str:
     lines.append(f"{'findings':<22}{_codes(before):>18}{_codes(after):>18}")
     ratio = data["step_time_ratio"]
     lines.append(f"median step time ratio (before/after): {ratio:.2f}x" if ratio else "median step time ratio: -")
-    return "\n".join(lines) + "\n"
+    return _printed(lines)
+
+
+def _printed(lines: list[str]) -> str:
+    # A trace's strings (device, iterator class, file names, stack frames)
+    # and the source they map to are the repository's: each line is escaped
+    # as every report line is.
+    return "".join(visible(line) + "\n" for line in lines)

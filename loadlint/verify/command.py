@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 import click
 
+from loadlint.sources.source import visible
 from loadlint.verify import measure
 from loadlint.verify.progress import ProgressLine
 from loadlint.verify.runner import Outcome, Workdir, run_shim
@@ -169,7 +170,7 @@ def verify(script: str | None, args: tuple[str, ...], entry: str | None, at: str
     try:
         report = execute(opts)
     except VerifyError as exc:
-        click.echo(f"loadlint verify: error: {exc}", err=True)
+        click.echo(f"loadlint verify: error: {visible(str(exc))}", err=True)
         sys.exit(EXIT_FAILED)
     except KeyboardInterrupt:
         click.echo("loadlint verify: interrupted; every process it started was stopped", err=True)
@@ -185,7 +186,7 @@ def verify(script: str | None, args: tuple[str, ...], entry: str | None, at: str
             try:
                 rep.plot(report, plot)
             except rep.PlotUnavailable as exc:
-                click.echo(f"loadlint verify: error: {exc}", err=True)
+                click.echo(f"loadlint verify: error: {visible(str(exc))}", err=True)
                 sys.exit(EXIT_FAILED)
     width = None if wide or not sys.stdout.isatty() else shutil.get_terminal_size().columns
     click.echo(rep.render_json(report) if output_format == "json"
@@ -219,7 +220,7 @@ def _announce(opts: dict[str, Any], what: str) -> None:
     cmd = (f"{opts['entry']}() (imported from {os.getcwd()})" if opts["entry"]
            else " ".join(shlex.quote(x) for x in ["python", os.path.relpath(opts["script"]),
                                                   *opts["args"]]))
-    click.echo(f"loadlint verify: will execute {cmd} in {os.getcwd()} {what}; "
+    click.echo(f"loadlint verify: will execute {visible(cmd)} in {visible(os.getcwd())} {what}; "
                f"timeout {opts['timeout']:g} s without progress", err=True)
 
 
@@ -257,7 +258,7 @@ def _within(work: Callable[[str], list[int] | None], path: str, seconds: float) 
     thread.start()
     thread.join(seconds)
     if thread.is_alive():
-        click.echo(f"loadlint verify: note: the static pre-check of {os.path.relpath(path)} did not "
+        click.echo(f"loadlint verify: note: the static pre-check of {visible(os.path.relpath(path))} did not "
                    f"finish within {seconds:g} s; measuring the first loader built", err=True)
         return None
     return box.get("rows")

@@ -74,6 +74,7 @@ import time
 from typing import Any
 
 from loadlint.facts.signature import TUNABLE_DEFAULTS
+from loadlint.sources.source import visible_json
 from loadlint.verify import measure
 from loadlint.verify.text import format_config, render_ddp_text, render_text
 
@@ -321,7 +322,7 @@ def render_json(report: dict[str, Any]) -> str:
             return [clean(v) for v in o]
         return o
 
-    return json.dumps(clean(report), indent=2, default=str) + "\n"
+    return visible_json(json.dumps(clean(report), indent=2, default=str)) + "\n"
 
 
 # --------------------------------------------------------------------------

@@ -9,6 +9,7 @@ import textwrap
 from typing import Any
 
 from loadlint.facts.signature import TUNABLE_DEFAULTS
+from loadlint.sources.source import visible
 
 
 def format_config(config: dict[str, Any], base: dict[str, Any] | None = None) -> str:
@@ -209,7 +210,9 @@ def render_text(report: dict[str, Any], output: str | None = None, width: int | 
             verdict = "CONTENDED - not comparable"
         sp = f" ({site['speedup']:.2f}x)" if site.get("speedup") else ""
         out.append(f"verdict: {verdict}{sp}: {site['reason']}")
-    return "\n".join(_wrap(out, width)).rstrip() + "\n"
+    # The script's names, paths and error messages are escaped as every
+    # report line is, before wrapping counts their width.
+    return "\n".join(_wrap([visible(line) for line in out], width)).rstrip() + "\n"
 
 
 def _wrap(lines: list[str], width: int | None) -> list[str]:
@@ -294,6 +297,6 @@ def render_ddp_text(report: dict[str, Any]) -> str:
     for n in report.get("notes", []):
         out.append(f"note: {n}")
     out.append(f"verdict: {d['verdict'].upper()}")
-    return "\n".join(out) + "\n"
+    return "".join(visible(line) + "\n" for line in out)
 
 
