@@ -4,6 +4,7 @@ module of the package that imports click)."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -80,7 +81,7 @@ def _diagnose(paths: tuple[str, ...], source: str | None, fix: bool, target: dic
     if plot_path:
         _plot(diagnoses, plot_path)
     if output_format == "json":
-        click.echo(json.dumps(as_json(diagnoses), indent=2))
+        click.echo(_json(as_json(diagnoses)))
     else:
         click.echo(as_text(diagnoses), nl=False)
     if fix:
@@ -98,16 +99,33 @@ def _compare(compare: tuple[str, str], output_format: str, jobs: int | None) -> 
     before = diagnose_paths([Path(compare[0])], jobs)
     after = diagnose_paths([Path(compare[1])], jobs)
     if output_format == "json":
-        click.echo(json.dumps(compare_json(before, after), indent=2))
+        click.echo(_json(compare_json(before, after)))
     else:
         click.echo(compare_text(before, after), nl=False)
     return EXIT_FINDINGS if any(d.findings for d in after) else EXIT_CLEAN
 
 
+def _json(report: Any) -> str:
+    """The report as JSON: a figure that is not a finite number (a trace
+    whose times overflow) is ``null``, never ``NaN`` or ``Infinity``."""
+    return json.dumps(_finite(report), indent=2, allow_nan=False)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    return value
+
+
 def _plot(diagnoses: list[Diagnosis], path: str) -> None:
+    from loadlint.trace.plot import draw
+
     try:
-        from loadlint.trace.plot import draw
+        draw(diagnoses, Path(path))
     except ImportError as exc:
         _fail(f"--plot needs the 'plot' extra: pip install 'loadlint[plot]' ({exc})")
-    draw(diagnoses, Path(path))
     click.echo(f"loadlint: wrote {path}", err=True)

@@ -6,6 +6,7 @@ and (``with_stack=True``) the Python frames around ``__next__``/``__iter__``."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from math import isfinite
 from pathlib import Path
 from typing import Any
 
@@ -64,8 +65,10 @@ class Events:
             return
         try:
             ts, dur = float(event["ts"]), float(event.get("dur", 0))
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, OverflowError):
             return
+        if not (isfinite(ts) and isfinite(ts + dur)) or dur < 0:
+            return  # no span of time: nothing to measure, and no NaN in the figures
         if cat in _GPU_CATS:
             self.device.append((ts, ts + dur))
             pid = event.get("pid")
@@ -83,7 +86,9 @@ class Events:
             return  # the device's copy of ProfilerStep#N and record_function ranges
         elif name.startswith("ProfilerStep#"):
             number = name[len("ProfilerStep#"):]
-            self.steps.append((ts, dur, int(number) if number.isdigit() else len(self.steps)))
+            # Python's int() also takes other scripts' digits, and refuses 4,300 of them.
+            numbered = number.isascii() and number.isdigit() and len(number) < 19
+            self.steps.append((ts, dur, int(number) if numbered else len(self.steps)))
         elif name.startswith(DATALOADER_PREFIX) and name.endswith("__next__"):
             self.loader.append((ts, dur, name[len(DATALOADER_PREFIX):].rpartition(".")[0]))
         elif cat in _RUNTIME_CATS:

@@ -71,7 +71,8 @@ def _wait_text(evidence: dict[str, Any]) -> str:
 def diagnose(rank: Rank) -> list[TraceFinding]:
     """The findings of one rank, in code order."""
     found: list[TraceFinding] = []
-    steady = [s for s in rank.steps if s.index not in set(rank.epoch_starts)] or rank.steps
+    starts = set(rank.epoch_starts)
+    steady = [s for s in rank.steps if s.index not in starts] or rank.steps
     total = sum(s.dur_ms for s in steady)
     gain = _gain(steady)
     # The typical step decides, not the total: a few long waits (a pass

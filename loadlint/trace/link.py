@@ -9,6 +9,7 @@ from typing import Any
 from loadlint.api import check_paths
 from loadlint.workspace.config import Overrides
 from loadlint.output.report import diff
+from loadlint.sources.boundary import project_root
 from loadlint.trace.analyse import Diagnosis
 from loadlint.trace.source import Match, match
 from loadlint.types import Finding, FixRequest
@@ -25,7 +26,8 @@ def _relative(path: Path) -> str:
 def _stack_file(callers: list[str]) -> Path | None:
     """Without ``--source``: the file of the frame that iterates the loader,
     when it is under the working folder (the frames' paths are relative
-    to where the script ran); only that file is read."""
+    to where the script ran); only that file is read, and only if it is in
+    the working folder's project, links resolved."""
     for caller in callers:
         name = caller.rpartition("(")[0]
         path = Path(name)
@@ -49,7 +51,10 @@ def link(diagnoses: list[Diagnosis], root: Path | None, target: dict[str, Any] |
         base = root if root is not None else _stack_file(d.rank.callers)
         copies = d.rank.pinned_bytes + d.rank.pageable_bytes
         pinned = d.rank.pinned_bytes >= d.rank.pageable_bytes if copies else None
-        found = match(base, d.rank.iterators, d.rank.callers, pinned) if base is not None else None
+        # The stack names a file of the repository, not one the user named:
+        # a link out of the project is not followed.
+        within = None if root is not None else str(project_root(Path.cwd()))
+        found = match(base, d.rank.iterators, d.rank.callers, pinned, within) if base is not None else None
         if found is None:
             continue
         matches.append(found)

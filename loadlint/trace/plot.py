@@ -1,42 +1,100 @@
 """``--plot``: per rank, over the run's time, the share of each step the GPU
 was busy and the share spent waiting for data, as step lines: a loader
-bottleneck shows as a sawtooth (needs matplotlib, the ``plot`` extra)."""
+bottleneck shows as a sawtooth (needs matplotlib, the ``plot`` extra).
+
+Only loadlint's settings apply: matplotlib is imported away from the
+current folder (whose ``matplotlibrc`` it would read, or block on if it is a
+FIFO) and draws with its built-in defaults, without TeX; the trace's strings
+are drawn as plain text, never as mathtext.  A long run is drawn in at most
+``MAX_BARS`` groups of consecutive steps, so drawing costs the same at 50k
+steps as at 2k.
+"""
 
 from __future__ import annotations
 
+import math
+import os
+import tempfile
+import warnings
 from pathlib import Path
+from typing import Any
 
-import matplotlib
+from loadlint.trace.analyse import Diagnosis
+from loadlint.trace.metrics import Step
 
-matplotlib.use("Agg")  # files only, never a window
+#: The most bars drawn per rank; step starts are drawn up to ``MAX_LINES``.
+MAX_BARS = 2000
+MAX_LINES = 200
 
-import matplotlib.pyplot as plt  # noqa: E402
 
-from loadlint.trace.analyse import Diagnosis  # noqa: E402
+def _pyplot() -> Any:
+    with tempfile.TemporaryDirectory() as empty, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        here = os.getcwd()
+        os.chdir(empty)
+        try:
+            import matplotlib
+
+            matplotlib.use("Agg")  # files only, never a window
+            import matplotlib.pyplot as plt
+        finally:
+            os.chdir(here)
+    return plt
+
+
+def groups(steps: list[Step], most: int = MAX_BARS) -> tuple[list[float], list[float], list[float] | None]:
+    """(edges in ms since the first step, data wait %, GPU busy % or None):
+    one bar per step, or per group of consecutive steps (its shares over
+    the group's time) when there are more than ``most``."""
+    size = max(1, math.ceil(len(steps) / most))
+    origin = steps[0].start
+    edges: list[float] = []
+    wait: list[float] = []
+    busy: list[float] | None = [] if any(s.gpu_busy_ms is not None for s in steps) else None
+    for first in range(0, len(steps), size):
+        group = steps[first:first + size]
+        total = sum(s.dur_ms for s in group)
+        edges.append((group[0].start - origin) / 1e3)
+        wait.append(100 * sum(s.data_wait_ms for s in group) / total if total else 0.0)
+        if busy is not None:
+            busy.append(100 * sum(s.gpu_busy_ms or 0.0 for s in group) / total if total else 0.0)
+    edges.append((steps[-1].start - origin) / 1e3 + steps[-1].dur_ms)
+    return edges, wait, busy
 
 
 def draw(diagnoses: list[Diagnosis], path: Path) -> None:
+    plt = _pyplot()
+    import matplotlib
+
+    with matplotlib.rc_context():
+        matplotlib.rcdefaults()
+        matplotlib.rcParams["text.usetex"] = False
+        _draw(plt, diagnoses, path)
+
+
+def _draw(plt: Any, diagnoses: list[Diagnosis], path: Path) -> None:
     fig, axes = plt.subplots(len(diagnoses), 1, figsize=(11, 2.6 * len(diagnoses) + 0.6), squeeze=False)
     for ax, d in zip(axes[:, 0], diagnoses):
         rank = d.rank
         if not rank.steps:
             continue
-        origin = rank.steps[0].start
-        # Each step spans [start, start + dur): its shares hold over that span.
-        x = [(s.start - origin) / 1e3 for s in rank.steps] + [(rank.steps[-1].start - origin) / 1e3 + rank.steps[-1].dur_ms]
-        wait = [100 * s.data_wait_ms / s.dur_ms if s.dur_ms else 0.0 for s in rank.steps]
-        ax.stairs(wait, x, fill=True, color="#dd8452", alpha=0.6, label="data wait % of step")
-        if rank.has_gpu:
-            busy = [100 * (s.gpu_busy_ms or 0.0) / s.dur_ms if s.dur_ms else 0.0 for s in rank.steps]
-            ax.stairs(busy, x, color="#4c72b0", linewidth=1.8, label="GPU busy % of step")
-        for s in rank.steps:
-            ax.axvline((s.start - origin) / 1e3, color="#cccccc", linewidth=0.5, zorder=0)
+        # Each bar spans its steps' time: their shares hold over that span.
+        edges, wait, busy = groups(rank.steps)
+        ax.stairs(wait, edges, fill=True, color="#dd8452", alpha=0.6, label="data wait % of step")
+        if busy is not None:
+            ax.stairs(busy, edges, color="#4c72b0", linewidth=1.8, label="GPU busy % of step")
+        lines = len(rank.steps) <= MAX_LINES
+        if lines:
+            origin = rank.steps[0].start
+            ax.vlines([(s.start - origin) / 1e3 for s in rank.steps], 0, 105, color="#cccccc", linewidth=0.5, zorder=0)
         title = f"rank {rank.rank}: " if rank.rank is not None else ""
         codes = ", ".join(f.code for f in d.findings) or "no findings"
-        ax.set_title(f"{title}{Path(rank.path).name} ({rank.device}, {len(rank.steps)} steps) - {codes}", fontsize=9)
+        grouped = f", {len(edges) - 1} bars" if len(edges) - 1 < len(rank.steps) else ""
+        ax.set_title(f"{title}{Path(rank.path).name} ({rank.device}, {len(rank.steps)} steps{grouped}) - {codes}",
+                     fontsize=9, usetex=False, parse_math=False)
         ax.set_ylim(0, 105)
         ax.set_ylabel("% of step")
-        ax.set_xlabel("ms since the first step (grey lines: step starts)")
+        ax.set_xlabel("ms since the first step" + (" (grey lines: step starts)" if lines else ""))
         ax.legend(loc="upper right", fontsize=8)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,7 +1,11 @@
 """Back from the trace to the code: which ``DataLoader(...)`` call the run
 iterated, how sure that is, and that call's static findings and fixes.
 
-The project is read with ``ast``, never imported or run.  Evidence, best
+The project is read with ``ast``, never imported or run, and as ``check``
+reads it: through the guarded reader (regular files only, no link out of
+the folder, 64 MiB at most), past the same pre-filter (a file that builds no
+DataLoader is not parsed), with a bound on what is parsed and files too
+deeply nested to parse skipped.  Evidence, best
 first: the Python frames of a ``with_stack=True`` trace name the function
 that iterates the loader; without them, the iterator class says whether the
 loader has workers, and a project's entry script (the file with a
@@ -16,8 +20,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from loadlint.cst.slicing import MAX_PARSE, SLICE_ABOVE, logical_lines
 from loadlint.facts.signature import DEFAULTS, POSITIONAL
 from loadlint.sources.files import read_source
+from loadlint.sources.prefilter import passes_prefilter
+from loadlint.sources.source import LINE_BREAK, DecodeError, decode
 from loadlint.trace.findings import MULTI, SINGLE
 
 _FRAME = re.compile(r"^(?P<file>.+)\((?P<line>\d+)\): (?P<function>.+)$")
@@ -195,17 +202,65 @@ def _iterations(scan: _Scan, call: ast.Call, function: _Function | None, target:
     return tuple(found)
 
 
-def loader_calls(root: Path) -> list[LoaderCall]:
-    """Every ``DataLoader(...)`` call under ``root`` and where it is iterated."""
+#: A logical line this long that names no DataLoader is data (a table, an
+#: embedded blob): it is left out of the parse, as a ``pass``.
+_DATA_LINE = 10_000
+_COMPOUND = re.compile(r"[ \t]*(?:@|(?:def|class|if|elif|else|for|while|with|try|except|finally|async|match|case)\b)")
+
+
+def _bounded(text: str) -> str | None:
+    """``text`` with its long data lines left out (rows unchanged), or None
+    when what remains is more than ``check`` parses."""
+    if len(text) <= SLICE_ABOVE:
+        return text
+    pieces: list[str] = []
+    kept = 0
+    for begin, end in logical_lines(text):
+        if end - begin > _DATA_LINE and text.find("DataLoader", begin, end) < 0 and not _COMPOUND.match(text, begin):
+            breaks = "".join(LINE_BREAK.findall(text, begin, end))
+            head = text[begin:begin + 256]
+            indent = head[: len(head) - len(head.lstrip(" \t"))]
+            # A comment may sit at any indentation; a statement's place needs one.
+            pieces.append(breaks if head.lstrip(" \t").startswith("#") else indent + "pass" + breaks)
+            continue
+        kept += end - begin
+        if kept > MAX_PARSE:
+            return None
+        pieces.append(text[begin:end])
+    return "".join(pieces)
+
+
+def _parse(path: Path, within: str | None) -> ast.Module | None:
+    """The file's tree, or None where ``check`` would not analyse it either."""
+    try:
+        data = read_source(path, within)
+    except OSError:
+        return None
+    if not passes_prefilter(data):
+        return None
+    try:
+        text = _bounded(decode(data).text)
+        return ast.parse(text, str(path)) if text is not None else None
+    except (DecodeError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def loader_calls(root: Path, within: str | None = None) -> list[LoaderCall]:
+    """Every ``DataLoader(...)`` call under ``root`` and where it is iterated.
+    Links must stay in ``within`` (default: ``root`` when it is a folder; a
+    file the user names is read wherever it is)."""
     found: list[LoaderCall] = []
-    within = None if root.is_file() else str(root)
+    if within is None and not root.is_file():
+        within = str(root)
     for path in _python_files(root):
-        try:
-            tree = ast.parse(read_source(path, within), str(path))
-        except (SyntaxError, ValueError, OSError):
+        tree = _parse(path, within)
+        if tree is None:
             continue
         scan = _Scan()
-        scan.visit(tree)
+        try:
+            scan.visit(tree)
+        except RecursionError:
+            continue  # as check reports LL900: too deeply nested to analyse
         for call, function, target in scan.calls:
             found.append(LoaderCall(path, call.lineno, call.col_offset + 1, call.end_lineno or call.lineno, function,
                                     _workers(call), _pinned(call), _iterations(scan, call, function, target), scan.entry))
@@ -231,10 +286,12 @@ def _prefer(calls: list[LoaderCall], pinned: bool | None) -> list[LoaderCall]:
     return agreeing or calls
 
 
-def match(root: Path, iterators: list[str], callers: list[str], pinned: bool | None = None) -> Match | None:
+def match(root: Path, iterators: list[str], callers: list[str], pinned: bool | None = None,
+          within: str | None = None) -> Match | None:
     """The loader call the trace's run iterated, or None.  ``pinned``: whether
-    the trace's host-to-device copies are mostly pinned (None: no copies)."""
-    calls = loader_calls(root)
+    the trace's host-to-device copies are mostly pinned (None: no copies);
+    ``within``: as for ``loader_calls``."""
+    calls = loader_calls(root, within)
     for caller in callers:
         frame = _frame(caller)
         if frame is None:

@@ -23,6 +23,13 @@ from typing import IO, Any, Callable, cast
 
 _WS = re.compile(r"[ \t\n\r]*")
 _CHUNK = 1 << 20
+#: The most a trace may make the reader decompress, hold and keep: JSON
+#: characters per file, characters of one value (an event, a header entry)
+#: and events.  A real 125 MB trace holds about 10 % of each; a few kilobytes
+#: of gzip can expand past any of them.
+MAX_TEXT_CHARS = 2 << 30
+MAX_ELEMENT_CHARS = 16 << 20
+MAX_EVENTS = 2_000_000
 #: Decode an element only when this much text is buffered after it (or the
 #: file ends): an event longer than that is retried with more text.
 _AHEAD = 1 << 16
@@ -37,6 +44,7 @@ class _Buffer:
         self.stream, self.name = stream, name
         self.text, self.pos, self.eof = "", 0, False
         self.consumed = 0  # characters dropped from the front, for messages
+        self.read = 0
         self.decoder = json.JSONDecoder()
 
     def fill(self, need: int = _AHEAD) -> None:
@@ -48,6 +56,9 @@ class _Buffer:
             if not chunk:
                 self.eof = True
                 break
+            self.read += len(chunk)
+            if self.read > MAX_TEXT_CHARS:
+                raise TraceError(f"{self.name}: the trace is longer than {MAX_TEXT_CHARS:,} characters of JSON (the most loadlint reads)")
             if self.pos > _CHUNK:
                 self.consumed += self.pos
                 self.text, self.pos = self.text[self.pos:], 0
@@ -90,15 +101,25 @@ class _Buffer:
                     )
                     where = "truncated JSON (the file ends inside the trace)" if cut else f"malformed JSON at character {self.consumed + exc.pos}: {exc.msg}"
                     raise TraceError(f"{self.name}: {where}") from None
-                need *= 4
+                self._within_bound(len(self.text))
+                need = min(need * 4, MAX_ELEMENT_CHARS + 1)
                 self.fill(need)
                 continue
+            except RecursionError:
+                raise TraceError(f"{self.name}: a JSON value of the trace is nested too deeply") from None
+            except ValueError as exc:  # an integer past Python's digit limit
+                raise TraceError(f"{self.name}: malformed JSON at character {self.consumed + self.pos}: {exc}") from None
             if end == len(self.text) and not self.eof and not isinstance(found, (dict, list, str)):
-                self.fill(need * 4)  # a number may continue in the next chunk
+                self._within_bound(end)
+                self.fill(len(self.text) - self.pos + _CHUNK)  # a number may continue in the next chunk
                 if len(self.text) > end:
                     continue
             self.pos = end
             return found
+
+    def _within_bound(self, end: int) -> None:
+        if end - self.pos > MAX_ELEMENT_CHARS:
+            raise TraceError(f"{self.name}: a JSON value of the trace is longer than {MAX_ELEMENT_CHARS:,} characters (the most loadlint reads)")
 
 
 def _reason(exc: BaseException) -> str:
@@ -173,15 +194,19 @@ def _elements(buf: _Buffer, on_event: Callable[[dict[str, Any]], None]) -> None:
     # typeshed types make_scanner's context narrower than the decoder it takes
     scan: Callable[[str, int], tuple[Any, int]] = make_scanner(cast(Any, buf.decoder))
     separator = _SEPARATOR.match
+    count = 0
     while True:
         if len(buf.text) - buf.pos < _AHEAD and not buf.eof:
             buf.fill()
         text, pos = buf.text, buf.pos
         try:
             event, end = scan(text, pos)
-        except (StopIteration, json.JSONDecodeError):
+        except (StopIteration, ValueError, RecursionError):  # JSONDecodeError is a ValueError
             event = buf.value()
             text, end = buf.text, buf.pos
+        count += 1
+        if count > MAX_EVENTS:
+            raise TraceError(f"{buf.name}: the trace holds more than {MAX_EVENTS:,} events (the most loadlint reads); profile fewer steps")
         if isinstance(event, dict):
             on_event(event)
         found = separator(text, end)
