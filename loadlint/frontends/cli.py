@@ -457,7 +457,7 @@ def init_command(targets: tuple[str, ...], force: bool) -> None:
     except UnicodeDecodeError:
         fail("cannot write pyproject.toml: it is not UTF-8")
     origin = "--target" if targets else "this machine"
-    click.echo(f"Wrote the training machine ({origin}) to pyproject.toml:\n{table}", nl=False)
+    click.echo(f"Wrote the training machine ({origin}) to pyproject.toml:\n{visible_lines(table)}", nl=False)
     if not targets and not target.get("gpus"):
         from loadlint.api import uses_cuda
 
