@@ -25,8 +25,8 @@ _WS = re.compile(r"[ \t\n\r]*")
 _CHUNK = 1 << 20
 #: The most a trace may make the reader decompress, hold and keep: JSON
 #: characters per file, characters of one value (an event, a header entry)
-#: and events.  A real 125 MB trace holds about 10 % of each; a few kilobytes
-#: of gzip can expand past any of them.
+#: and events (docs/trace.md).  A profile of a few steps is far below each;
+#: a few kilobytes of gzip can expand past any of them.
 MAX_TEXT_CHARS = 2 << 30
 MAX_ELEMENT_CHARS = 16 << 20
 MAX_EVENTS = 2_000_000
