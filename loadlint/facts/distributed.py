@@ -5,6 +5,7 @@ themselves."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Sequence
 
 import libcst as cst
 
@@ -13,7 +14,7 @@ from loadlint.facts.cursor import Cursor, Provider
 from loadlint.facts.loaders import LoaderCall
 from loadlint.facts.names import Key, NameFacts
 from loadlint.cst.walk import find_all
-from loadlint.facts.resolve import Scope, canonical, evaluate, string_value
+from loadlint.facts.resolve import Scope, canonical, dotted_name, evaluate, follow_name, string_value
 
 _DISTRIBUTED_CALLS = {
     "torch.distributed.init_process_group",
@@ -187,3 +188,121 @@ def in_test(cursor: Cursor) -> bool:
     """The traversal is inside a test function: a ``Trainer`` built there
     says nothing about the module's other loaders."""
     return any(fn.name.startswith("test") for fn in cursor.functions)
+
+
+#: Calls and attributes that are true in the process of rank 0 alone.
+_MAIN_PROCESS = frozenset({"is_main_process", "is_master", "is_rank_zero", "is_global_zero", "is_local_main_process"})
+
+
+def _is_rank(node: cst.BaseExpression) -> bool:
+    """``rank``, ``args.local_rank``, ``dist.get_rank()``, ``int(os.environ["RANK"])``."""
+    if type(node) is cst.Call:
+        name = dotted_name(node.func) or ""
+        if name == "int" and len(node.args) == 1:
+            return _is_rank(node.args[0].value)
+        return name.rsplit(".", 1)[-1] in ("get_rank", "get_local_rank", "get_global_rank")
+    if type(node) is cst.Subscript and len(node.slice) == 1:
+        index = node.slice[0].slice
+        key = index.value if type(index) is cst.Index else None
+        return type(key) is cst.SimpleString and string_value(key) in ("RANK", "LOCAL_RANK")
+    last = (dotted_name(node) or "").rsplit(".", 1)[-1].lower()
+    # ``node_rank == 0`` is every process of a node, not one.
+    return last.endswith("rank") and "node" not in last and "group" not in last
+
+
+def rank_zero_test(test: cst.BaseExpression) -> bool:
+    """Whether an ``if`` test holds in the rank-0 process alone (``rank == 0``,
+    ``args.rank % ngpus_per_node == 0``, ``not dist.get_rank()``,
+    ``is_main_process()``), or in it and in runs that are not distributed
+    (``not args.distributed or rank == 0``)."""
+    if type(test) is cst.Comparison and len(test.comparisons) == 1 and type(test.comparisons[0].operator) is cst.Equal:
+        left, right = test.left, test.comparisons[0].comparator
+        for side, other in ((left, right), (right, left)):
+            if type(other) is cst.Integer and other.value == "0":
+                if type(side) is cst.BinaryOperation and type(side.operator) is cst.Modulo:
+                    side = side.left  # the first rank of each node: a rank 0 all the same
+                return _is_rank(side)
+        return False
+    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+        return _is_rank(test.expression)
+    if type(test) is cst.Call or type(test) is cst.Attribute:
+        name = dotted_name(test.func if type(test) is cst.Call else test) or ""
+        return name.rsplit(".", 1)[-1] in _MAIN_PROCESS
+    if type(test) is cst.BooleanOperation:
+        sides = (test.left, test.right)
+        if type(test.operator) is cst.And:
+            return any(rank_zero_test(side) for side in sides)
+        # ``not distributed or rank == 0``: the other side is a run without ranks.
+        return any(rank_zero_test(side) for side in sides) and all(
+            rank_zero_test(side) or type(side) is cst.UnaryOperation and type(side.operator) is cst.Not
+            for side in sides
+        )
+    return False
+
+
+def rank_zero_only(names: NameFacts, statements: Sequence[cst.BaseStatement], call: LoaderCall) -> cst.BaseExpression | None:
+    """The test of an ``if`` under which every use of the loader's variable
+    in the body that builds it sits (``if args.rank == 0: validate(loader)``):
+    one process reads it, so no rank repeats another's work.  None when a
+    use is outside such a block, or the loader has no plain variable."""
+    if call.key is None or not call.key[1].isidentifier():
+        return None
+    variable = call.key[1]
+    if call.scope.kind == "function":
+        found = [f for f in names.functions if f.scope is call.scope]
+        if len(found) != 1:
+            return None
+        roots: list[cst.CSTNode] = [found[0].node.body]
+    else:
+        roots = list(statements)
+    not_uses: set[int] = {id(n) for n in find_all(call.node, cst.Name)}
+    guarded: dict[int, cst.BaseExpression] = {}
+    uses: list[cst.Name] = []
+    for root in roots:
+        for node in find_all(root, cst.Attribute):
+            not_uses.add(id(node.attr))
+        for arg in find_all(root, cst.Arg):
+            if arg.keyword is not None:
+                not_uses.add(id(arg.keyword))
+        for param in find_all(root, cst.Param):
+            not_uses.add(id(param.name))
+        for target in find_all(root, cst.AssignTarget):
+            if type(target.target) is cst.Name:
+                not_uses.add(id(target.target))
+        for branch in find_all(root, cst.If):
+            if rank_zero_test(branch.test):
+                for name in find_all(branch.body, cst.Name):
+                    guarded.setdefault(id(name), branch.test)
+        uses += [n for n in find_all(root, cst.Name) if n.value == variable and id(n) not in not_uses]
+    if not uses or not all(id(n) in guarded for n in uses):
+        return None
+    return guarded[id(uses[0])]
+
+
+def sampler_tail(names: NameFacts, call: LoaderCall) -> bool:
+    """Whether the loader reads the samples a ``DistributedSampler`` drops:
+    ``Subset(ds, range(len(sampler) * world_size, len(ds)))``, the tail an
+    evaluation with ``drop_last=True`` then scores apart (pytorch/examples'
+    ImageNet ``aux_val_loader``); every rank reading that tail is the point."""
+    expr = call.expr("dataset")
+    if expr is None:
+        return False
+    target, scope = follow_name(expr, call.scope)
+    if type(target) is not cst.Call or not (dotted_name(target.func) or "").endswith("Subset"):
+        return False
+    indices = next((a.value for a in target.args if a.keyword is not None and a.keyword.value == "indices"), None)
+    if indices is None and len(target.args) >= 2 and target.args[1].keyword is None:
+        indices = target.args[1].value
+    if indices is None:
+        return False
+    indices, _ = follow_name(indices, scope)
+    if type(indices) is not cst.Call or dotted_name(indices.func) != "range" or len(indices.args) < 2:
+        return False
+    start = indices.args[0].value
+    if type(start) is not cst.BinaryOperation or type(start.operator) is not cst.Multiply:
+        return False
+    return any(
+        type(side) is cst.Call and dotted_name(side.func) == "len" and len(side.args) == 1
+        and "sampler" in code_for_node(side.args[0].value).lower()
+        for side in (start.left, start.right)
+    )

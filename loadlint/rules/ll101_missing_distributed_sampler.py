@@ -5,6 +5,7 @@ from typing import Iterator
 import libcst as cst
 
 from loadlint.cst.codegen import code_for_node
+from loadlint.facts.distributed import rank_zero_only, sampler_tail
 from loadlint.facts.loaders import LoaderCall
 from loadlint.facts.values import MISSING
 from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
@@ -35,7 +36,18 @@ class MissingDistributedSampler(Rule):
     and modules, accelerate's `Accelerator`, the Hugging Face `Trainer`, Ray
     Train's `prepare_data_loader`), when a sampler is passed, also
     conditionally (`sampler=DistributedSampler(ds) if distributed else None`),
-    and when the dataset is an `IterableDataset`.
+    and when the dataset is an `IterableDataset`.  No rank repeats another's
+    work, and the rule is silent too, when:
+
+    - every use of the loader in the function that builds it is inside an
+      `if` that holds in one process: `if args.rank == 0:`,
+      `if dist.get_rank() == 0:`, `if not args.distributed or rank == 0:`,
+      `if is_main_process():` (or `args.rank % ngpus_per_node == 0`, the
+      first process of each node: one per node, not one per GPU);
+    - the loader reads the samples a `DistributedSampler(..., drop_last=True)`
+      left out, `Subset(ds, range(len(sampler) * world_size, len(ds)))`:
+      an evaluation that scores that tail apart on every rank (as
+      pytorch/examples' ImageNet script does) means it.
 
     ## Example
     ```python
@@ -65,7 +77,8 @@ class MissingDistributedSampler(Rule):
     inserts `<loader>.sampler.set_epoch(<epoch>)` as the loop body's first
     statement.  It is unsafe: it changes which samples each rank sees (which
     is the point, but the user must read it).  No fix is offered when the
-    dataset argument is not a plain name (it would be built twice).  The fix
+    dataset argument is not a plain name (it would be built twice): the
+    finding says so, and how to write it.  The fix
     is withheld, and the finding says why, when the function that builds
     the loader starts distributed training only under a condition
     (`if args.distributed: model = DDP(model)`): an unconditional
@@ -92,6 +105,9 @@ class MissingDistributedSampler(Rule):
                 continue
             if ctx.lightning_hook(call):
                 continue
+            # One process reads it, or every rank reads the tail its sampler dropped on purpose.
+            if rank_zero_only(ctx.names, ctx.statements, call) is not None or sampler_tail(ctx.names, call):
+                continue
             # A call that starts distributed training reads better than an
             # environment lookup (the run-time worker count reads LOCAL_WORLD_SIZE).
             evidence = next((e for e in ctx.launch.evidence if not e.startswith("os.")), ctx.launch.evidence[0])
@@ -101,10 +117,22 @@ class MissingDistributedSampler(Rule):
             )
             yield Report(call.node, message, self._fix(ctx, call))
 
-    def _fix(self, ctx: Context, call: LoaderCall) -> FixSpec | None:
+    def _fix(self, ctx: Context, call: LoaderCall) -> FixSpec:
         dataset = call.expr("dataset")
         if dataset is None or ctx.dotted(dataset) is None or "dataset" not in call.args:
-            return None
+            if dataset is not None and "dataset" in call.args:
+                why = (
+                    "the dataset is built in the call, and the sampler needs the same object; bind it to a name "
+                    "(`val_dataset = ...`) and pass `sampler=DistributedSampler(val_dataset, shuffle=False)`"
+                )
+            else:
+                why = (
+                    "the dataset comes through `**` arguments; add `sampler=DistributedSampler(<the dataset>, "
+                    "shuffle=False)` where they are made"
+                )
+            return FixSpec("unsafe", "Pass a `DistributedSampler`", withheld=(
+                f"no fix: {why}; for an evaluation, all-reduce the metrics, or evaluate on rank 0 alone"
+            ))
         shuffle = call.expr("shuffle")
         shuffle_code = "False" if shuffle is None else code_for_node(shuffle)
         sampler = f"DistributedSampler({ctx.dotted(dataset)}, shuffle={shuffle_code})"
@@ -198,6 +226,37 @@ class MissingDistributedSampler(Rule):
             dist.init_process_group("nccl")
             loader = DataLoader(ds, batch_sampler=bs, num_workers=2)
         """),
+        # Only rank 0 reads it: no rank repeats another's work.
+        Valid("""
+            import torch.distributed as dist
+            from torch.utils.data import DataLoader
+            def main(args):
+                dist.init_process_group("nccl")
+                val_loader = DataLoader(val_set, batch_size=64)
+                if args.rank == 0:
+                    for batch in val_loader:
+                        evaluate(batch)
+        """),
+        Valid("""
+            import torch.multiprocessing as mp
+            from torch.utils.data import DataLoader
+            def worker(gpu, args):
+                val_loader = DataLoader(val_set, batch_size=64)
+                if not args.multiprocessing_distributed or args.rank % args.ngpus == 0:
+                    validate(val_loader, model)
+            mp.spawn(worker, nprocs=2)
+        """),
+        # The tail a DistributedSampler(drop_last=True) left out, scored on purpose.
+        Valid("""
+            import torch.distributed as dist
+            from torch.utils.data import DataLoader, Subset
+            def validate(val_loader, args):
+                dist.init_process_group("nccl")
+                aux_val_dataset = Subset(val_loader.dataset,
+                                         range(len(val_loader.sampler) * args.world_size, len(val_loader.dataset)))
+                aux_val_loader = DataLoader(aux_val_dataset, batch_size=args.batch_size, shuffle=False)
+                run_validate(aux_val_loader)
+        """),
         # An IterableDataset cannot take a sampler.
         Valid("""
             import torch.distributed as dist
@@ -283,6 +342,54 @@ class MissingDistributedSampler(Rule):
             dist.init_process_group("nccl")
             loader = DataLoader(MyData(), batch_size=32)
             """,
+        ),
+        # Read on rank 0 and also on every rank: duplicated work.
+        Invalid(
+            """
+            import torch.distributed as dist
+            from torch.utils.data import DataLoader
+            def main(args):
+                dist.init_process_group("nccl")
+                val_loader = DataLoader(val_set, batch_size=64)
+                if args.rank == 0:
+                    log(len(val_loader))
+                validate(val_loader)
+            """,
+            fixed="""
+            import torch.distributed as dist
+            from torch.utils.data import DataLoader
+            from torch.utils.data.distributed import DistributedSampler
+            def main(args):
+                dist.init_process_group("nccl")
+                val_loader = DataLoader(val_set, batch_size=64, sampler=DistributedSampler(val_set, shuffle=False))
+                if args.rank == 0:
+                    log(len(val_loader))
+                validate(val_loader)
+            """,
+            line=5,
+        ),
+        # A whole node's processes pass `node_rank == 0`.
+        Invalid(
+            """
+            import torch.distributed as dist
+            from torch.utils.data import DataLoader
+            def main(args):
+                dist.init_process_group("nccl")
+                val_loader = DataLoader(val_set, batch_size=64)
+                if args.node_rank == 0:
+                    validate(val_loader)
+            """,
+            fixed="""
+            import torch.distributed as dist
+            from torch.utils.data import DataLoader
+            from torch.utils.data.distributed import DistributedSampler
+            def main(args):
+                dist.init_process_group("nccl")
+                val_loader = DataLoader(val_set, batch_size=64, sampler=DistributedSampler(val_set, shuffle=False))
+                if args.node_rank == 0:
+                    validate(val_loader)
+            """,
+            line=5,
         ),
         Invalid(
             """
