@@ -23,8 +23,11 @@ from typing import Any
 from xml.etree import ElementTree as ET
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from loadlint.frontends.cli import main
+from loadlint.sources.source import visible
 
 TARGET = "cpus=4,gpus=1"
 BASIC = (Path(__file__).parent / "fixtures" / "basic.py").read_bytes()
@@ -54,6 +57,31 @@ def hijacks(text: str, *, github: bool = False) -> list[str]:
         if _COMMAND.match(data) or "##[" in body or any(_acted_on(c) for c in body):
             bad.append(line)
     return bad
+
+
+def test_every_invisible_character_is_escaped():
+    # The whole Unicode database of this Python, not a list copied from the rule.
+    acted_on = [chr(c) for c in range(sys.maxunicode + 1) if _acted_on(chr(c)) and unicodedata.category(chr(c)) != "Cs"]
+    assert len(acted_on) > 200
+    shown = [c for c in acted_on if visible(c) == c]
+    assert shown == []
+    assert visible("\t") == "\t" and visible("caf\u00e9 \u4e2d") == "caf\u00e9 \u4e2d"
+    assert visible("\udcff") == "\udcff" and visible("\udcff", strict=True) == "\\udcff"
+
+
+@given(st.text(alphabet=st.sampled_from(["#", "[", ":", " ", "\t", "\u00a0", "\n", "\r", "\x1b", "\u00ad", "\u2028", "a", "\\"])))
+@settings(max_examples=300, deadline=None)
+def test_the_rule_on_any_text(text):
+    from loadlint.sources.source import visible_json, visible_lines
+
+    once = visible(text)
+    assert visible(once) == once
+    assert hijacks(once) == []
+    serialized = visible_json(json.dumps({"k": text, text: [text]}, ensure_ascii=False, indent=1))
+    assert json.loads(serialized) == {"k": text, text: [text]}
+    assert hijacks(serialized) == []
+    for body in visible_lines(text).splitlines():
+        assert hijacks(body) == []
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
@@ -110,6 +138,25 @@ def test_file_name_in_every_format(capsys, tmp_path, monkeypatch, name):
     assert any(line.endswith(".py:6: [LL201] `num_workers` is not set: batches are loaded in the training process, "
                              "the accelerator waits; use `num_workers=3` (target: 4 CPUs, 1 GPU)")
                for line in outputs["pylint"].splitlines())
+
+
+def test_every_case_at_once_through_the_console(tmp_path):
+    # The real process: stdout a pipe, bytes as a CI log reads them.
+    names = ["::stop-commands::tok.py", " \t::error title=Injected::x.py", "##[error]x.py", f"{OSC}{CSI}x.py", f"{BIDI}x.py"]
+    for name in names:
+        (tmp_path / name).write_bytes(BASIC)
+    doc = f'DOC = """\n##[error]y{OSC}\n::error title=Injected::x\n"""\n'
+    (tmp_path / "train.py").write_text(BASIC.decode().replace("def train(model, dataset, epochs=3):\n", f"def train(model, dataset, epochs=3):\n    {doc}"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOADLINT_")}
+    for args in (["--output-format", "full"], ["--output-format", "github"], ["--diff"]):
+        proc = subprocess.run([sys.executable, "-m", "loadlint", "check", "--no-cache", "--target", TARGET, *args, "."],
+                              cwd=tmp_path, capture_output=True, env=env, timeout=180)
+        text = (proc.stdout + proc.stderr).decode("utf-8", "surrogateescape")
+        assert proc.returncode == 1 and "Traceback" not in text, text
+        assert hijacks(text, github="github" in args) == [], args
+        # Every file is reported (quoted or annotated), none lost to the escaping.
+        expected = "title=loadlint (LL201)" if "github" in args else "DataLoader(dataset, batch_size=32"
+        assert text.count(expected) >= len(names) + 1, args
 
 
 HOSTILE_LINE = (
@@ -204,6 +251,20 @@ def test_error_lines_name_paths_escaped(capsys, tmp_path, monkeypatch):
     code, out = run(capsys, "check", f"##[error]{OSC}missing.py")
     assert code == 2 and hijacks(out) == []
     assert out == "loadlint: error: \\x23#[error]\\x1b]52;c;aGk=\\x07missing.py: no such file or folder\n"
+
+
+@pytest.mark.parametrize("command", [["check", "--no-cache", "train.py"], ["hardware"], ["hardware", "--json"]])
+def test_configuration_key_in_the_error_line(capsys, tmp_path, monkeypatch, command):
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.loadlint.target]\ncpus = 4\n"##[error]\\u001b]0;x\\u0007\\n::error title=Injected::y" = 1\n'
+    )
+    (tmp_path / "train.py").write_bytes(BASIC)
+    monkeypatch.chdir(tmp_path)
+    code, out = run(capsys, *command)
+    assert code == 2 and hijacks(out) == []
+    assert out.endswith(": [tool.loadlint.target]: unknown key '\\x23#[error]\\x1b]0;x\\x07\\n::error title=Injected::y' "
+                        "(allowed: cpus, gpus, memory, shm, platform, python, torch)\n")
+    assert out.count("\n") == 1
 
 
 def test_junit_is_well_formed_for_any_file_name(capsys, tmp_path, monkeypatch):
