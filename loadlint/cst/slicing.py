@@ -36,7 +36,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator
 
-from loadlint.cst import gate
+from loadlint.cst import gate, literals
 from loadlint.cst.constructors import CHECKS, Constructors, constructors, install
 from loadlint.sources.source import LINE_BREAK
 
@@ -122,8 +122,12 @@ _CONTINUATION = re.compile(r"(?:else|elif|except|finally)\b")
 SLICE_ABOVE = 200_000
 #: The most characters of kept statements handed to the parser.
 MAX_PARSE = 1_000_000
-#: Dropped statements are syntax-checked in batches of about this many characters.
-_CHECK_BATCH = 256_000
+#: Dropped statements are syntax-checked in batches of about this many
+#: characters; a longer statement is checked alone, its literal data first
+#: shrunk (``literals``): compiling builds a syntax tree of a few hundred
+#: bytes a character.  One still longer after that is not compiled at all:
+#: it is kept, as a statement the parser rejects is.
+_CHECK_BATCH = 64_000
 
 _KEYWORDS = frozenset(keyword.kwlist)
 _BUILTINS = frozenset(dir(builtins))
@@ -492,6 +496,14 @@ def _keep_invalid(text: str, bounds: list[int], keep: list[bool]) -> None:
     for index, kept in enumerate(keep):
         if kept:
             continue
+        if bounds[index + 1] - bounds[index] > _CHECK_BATCH:
+            if _first_invalid(text, bounds, batch, keep):
+                return
+            batch, size = [], 0
+            if not _parses(literals.reduce(text[bounds[index] : bounds[index + 1]]), _CHECK_BATCH):
+                keep[index : index + 2] = [True] * len(keep[index : index + 2])
+                return
+            continue
         batch.append(index)
         size += bounds[index + 1] - bounds[index]
         if size >= _CHECK_BATCH:
@@ -513,7 +525,11 @@ def _first_invalid(text: str, bounds: list[int], indices: list[int], keep: list[
     return _first_invalid(text, bounds, indices[:half], keep) or _first_invalid(text, bounds, indices[half:], keep)
 
 
-def _parses(source: str) -> bool:
+def _parses(source: str, longest: int | None = None) -> bool:
+    """Whether Python parses ``source``; False, without trying, when it is
+    longer than ``longest``."""
+    if longest is not None and len(source) > longest:
+        return False
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # invalid escapes and the like: not ours to report
         # Compiling to bytecode is the faster check (no syntax tree objects);
