@@ -68,7 +68,22 @@ class Settings:
     source: str | None = None
 
     def codes(self) -> frozenset[str]:
-        return resolve_selection(self.select, self.ignore, self.extend_select, self.source or "--select")
+        # Expanded once per settings (so once per run and configuration):
+        # a configuration may list hundreds of thousands of selectors.
+        cached: frozenset[str] | None = self.__dict__.get("_codes")
+        if cached is None:
+            cached = resolve_selection(self.select, self.ignore, self.extend_select, self.source or "--select")
+            object.__setattr__(self, "_codes", cached)
+        return cached
+
+    def _ignored(self) -> tuple[tuple[str, frozenset[str]], ...]:
+        """``per_file_ignores`` with each pattern's codes expanded, once."""
+        cached: tuple[tuple[str, frozenset[str]], ...] | None = self.__dict__.get("_ignored_codes")
+        if cached is None:
+            source = self.source or "per-file-ignores"
+            cached = tuple((pattern, expand(ignored, source)) for pattern, ignored in self.per_file_ignores)
+            object.__setattr__(self, "_ignored_codes", cached)
+        return cached
 
     def codes_for(self, path: str) -> frozenset[str]:
         codes = self.codes()
@@ -81,9 +96,9 @@ class Settings:
         if not self.per_file_ignores:
             return codes
         absolute = os.path.abspath(path).replace(os.sep, "/")
-        for pattern, ignored in self.per_file_ignores:
+        for pattern, ignored in self._ignored():
             if _glob_match(absolute if os.path.isabs(pattern) else rel, pattern):
-                codes = codes - expand(ignored, self.source or "per-file-ignores")
+                codes = codes - ignored
         return codes
 
     def target_dict(self) -> dict[str, Any]:
@@ -125,10 +140,12 @@ def _glob_match(rel: str, pattern: str) -> bool:
 def expand(selectors: Iterable[str], source: str) -> frozenset[str]:
     """Codes matched by selectors: full codes, prefixes (``LL2``) or ``ALL``."""
     out: set[str] = set()
+    seen: set[str] = set()
     for raw in selectors:
         selector = raw.strip().upper()
-        if not selector:
+        if not selector or selector in seen:  # each distinct selector once: a list may repeat one 300k times
             continue
+        seen.add(selector)
         if selector == "ALL":
             out |= set(CODES)
             continue
@@ -185,7 +202,8 @@ def _has_tool_section(path: Path) -> bool:
     tomllib = _tomllib()
     try:
         return "loadlint" in tomllib.loads(data.decode("utf-8")).get("tool", {})
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+    # ValueError too: an integer beyond Python's digit limit is not a TOMLDecodeError.
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, ValueError) as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
     except RecursionError:  # tomllib recurses per level of nested arrays and tables
         raise ConfigError(f"{path}: invalid TOML: nested too deeply") from None
@@ -199,7 +217,8 @@ def load_table(path: Path) -> dict[str, Any]:
     tomllib = _tomllib()
     try:
         data = tomllib.loads(read_source(path, limit=MAX_CONFIG_BYTES).decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+    # ValueError too: an integer beyond Python's digit limit is not a TOMLDecodeError.
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, ValueError) as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
     except RecursionError:  # tomllib recurses per level of nested arrays and tables
         raise ConfigError(f"{path}: invalid TOML: nested too deeply") from None
@@ -327,15 +346,16 @@ def apply_table(base: Settings, table: dict[str, Any], source: Path) -> Settings
     if "target" in table:
         from loadlint.hardware.detect import DETECT, TargetError, detected_target, validate_target
 
-        # `target = "detect"`: this machine, declared where everyone reads it.
         if table["target"] == DETECT:
-            table = {**table, "target": detected_target()}
-        if not isinstance(table["target"], dict):
+            # This machine, declared where everyone reads it (already valid).
+            target = detected_target()
+        elif not isinstance(table["target"], dict):
             raise ConfigError(f"{source}: [tool.loadlint.target] must be a table, or target = \"detect\"")
-        try:
-            target = validate_target(table["target"], f"{source}: [tool.loadlint.target]")
-        except TargetError as exc:
-            raise ConfigError(str(exc)) from None
+        else:
+            try:
+                target = validate_target(table["target"], f"{source}: [tool.loadlint.target]")
+            except TargetError as exc:
+                raise ConfigError(str(exc)) from None
         merged = {**dict(base.target), **target}
         changes["target"] = tuple(sorted(merged.items()))
     return replace(base, **changes)
@@ -449,6 +469,7 @@ def describe(path: Path, settings: Settings) -> str:
     for key, value in settings.target:
         lines.append(f"{key} = {_size(value) if key in ('memory', 'shm') else toml(value)}")
     return "\n".join(lines)
+
 
 def _size(value: int) -> str:
     """A size as the file writes it: a bare number is GiB (``memory = 23``),
