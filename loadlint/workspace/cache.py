@@ -191,7 +191,7 @@ class Cache:
         if self._turned_away is None:
             try:
                 raw = json.loads(self.read(TURNED_AWAY))
-            except (OSError, ValueError):
+            except Exception:  # any record, however crafted, is a miss (deep nesting: RecursionError)
                 raw = None
             files = raw.get("files") if isinstance(raw, dict) and raw.get("stamp") == self.stamp else None
             self._turned_away = files if isinstance(files, dict) else {}
@@ -408,7 +408,7 @@ class ProjectCache:
                 return None
             found = _expect(data.get("findings"), dict)
             return {path: [_read_finding(f, path) for f in _expect(items, list)] for path, items in found.items()}
-        except (OSError, ValueError, _Invalid, TypeError, RecursionError):
+        except Exception:  # a corrupt or crafted record is a miss, whatever it raises
             return None
 
     def store(self, root: str, key: str, findings: dict[str, list[Finding]]) -> None:
@@ -451,7 +451,7 @@ def summary_from_json(text: str | None) -> Summary | None:
         return None
     try:
         decoded = json.loads(text)
-    except ValueError:
+    except Exception:  # nested too deeply (RecursionError) included
         return None
     return cast(Summary, decoded) if isinstance(decoded, dict) else None
 
@@ -591,6 +591,6 @@ def _parse_entry(raw: bytes, path: str, fingerprint: str, digest: str, stamp: st
         if summary is not None:
             _expect(summary, str)
         cells = {int(_expect(k, str)): _expect(v, str) for k, v in _expect(data.get("cells"), dict).items()}
-    except (ValueError, _Invalid, TypeError, RecursionError):
+    except Exception:  # a corrupt or crafted entry is a miss, whatever it raises
         return None
     return Entry(profile, findings, summary, cells)
