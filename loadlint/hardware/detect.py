@@ -257,6 +257,10 @@ _PLATFORMS = {
 _UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4, "p": 1024**5}
 _SIZE_RE = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*([kmgtp]?)(i?b)?", re.IGNORECASE)
 _INT_RE = re.compile(r"\d+")
+#: The largest counts and sizes a target may declare: beyond any machine,
+#: and small enough that no arithmetic on them overflows a float.
+MAX_TARGET_COUNT = 1 << 20
+MAX_TARGET_BYTES = 1 << 60
 _PYTHON_RE = re.compile(r"(\d+)\.(\d+)(?:\.\d+)?")
 _TORCH_RE = re.compile(r"(\d+)(?:\.(\d+))?(?:\.\d+)?(?:\+[\w.]+)?")
 
@@ -341,6 +345,11 @@ def validate_target(table: Mapping[str, Any], source: str) -> dict[str, Any]:
             hint = ""
             if key in ("python", "torch") and isinstance(value, float):
                 hint = "; quote it, a TOML number drops trailing zeros (3.10 reads as 3.1)"
+            elif key in ("cpus", "gpus") and (
+                isinstance(value, int) and value > MAX_TARGET_COUNT
+                or isinstance(value, str) and value.strip().isdigit() and len(value.strip()) > 7
+            ):
+                hint = f"; at most {MAX_TARGET_COUNT}"
             expected = _EXPECTED[key] + hint
             raise TargetError(f"{source}: invalid {key} {value!r} (expected {expected})")
         result[key] = parsed
@@ -351,9 +360,10 @@ def _parse_count(value: Any, minimum: int) -> int | None:
     # bool is an int subclass; `cpus = true` is a mistake, not 1 CPU.
     if isinstance(value, bool):
         return None
-    if isinstance(value, str) and _INT_RE.fullmatch(value.strip()):
+    # Length first: int() refuses a string beyond Python's digit limit.
+    if isinstance(value, str) and len(value.strip()) <= 20 and _INT_RE.fullmatch(value.strip()):
         value = int(value.strip())
-    return value if isinstance(value, int) and value >= minimum else None
+    return value if isinstance(value, int) and minimum <= value <= MAX_TARGET_COUNT else None
 
 
 def _parse_size(value: Any) -> int | None:
@@ -373,7 +383,7 @@ def _parse_size(value: Any) -> int | None:
         multiplier = GIB if not prefix and not suffix else _UNITS[prefix.lower()]
     else:
         return None
-    if not math.isfinite(number) or number <= 0:
+    if not math.isfinite(number) or number <= 0 or number * multiplier > MAX_TARGET_BYTES:
         return None
     size = int(round(number * multiplier))
     return size if size > 0 else None
@@ -386,6 +396,8 @@ def _parse_platform(value: Any) -> str | None:
 def _parse_python(value: Any) -> str | None:
     if not isinstance(value, str):
         return None
+    if len(value) > 40:  # int() refuses a string beyond Python's digit limit
+        return None
     match = _PYTHON_RE.fullmatch(value.strip())
     if not match or int(match[1]) < 3:
         return None
@@ -396,6 +408,8 @@ def _parse_torch(value: Any) -> str | None:
     if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
         return str(value)
     if not isinstance(value, str):
+        return None
+    if len(value) > 80:  # int() refuses a string beyond Python's digit limit
         return None
     match = _TORCH_RE.fullmatch(value.strip())
     if not match or int(match[1]) < 1:
