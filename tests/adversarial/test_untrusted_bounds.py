@@ -1,0 +1,229 @@
+"""Bounded work on a hostile repository: a huge literal statement costs
+little memory, a configuration's selectors are expanded once, any cache
+record is at worst a miss, and out-of-range target numbers are a
+configuration error."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from loadlint.api import check_source
+from loadlint.cst import literals, slicing
+from loadlint.hardware.detect import parse_target, resolve_profile
+from loadlint.workspace.config import Settings
+
+FIXTURES = Path(__file__).parent / "fixtures"
+BASIC = (FIXTURES / "basic.py").read_bytes()
+TARGET = "cpus=4,gpus=1"
+PROFILE = resolve_profile(parse_target("cpus=8,gpus=4,memory=64,shm=16,platform=linux,python=3.12"))
+
+#: Runs loadlint in a process that reports its own peak memory last on stderr.
+PEAK = (
+    "import atexit, resource, runpy, sys\n"
+    "atexit.register(lambda: print('PEAK_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr))\n"
+    "sys.argv = ['loadlint', *sys.argv[1:]]\n"
+    "runpy.run_module('loadlint', run_name='__main__', alter_sys=True)\n"
+)
+
+
+def peak_run(cwd: Path, *args: str) -> tuple[subprocess.CompletedProcess, int]:
+    """The run of ``loadlint ARGS`` and its peak resident memory in MiB."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOADLINT_")}
+    env["NO_COLOR"] = "1"
+    proc = subprocess.run([sys.executable, "-c", PEAK, *args], cwd=cwd, capture_output=True, timeout=300, env=env)
+    stderr = proc.stderr.decode()
+    assert "Traceback" not in stderr, stderr[-3000:]
+    [peak] = [int(line.split()[1]) for line in stderr.splitlines() if line.startswith("PEAK_KB ")]
+    return proc, peak // 1024
+
+
+# -- memory: the slicer's syntax check of dropped statements ----------------
+
+
+def table_module(megabytes: float, element: str = "1") -> str:
+    count = int(megabytes * 1_000_000 / (len(element) + 1))
+    return (
+        "from torch.utils.data import DataLoader\n"
+        f"TABLE = [{(element + ',') * count}{element}]\n"
+        "loader = DataLoader(ds, batch_size=8)\n"
+    )
+
+
+@pytest.mark.parametrize("element", ["1", "'ab'", "{1: 2.5}"])
+def test_a_huge_literal_table_costs_little_memory(tmp_path, element):
+    # 2 MB of `1,` took 760 MB (15 MB: 5.4 GB) when each dropped statement was compiled.
+    (tmp_path / "big.py").write_text(table_module(2, element))
+    proc, peak = peak_run(tmp_path, "check", "--no-cache", "--target", TARGET, "--output-format", "json", "big.py")
+    assert proc.returncode == 1, proc.stderr.decode()[-2000:]
+    found = [(f["code"], f["location"]["row"], f["location"]["column"]) for f in json.loads(proc.stdout)]
+    assert found == [("LL201", 3, 10)]
+    assert peak < 300, f"{peak} MiB"
+
+
+def test_a_huge_invalid_table_is_still_a_syntax_error_at_its_place(tmp_path):
+    text = table_module(0.3).replace("1,1,1]", "1,1,,1]")
+    found = check_source(text, "big.py", settings=Settings(select=("ALL",)), profile=PROFILE)
+    assert [(f.code, f.location.row, f.location.column, f.message) for f in found] == [
+        ("LL900", 2, text.index(",,") - text.index("TABLE") + 2, "SyntaxError: invalid syntax")
+    ]
+
+
+#: Statements whose literal groups are shrunk, and whether Python parses them.
+STATEMENTS = [
+    ("X = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]", True),
+    ("X = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 007]", False),
+    ("X = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13,, 14]", False),
+    ("X = {1: 2, 3: 4, 5: 6, 7: 8, 9: 10, 11: 12, 13}", False),
+    ("X = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13: 1}", False),
+    ("X = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', b'i']", True),
+    ("X = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h' b'i']", False),
+    ("X = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', '\\N{NO SUCH NAME}']", False),
+    ("X = [b'\\xff', b'a', b'b', b'c', b'd', b'e', b'f', b'\u00e9']", False),
+    ("X = [f'{x}', 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]", True),
+    ("[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] = X", False),
+    ("(                                              ) = X", True),
+    ("X = np.array([[1.5, 2.5, -3.5], [4.5, 5.5, 6.5], [7.5, 8.5, 9.5]])", True),
+    ("X = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 15)", False),
+    ("X = " + "[" * 199 + "1, 2, 3" + "]" * 199, True),
+    ("X = " + "[" * 201 + "1, 2, 3" + "]" * 201, False),
+    ("X = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 1_0, 1__0]", False),
+    ("X = [-1, - 2, ~3, +-4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, -]", False),
+]
+
+
+@pytest.mark.parametrize("statement, parses", STATEMENTS, ids=range(len(STATEMENTS)))
+def test_shrunk_statements_parse_as_the_originals(statement, parses):
+    assert slicing._parses(statement) is parses
+    shrunk = literals.reduce(statement)
+    assert slicing._parses(shrunk) is parses, shrunk
+
+
+def test_a_table_shrinks_to_a_constant_size():
+    assert literals.reduce("X = [" + "1, " * 100_000 + "]\n") == "X = [0]\n"
+    assert literals.reduce("X = {" + "'k': 1.5, " * 100_000 + "}\n") == "X = {0: 0}\n"
+    assert literals.reduce("X = f(" + "1, " * 100_000 + ")\n") == "X = f(0)\n"
+
+
+@pytest.mark.parametrize("path", sorted((FIXTURES.parent.parent / "fixtures" / "checker").glob("*.py")), ids=lambda p: p.stem)
+def test_every_dropped_statement_checked_alone_gives_the_same_findings(path, monkeypatch):
+    # Each dropped statement goes through the shrinking check: the findings
+    # stay those of a full parse.
+    text = path.read_text(encoding="utf-8")
+    settings = Settings(select=("ALL",))
+    full = check_source(text, path.name, settings=settings, profile=PROFILE)
+    monkeypatch.setattr(slicing, "SLICE_ABOVE", 0)
+    monkeypatch.setattr(slicing, "_CHECK_BATCH", 0)
+    monkeypatch.setattr(literals, "REPLACE_FROM", 0)
+    assert check_source(text, path.name, settings=settings, profile=PROFILE) == full
+
+
+# -- selectors, expanded once per run ---------------------------------------
+
+
+def test_three_hundred_thousand_selectors_are_expanded_once():
+    # Expanded again for every file: 20 files took 42 s.
+    settings = Settings(
+        select=("LL2",) * 300_000,
+        ignore=(" ll20 ",) * 1000,
+        per_file_ignores=(("m*.py", ("LL201",) * 100_000),),
+        source="pyproject.toml",
+    )
+    began = time.perf_counter()
+    fingerprints = {settings.fingerprint(f"m{i}.py") for i in range(20)}
+    codes = settings.codes_for("other.py")
+    assert time.perf_counter() - began < 3
+    assert codes == frozenset({"LL210", "LL211"})
+    assert len(fingerprints) == 1 and "LL201" not in settings.codes_for("m1.py")
+
+
+def test_many_selectors_through_the_command_line(cli, tmp_path):
+    selectors = ",".join('"LL2"' for _ in range(100_000))
+    (tmp_path / "pyproject.toml").write_text(f"[tool.loadlint]\nselect = [{selectors}]\n")
+    for i in range(10):
+        (tmp_path / f"m{i}.py").write_bytes(BASIC)
+    began = time.perf_counter()
+    findings = cli.json("check", "--no-cache", "--target", TARGET, ".")
+    assert time.perf_counter() - began < 20
+    assert {f["code"] for f in findings} == {"LL201", "LL202"} and len(findings) == 20
+
+
+# -- cache records: anything in them is a miss ------------------------------
+
+
+DEEP = b"[" * 100_000
+
+
+def test_any_cache_record_is_at_worst_a_miss(cli, tmp_path):
+    (tmp_path / "train.py").write_bytes(BASIC)
+    for i in range(3):
+        (tmp_path / f"plain{i}.py").write_bytes(b"x = 1\n")
+    expected = cli.json("check", "--target", TARGET, ".")
+    cache = tmp_path / ".loadlint_cache"
+    records = [p for p in cache.rglob("*") if p.is_file() and p.suffix in (".json", ".pjson", ".record")]
+    assert {p.suffix for p in records} >= {".json", ".record"}
+    for record in records:
+        record.write_bytes(DEEP)
+    assert cli.json("check", "--target", TARGET, ".") == expected
+    assert cli.run("fix", "--target", TARGET, "--diff", ".", ok=(0, 1)).stderr.count(b"error") == 0
+
+
+def test_a_summary_nested_too_deeply_is_a_miss(cli, tmp_path):
+    (tmp_path / "train.py").write_bytes(BASIC)
+    expected = cli.json("check", "--target", TARGET, ".")
+    [entry] = (tmp_path / ".loadlint_cache").rglob("*.json")
+    data = json.loads(entry.read_bytes())
+    data["summary"] = "[" * 100_000
+    entry.write_text(json.dumps(data))
+    for stale in (tmp_path / ".loadlint_cache").rglob("*.pjson"):
+        stale.unlink()
+    assert cli.json("check", "--target", TARGET, ".") == expected
+
+
+# -- target numbers out of range --------------------------------------------
+
+
+HUGE = "9" * 5000
+
+TOML_TARGETS = {
+    "memory_1e308": ("memory = 1e308", "memory"),
+    "shm_1e308": ("shm = 1e308", "shm"),
+    "memory_1e300": ("memory = 1e300", "memory"),
+    "memory_beyond_an_exbibyte": ("memory = 2e9", "memory"),
+    "cpus_2_to_the_70": (f"cpus = {2**70}", "cpus"),
+    "gpus_2_to_the_63": ("gpus = 9223372036854775807", "gpus"),
+    "cpus_5000_digits": (f"cpus = {HUGE}", "invalid TOML"),
+    "memory_negative": ("memory = -1e308", "memory"),
+    "memory_nan": ("memory = nan", "memory"),
+    "cpus_inf": ("cpus = inf", "cpus"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TOML_TARGETS))
+def test_out_of_range_target_in_the_configuration(cli, tmp_path, case):
+    line, needle = TOML_TARGETS[case]
+    (tmp_path / "pyproject.toml").write_text(f"[tool.loadlint.target]\n{line}\n")
+    (tmp_path / "train.py").write_bytes(BASIC)
+    for command in (("check", "train.py"), ("fix", "train.py"), ("hardware",)):
+        proc = cli.run(*command, ok=(2,))
+        [error] = proc.stderr.decode().splitlines()
+        assert error.startswith("loadlint: error: ") and needle in error, error
+        assert "internal error" not in error
+
+
+@pytest.mark.parametrize(
+    "target", ["cpus=" + HUGE, "cpus=99999999999999999999999", "gpus=2000000", "python=3." + HUGE, "torch=1." + HUGE,
+               "memory=" + HUGE, "memory=2000000000", "shm=1e308"],
+    ids=["cpus_digits", "cpus_huge", "gpus_huge", "python_digits", "torch_digits", "memory_digits", "memory_huge", "shm_exp"],
+)
+def test_out_of_range_target_on_the_command_line(cli, tmp_path, target):
+    (tmp_path / "train.py").write_bytes(BASIC)
+    proc = cli.run("check", "--target", target, "train.py", ok=(2,))
+    [error] = proc.stderr.decode().splitlines()
+    assert error.startswith(f"loadlint: error: --target: invalid {target.split('=')[0]} "), error[:300]
