@@ -13,6 +13,7 @@ import itertools
 import re
 import tokenize
 from dataclasses import dataclass
+from typing import Callable
 
 #: Line breaks as libcst (and Python's tokenizer) count them.
 LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -116,12 +117,14 @@ def lines(text: str) -> list[str]:
 #: noncharacters (U+FFFE, U+FFFF, not allowed in XML).  Format characters count
 #: because a culture-aware string search (the GitHub runner's) skips them:
 #: ``#\u00ad#[`` would still be found as ``##[``.  A tab stays.
-_HIDDEN = re.compile(
-    "[\x00-\x08\x0a-\x1f\x7f-\x9f\xad\u034f\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e"
+_HIDDEN_BMP = "\x00-\x08\x0a-\x1f\x7f-\x9f\xad\u034f\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e" \
     "\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufe00-\ufe0f\ufeff\ufff9-\ufffb\ufffe\uffff"
-    "\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
-    "\U000e0001\U000e0020-\U000e007f\U000e0100-\U000e01ef]"
-)
+_HIDDEN_ASTRAL = "\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a" \
+    "\U000e0001\U000e0020-\U000e007f\U000e0100-\U000e01ef"
+# Two classes: one holding characters above U+FFFF gets no bitmap in re and
+# is four times slower on every line.
+_HIDDEN = re.compile(f"[{_HIDDEN_BMP}]")
+_HIDDEN_ABOVE_BMP = re.compile(f"[{_HIDDEN_ASTRAL}]")
 #: Lone surrogates: a file name that is not UTF-8 (os.fsdecode) holds them.
 #: Shown as they are in text (a report file gets the name's own bytes);
 #: escaped where the output must be valid text (XML).
@@ -142,8 +145,8 @@ def visible(text: str, *, strict: bool = False) -> str:
 
     The one escaping rule of every line loadlint prints; idempotent, so a
     fragment escaped once may be escaped again as part of its line."""
-    if _HIDDEN.search(text) is not None:
-        text = _HIDDEN.sub(_escaped, text)
+    if not (text.isascii() and text.isprintable()):
+        text = _escape_hidden(text, _escaped)
     if strict and _SURROGATE.search(text) is not None:
         text = _SURROGATE.sub(_escaped, text)
     if "::" in text or "##[" in text:
@@ -161,16 +164,24 @@ def visible_json(serialized: str) -> str:
     """Serialised JSON under the same rule, with JSON's escapes: the value of
     every string is unchanged (``json.loads`` gives it back) while ``##[``
     is written ``\\u0023#[``; what is hidden is written ``\\u2028``."""
-    if _HIDDEN.search(serialized) is not None:
-        # A JSON line break outside a string is layout; inside one json.dumps
-        # has already escaped it.
-        serialized = _HIDDEN.sub(lambda m: m.group() if m.group() == "\n" else _json_escaped(m.group()), serialized)
+    # A JSON line break outside a string is layout; inside one json.dumps
+    # has already escaped it, as every control character of ASCII output.
+    if not (serialized.isascii() and serialized.replace("\n", "").isprintable()):
+        serialized = "\n".join(_escape_hidden(part, _json_escaped) for part in serialized.split("\n"))
     if "##[" in serialized:
         serialized = serialized.replace("##[", "\\u0023#[")
     return serialized
 
 
 _BODY_END = re.compile(r"([^\r\n]*)(\r\n|\r|\n|$)")
+
+
+def _escape_hidden(text: str, escaped: Callable[[re.Match[str]], str]) -> str:
+    if _HIDDEN.search(text) is not None:
+        text = _HIDDEN.sub(escaped, text)
+    if not text.isascii() and max(text) > "\uffff" and _HIDDEN_ABOVE_BMP.search(text) is not None:
+        text = _HIDDEN_ABOVE_BMP.sub(escaped, text)
+    return text
 
 
 def _escaped(match: re.Match[str]) -> str:
@@ -180,6 +191,6 @@ def _escaped(match: re.Match[str]) -> str:
     return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
-def _json_escaped(char: str) -> str:
-    units = char.encode("utf-16-be")
+def _json_escaped(match: re.Match[str]) -> str:
+    units = match.group().encode("utf-16-be")
     return "".join(f"\\u{int.from_bytes(units[i:i + 2], 'big'):04x}" for i in range(0, len(units), 2))
