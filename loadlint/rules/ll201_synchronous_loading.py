@@ -70,11 +70,15 @@ class SynchronousLoading(Rule):
     the model trains.  PyTorch's profiler reports the same pattern
     ("Detected DataLoader running with synchronized implementation").
 
-    The suggested value is computed for the target hardware (the usable CPUs
-    of this machine, or `--target` / `[tool.loadlint.target]`), divided among
-    the ranks of a node when the module trains with several GPUs:
-    `max(1, usable_cpus // ranks_per_node - 1)`, capped by the batch size and
-    the memory.  The message says which profile it used.
+    The suggested value comes from the worker formula
+    (docs/hardware.md): the CPUs divided among the ranks of a node when the
+    module trains with several GPUs, one kept for each rank's process except
+    on a machine of at most 2 CPUs.  With `cpus` declared (`--target`,
+    `[tool.loadlint.target]`, or `detect` for this machine) it is the
+    target's number, capped by the batch size and the memory, and the
+    message names the target.  Without one the fix writes code that applies
+    the formula where the script runs, and the message quotes what it gives
+    on this machine as a hint.
 
     The rule stays silent when `num_workers` cannot be resolved statically,
     and for datasets held in memory, where workers only add overhead: a

@@ -73,10 +73,12 @@ class WorkerOversubscription(Rule):
     ## What it does
     Checks for DataLoaders that start more worker processes on a node than
     the node has usable CPUs: `num_workers × ranks per node > usable CPUs`,
-    where the ranks per node are the target's GPU count when the module
-    trains distributed, else 1.  `num_workers=os.cpu_count()` (or
-    `multiprocessing.cpu_count()`, `psutil.cpu_count()`) in a distributed
-    module is always reported.
+    where the usable CPUs are the declared target's `cpus` and the ranks per
+    node its GPU count when the module trains distributed, else 1.  Without
+    a declared `cpus` a count is not judged (16 workers are too many on 4
+    CPUs and fine on 64), except what is too many on any machine:
+    `num_workers=os.cpu_count()` (or `multiprocessing.cpu_count()`,
+    `psutil.cpu_count()`) in a distributed module is always reported.
 
     ## Why is this bad?
     Each worker is a full Python process.  Past the number of CPUs, workers
@@ -139,9 +141,9 @@ class WorkerOversubscription(Rule):
     nor are loaders whose workers end before the next one's start
     (`persistent_workers=False`, `itertools.chain`).
 
-    "Usable CPUs" is the smallest of the logical CPUs, this process's
-    affinity and the cgroup CPU quota of this machine, or `cpus` of the
-    declared target.
+    "Usable CPUs" is `cpus` of the declared target; `--target detect`
+    declares this machine's (the smallest of its logical CPUs, this
+    process's affinity and the cgroup CPU quota).
 
     A call that `loadlint fix --from-verify` rewrote carries a mark such as
     `# loadlint: measured 8.65x on 2 CPUs, 2026-12-04`: measured beats
@@ -157,8 +159,9 @@ class WorkerOversubscription(Rule):
 
     Use instead:
     ```python
-    LOADER_WORKERS = max(1, (getattr(os, "process_cpu_count", os.cpu_count)() or 1)
-                         // int(os.environ.get("LOCAL_WORLD_SIZE", 1)) - 1)
+    LOADER_CPUS = getattr(os, "process_cpu_count", os.cpu_count)() or 1
+    LOADER_WORKERS = max(1, LOADER_CPUS // int(os.environ.get("LOCAL_WORLD_SIZE", 1))
+                            - (1 if LOADER_CPUS > 2 else 0))
     dist.init_process_group("nccl")
     loader = DataLoader(ds, sampler=sampler, num_workers=LOADER_WORKERS)
     ```
@@ -166,11 +169,11 @@ class WorkerOversubscription(Rule):
     ## Fix safety
     With `cpus` declared in the target, the fix replaces a literal with the
     target's suggestion.  Without one it writes nothing this machine
-    decides: the literal, and `os.cpu_count()` in a distributed module,
-    become `LOADER_WORKERS`, a constant defined after the imports that
-    divides the CPUs the process may use among the node's ranks at run time
-    (adding `import os` when needed).  It is safe: it only lowers the number
-    of workers.
+    decides: `os.cpu_count()` in a distributed module becomes
+    `LOADER_WORKERS`, a constant defined after the imports that applies the
+    worker formula (docs/hardware.md) to the CPUs the process may use,
+    divided among the node's ranks, at run time (adding `import os` when
+    needed).  It is safe: it only lowers the number of workers.
 
     ## References
     - [torch.utils.data: `check_worker_number_rationality`](https://github.com/pytorch/pytorch/blob/main/torch/utils/data/dataloader.py)

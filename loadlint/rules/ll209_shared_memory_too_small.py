@@ -24,8 +24,9 @@ class SharedMemoryTooSmall(Rule):
     """
     ## What it does
     Checks for `DataLoader` calls with workers when the target's `/dev/shm`
-    (declared with `--target shm=...`, or detected on this machine) is
-    smaller than 1 GiB, on Linux.
+    (declared with `--target shm=...`, or this machine's with `--target
+    detect`) is smaller than 1 GiB, on Linux.  Without a declared `shm` the
+    rule is silent: the machine loadlint runs on is not the one that trains.
 
     ## Why is this bad?
     Workers hand every batch to the main process through shared memory in
@@ -71,12 +72,12 @@ class SharedMemoryTooSmall(Rule):
             return
         profile = ctx.profile
         shm = profile.shm_bytes
-        if shm is None or shm >= GIB or profile.platform != "linux":
+        # Only a declared size: this machine's says nothing about the training one.
+        if "shm" not in profile.declared or shm is None or shm >= GIB or profile.platform != "linux":
             return
-        origin = "declared" if "shm" in profile.declared else "detected"
         for call in calls:
             message = (
-                f"`num_workers={call.workers()}` with {_size(shm)} of /dev/shm ({origin}): workers pass batches "
+                f"`num_workers={call.workers()}` with {_size(shm)} of /dev/shm (declared): workers pass batches "
                 "through shared memory and die with \"Bus error\" when it fills; raise it with `docker run "
                 "--shm-size=16g` or `--ipc=host`"
             )
@@ -96,6 +97,11 @@ class SharedMemoryTooSmall(Rule):
             from torch.utils.data import DataLoader
             loader = DataLoader(ds, batch_size=64, num_workers=4)
         """),
+        # /dev/shm not declared: a small one here says nothing about the training machine.
+        Valid("""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, num_workers=4)
+        """, profile=HardwareProfile(usable_cpus=8, shm_bytes=64 * 1024**2, declared=frozenset({"cpus"}))),
     ]
     INVALID = [
         Invalid(
