@@ -47,6 +47,7 @@ import loadlint
 from loadlint import __version__
 from loadlint.cst.gate import libcst_version
 from loadlint.sources.boundary import project_root
+from loadlint.sources.source import visible
 from loadlint.types import Edit, Finding, Fix, HardwareProfile, Location, Summary
 
 DEFAULT_DIR = ".loadlint_cache"
@@ -268,7 +269,8 @@ class Cache:
             if problem is not None:
                 self.usable = self.writable = False
                 if self.outer is None:
-                    print(f"loadlint: warning: {problem}; running without a cache", file=sys.stderr)
+                    # The folder's path may hold a name the repository chose.
+                    print(f"loadlint: warning: {visible(problem)}; running without a cache", file=sys.stderr)
                 return False
         return True
 

@@ -267,6 +267,19 @@ def test_configuration_key_in_the_error_line(capsys, tmp_path, monkeypatch, comm
     assert out.count("\n") == 1
 
 
+def test_cache_refusal_names_the_folder_escaped(capsys, tmp_path, monkeypatch):
+    project = tmp_path / f"##[error]{OSC}proj"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[tool.loadlint]\n")
+    (project / "train.py").write_bytes(BASIC)
+    (tmp_path / "elsewhere").mkdir()
+    (project / ".loadlint_cache").symlink_to(tmp_path / "elsewhere")
+    monkeypatch.chdir(project)
+    code, out = run(capsys, "check", "-j", "1", "--target", TARGET, "train.py")
+    assert code == 1 and hijacks(out) == []
+    assert r"\x23#[error]\x1b]52;c;aGk=\x07proj/.loadlint_cache is a link; running without a cache" in out
+
+
 def test_junit_is_well_formed_for_any_file_name(capsys, tmp_path, monkeypatch):
     for name in (b"nonchar\xef\xbf\xbe\xef\xbf\xbf.py", b"undecodable\xff.py"):
         with open(os.path.join(os.fsencode(tmp_path), name), "wb") as handle:
