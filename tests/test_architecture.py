@@ -259,14 +259,15 @@ def test_static_core_imports_no_cli_torch_nvml_or_verify() -> None:
     assert not problems, "the static core imports what only the entry points may:\n" + "\n".join(problems)
 
 
-def test_trace_imports_no_torch_nvml_or_verify() -> None:
+def test_trace_imports_no_torch_nvml_verify_or_monitor() -> None:
     # trace sits with the entry points but runs nothing: only its command
     # (the click frontend) is outside the core's import ban.
     problems = [
         f"{imp.where}: {imp.importer} imports {imp.target}"
         for imp in IMPORTS
         if imp.importer.startswith("loadlint.trace")
-        and any(imp.target == banned or imp.target.startswith(banned + ".") for banned in ("torch", "pynvml", "loadlint.verify"))
+        and any(imp.target == banned or imp.target.startswith(banned + ".")
+                for banned in ("torch", "pynvml", "loadlint.verify", "loadlint.monitor"))
     ]
     assert not problems, "\n".join(problems)
 

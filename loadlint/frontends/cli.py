@@ -33,6 +33,7 @@ class LazyGroup(click.Group):
         "verify": "loadlint.verify.command:verify",
         "lsp": "loadlint.frontends.lsp:command",
         "trace": "loadlint.trace.command:trace",
+        "monitor": "loadlint.monitor.command:monitor",
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:

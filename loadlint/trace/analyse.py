@@ -11,6 +11,8 @@ from loadlint.hardware import cpus
 from loadlint.trace.events import load
 from loadlint.trace.findings import TraceFinding, across_ranks, diagnose
 from loadlint.trace.metrics import Rank, measure
+from loadlint.trace.saved import is_monitor_report
+from loadlint.trace.saved import read as read_report
 from loadlint.trace.stream import TraceError
 
 _SUFFIXES = (".json", ".json.gz")
@@ -41,6 +43,8 @@ def trace_files(paths: list[Path]) -> list[Path]:
 
 
 def diagnose_file(path: Path) -> Diagnosis:
+    if is_monitor_report(path):
+        return Diagnosis(*read_report(path))
     rank = measure(load(path))
     if not rank.steps:
         raise TraceError(f"{path}: no complete step (no ProfilerStep#N and a single DataLoader __next__ span)")

@@ -1,0 +1,139 @@
+"""The monitored process: instrument torch, run the script as ``python
+SCRIPT ARGS`` would, and leave the measurements in a file for the parent.
+
+The script's exit status is kept: 0 when it returns, its ``SystemExit``
+code, 1 after an uncaught exception (its traceback printed as Python
+prints it, without this module's frames) and 130 after Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import os
+import sys
+import traceback
+import types
+from typing import Any
+
+from loadlint.monitor.instrument import LoaderLog, Monitor, copy_hook, install
+from loadlint.monitor.sampling import Sampler, status_stream
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def main(spec_path: str) -> None:
+    with open(spec_path) as fh:
+        spec = json.load(fh)
+    torch: Any
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    cuda = bool(torch is not None and torch.cuda.is_available())
+    monitor = Monitor(look_pinned=cuda)
+    if torch is None:
+        monitor.notes.append(f"torch is not installed for {sys.executable}: nothing was instrumented")
+    else:
+        install(torch, monitor, tuning(torch, monitor) if spec.get("tune") else None)
+        if cuda:
+            for name in ("to", "cuda"):
+                setattr(torch.Tensor, name, copy_hook(monitor, getattr(torch.Tensor, name)))
+    sampler = Sampler(monitor, status_stream() if spec.get("status", True) else None)
+    sampler.start()
+    code = run_script(spec["script"], spec.get("args", []))
+    sampler.finish()
+    tuner = monitor.tuner
+    if tuner is not None:
+        try:
+            tuner.close()
+        except Exception:
+            pass
+    result = measurements(monitor, sampler, code, cuda)
+    tmp = spec["out"] + ".tmp"
+    with open(tmp, "w") as fh:
+        json.dump(result, fh)
+    os.replace(tmp, spec["out"])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    sys.exit(code)
+
+
+def measurements(monitor: Monitor, sampler: Sampler, code: int | None, cuda: bool) -> dict[str, Any]:
+    """What the report is built from (:func:`loadlint.monitor.report.build`)."""
+    tuner = monitor.tuner
+    return {
+        "exit_code": code,
+        "wall_s": round(monitor.clock(), 4),
+        "started": monitor.wall_origin,
+        "cuda": cuda,
+        "loaders": [log.as_json() for log in monitor.logs],
+        "sampling": sampler.as_json(),
+        "copies": [[round(t, 6), n, pinned, round(took, 6), blocking] for t, n, pinned, took, blocking in monitor.copies],
+        "tuning": tuner.as_json() if tuner is not None else None,
+        "notes": monitor.notes + ([f"sampling failed {sampler.errors} times"] if sampler.errors else []),
+    }
+
+
+def tuning(torch: Any, monitor: Monitor) -> Any:
+    """The hook that hands the tuner's iterator to the first loader iterated."""
+    from loadlint.hardware.cpus import usable_here
+    from loadlint.monitor.runners import eligible
+    from loadlint.monitor.tuner import Tuner
+
+    usable = usable_here()
+    refused: set[int] = set()
+
+    def tune(loader: Any, log: LoaderLog) -> Any:
+        if monitor.tuner is None and log.index not in refused:
+            why = eligible(torch, loader)
+            if why is not None:
+                refused.add(log.index)
+                monitor.notes.append(f"{os.path.relpath(log.file)}:{log.line}: {why}")
+                return None
+            monitor.tuner = Tuner(torch, monitor, loader, log, usable)
+        if monitor.tuner is None or monitor.tuner.loader is not loader:
+            return None
+        return monitor.tuner.iterator()
+
+    return tune
+
+
+def run_script(path: str, args: list[str]) -> int:
+    """coverage.py's exec runner, reduced: a fresh ``__main__`` that stays in
+    ``sys.modules`` so that spawn workers find the script's classes."""
+    path = os.path.abspath(path)
+    main = types.ModuleType("__main__")
+    main.__file__ = path
+    main.__builtins__ = builtins  # type: ignore[attr-defined]
+    main.__spec__ = None
+    main.__package__ = None
+    main.__loader__ = None
+    sys.modules["__main__"] = main
+    sys.argv = [path, *args]
+    sys.path[0] = os.path.dirname(path)
+    try:
+        with open(path, "rb") as fh:
+            code = compile(fh.read(), path, "exec", dont_inherit=True)
+        exec(code, main.__dict__)
+    except SystemExit as exc:
+        if exc.code is None:
+            return 0
+        if isinstance(exc.code, int):
+            return exc.code
+        print(exc.code, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt as exc:
+        _print(exc)
+        return 130
+    except BaseException as exc:  # the script's own error, printed as Python would
+        _print(exc)
+        return 1
+    return 0
+
+
+def _print(exc: BaseException) -> None:
+    tb = exc.__traceback__
+    while tb is not None and os.path.dirname(os.path.abspath(tb.tb_frame.f_code.co_filename)) == HERE:
+        tb = tb.tb_next
+    traceback.print_exception(type(exc), exc, tb)

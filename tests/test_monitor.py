@@ -1,0 +1,350 @@
+"""loadlint monitor without torch: the report built from measurements, its
+JSON read back by ``loadlint trace``, ``fix --from-verify`` on a tuned
+report, the tuner's feed and windows, the status line, NVML through a fake
+module, the trainer callbacks' clock and the copy timer."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import types
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loadlint.monitor import report as mreport
+from loadlint.monitor.instrument import LoaderLog, Monitor, copy_hook
+from loadlint.monitor.sampling import Nvml, Sampler
+from loadlint.monitor.tuner import Feed, Tuner
+from loadlint.monitor.watch import make_hf_callback, make_lightning_callback
+
+REPO = Path(__file__).resolve().parents[1]
+
+SCRIPT = """\
+import torch
+from torch.utils.data import DataLoader
+from storage import Remote
+loader = DataLoader(Remote(), batch_size=4)
+if __name__ == "__main__":
+    for epoch in range(2):
+        for batch in loader:
+            loss = batch.float().mean()
+"""
+
+
+def _steps(n: int, wait: float, step: float, config: int = 0, start: float = 1.0) -> list[list[float]]:
+    return [[start + i * (wait + step), wait + step, wait, config] for i in range(n)]
+
+
+def raw_run(script: Path, *, steps: list[list[float]] | None = None, tuning: dict[str, Any] | None = None,
+            iterators: tuple[str, ...] = ("_SingleProcessDataLoaderIter",), gpu: list[list[float]] | None = None) -> dict[str, Any]:
+    """What the monitored process leaves: one loader at line 4 of ``script``."""
+    return {
+        "exit_code": 0, "wall_s": 10.0, "started": 1_765_000_000.0, "cuda": False,
+        "loaders": [{
+            "index": 0, "file": str(script), "line": 4, "end_line": 4, "class": "torch.utils.data.dataloader.DataLoader",
+            "config": {"num_workers": 0, "persistent_workers": False, "prefetch_factor": None, "pin_memory": False},
+            "len": 16, "batch_size": 4, "dataset": "<list of 64>", "batches": 20, "iterators": list(iterators),
+            "pass_starts": [0], "steps": steps if steps is not None else _steps(20, 0.040, 0.002),
+            "pinned": {"pinned": 0, "pageable": 0, "batch_bytes": 64},
+        }],
+        "sampling": {"memory": [], "gpu": {"sampled": gpu is not None, "name": "Fake GPU" if gpu else None,
+                                           "count": 1 if gpu else 0, "reason": None if gpu else "no NVIDIA GPU",
+                                           "samples": gpu or []}},
+        "copies": [], "tuning": tuning, "notes": [], "machine": {"usable_cpus": 2, "gpu_count": 0},
+    }
+
+
+@pytest.fixture
+def script(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "train.py"
+    path.write_text(SCRIPT)
+    return path
+
+
+def test_waiting_loader_is_ll201_at_its_call_with_the_static_finding(script: Path) -> None:
+    report = mreport.build(raw_run(script), ["python", "train.py"])
+    data = mreport.as_json(report)
+    assert [f["code"] for f in data["findings"]] == ["LL201"]
+    assert data["findings"][0]["location"] == {"path": "train.py", "row": 4, "column": 10}
+    assert "median step 42.0 ms, 2.0 ms without the wait (95% of it)" in data["findings"][0]["message"]
+    assert data["schema"] == "loadlint.monitor/1" and next(iter(data)) == "schema"
+    assert data["summary"]["steps"] == 20 and data["summary"]["data_wait_share"] == 0.952
+    text = mreport.as_text(report)
+    assert "train.py:4:10: LL201 DataLoader loads in the training process (num_workers=0)" in text
+    assert "  = static: train.py:4:10: LL201 " in text
+    assert text.endswith("Found 1 finding in the run.\n")
+
+
+def test_a_loader_that_keeps_up_has_no_finding(script: Path) -> None:
+    report = mreport.build(raw_run(script, steps=_steps(20, 0.0001, 0.020)), ["python", "train.py"])
+    assert report["findings"] == []
+    assert mreport.as_text(report).endswith("No loader bottleneck found in the run.\n")
+
+
+def test_workers_that_still_wait_are_ll301(script: Path) -> None:
+    report = mreport.build(raw_run(script, iterators=("_MultiProcessingDataLoaderIter",)), ["python", "train.py"])
+    assert [f["code"] for f in report["findings"]] == ["LL301"]
+
+
+def test_sampled_gpu_idle_while_waiting_is_ll302(script: Path) -> None:
+    gpu = [[1.0 + i * 0.05, 5.0, 120.0] for i in range(40)]
+    report = mreport.build(raw_run(script, gpu=gpu), ["python", "train.py"])
+    assert [f["code"] for f in report["findings"]] == ["LL201", "LL302"]
+    assert report["steps"][0]["gpu_busy_ms"] == pytest.approx(2.1, abs=0.01)
+    assert "utilisation mean 5%, PCIe receive mean 120 MB/s" in mreport.as_text(report)
+
+
+def _tuning(verdict: str = "confirmed") -> dict[str, Any]:
+    written = {"num_workers": 0, "persistent_workers": False, "prefetch_factor": None, "pin_memory": False}
+    tuned = {"num_workers": 8, "persistent_workers": True, "prefetch_factor": 2, "pin_memory": False}
+    return {"loader": 0, "before": {"config": written, "batches_per_s": 18.0},
+            "after": {"config": tuned if verdict == "confirmed" else written, "batches_per_s": 150.0},
+            "speedup": 8.4, "verdict": verdict, "reason": "99% interval 5.00x-14.00x over 3 pairs, above the 1.05x threshold",
+            "compared": tuned, "interval": [5.0, 14.0], "busy": 0.02, "state": "done", "points": [], "windows": [],
+            "failed": None, "tuned_at_s": 4.0, "started_at_s": 1.0}
+
+
+def test_fix_from_verify_applies_a_confirmed_tuning(script: Path, tmp_path: Path) -> None:
+    report = mreport.build(raw_run(script, tuning=_tuning()), ["python", "train.py"])
+    assert report["tuning"]["share_of_run_tuning"] == 0.4
+    assert report["call_sites"][0]["best"] == {"num_workers": 8, "persistent_workers": True}
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(mreport.as_json(report)))
+    proc = subprocess.run([sys.executable, "-m", "loadlint", "fix", "--from-verify", str(path), str(script)],
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert script.read_text().splitlines()[3] == (
+        "loader = DataLoader(Remote(), batch_size=4, num_workers=8, persistent_workers=True)  "
+        "# loadlint: measured 8.40x on 2 CPUs, 2025-12-06")
+
+
+def test_fix_from_verify_leaves_an_unconfirmed_tuning_alone(script: Path, tmp_path: Path) -> None:
+    report = mreport.build(raw_run(script, tuning=_tuning("inconclusive")), ["python", "train.py"])
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(mreport.as_json(report)))
+    proc = subprocess.run([sys.executable, "-m", "loadlint", "fix", "--from-verify", str(path), str(script)],
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 1
+    assert script.read_text() == SCRIPT
+
+
+def test_trace_compare_and_plot_read_monitor_reports(script: Path, tmp_path: Path) -> None:
+    slow = mreport.as_json(mreport.build(raw_run(script), ["python", "train.py"]))
+    fast = mreport.as_json(mreport.build(raw_run(script, steps=_steps(20, 0.0001, 0.002)), ["python", "train.py"]))
+    (tmp_path / "before.json").write_text(json.dumps(slow, indent=2))
+    (tmp_path / "after.json").write_text(json.dumps(fast, indent=2))
+    proc = subprocess.run([sys.executable, "-m", "loadlint", "trace", "--compare", "before.json", "after.json",
+                           "--output-format", "json"], capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["step_time_ratio"] == 20.0
+    assert data["before"]["findings"][0]["code"] == "LL201"
+    pytest.importorskip("matplotlib")
+    proc = subprocess.run([sys.executable, "-m", "loadlint", "trace", "before.json", "--plot", "p.png"],
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr  # findings
+    assert (tmp_path / "p.png").stat().st_size > 1000
+    assert "before.json:4:10: LL201" not in proc.stdout and "train.py:4:10: LL201" in proc.stdout
+
+
+def test_trace_rejects_a_monitor_report_without_steps(tmp_path: Path) -> None:
+    (tmp_path / "empty.json").write_text('{\n  "schema": "loadlint.monitor/1",\n  "summary": {}, "steps": [], "findings": []}')
+    proc = subprocess.run([sys.executable, "-m", "loadlint", "trace", "empty.json"], capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr == "loadlint: error: empty.json: the monitor report has no steps (no DataLoader was iterated)\n"
+
+
+# -- the tuner's parts -------------------------------------------------------
+
+
+def test_feed_gives_back_what_a_failed_loader_pulled_in_order() -> None:
+    feed = Feed(iter([[0, 1], [2, 3], [4, 5], [6, 7]]))
+    stream = feed.stream()
+    assert next(stream) == [0, 1] and next(stream) == [2, 3]
+    feed.outstanding.popleft()  # [0, 1] was delivered
+    feed.give_back()
+    assert [feed.pull(), feed.pull(), feed.pull()] == [[2, 3], [4, 5], [6, 7]]
+    with pytest.raises(StopIteration):
+        feed.pull()
+    assert feed.done
+
+
+def test_a_stopping_feed_ends_the_stream_without_pulling() -> None:
+    feed = Feed(iter([[0], [1]]))
+    feed.stopping = True
+    assert list(feed.stream()) == []
+    assert feed.pull() == [0]
+
+
+def test_windows_count_whole_bursts() -> None:
+    # 8 batches arrive together every 48 ms: a window from the first batch
+    # of one burst to the first of another holds whole bursts only.
+    w: dict[str, Any] = {"config": 1, "n": 0, "elapsed": 0.0, "workers": 8}
+    gaps = ([0.0003] * 7 + [0.046]) * 12
+    done_at = None
+    for i, gap in enumerate(gaps):
+        w["n"] += 1
+        w["elapsed"] += gap
+        if Tuner._window_done(w, gap):
+            done_at = i
+            break
+    assert done_at is not None and gaps[done_at] == 0.046
+    assert w["n"] % 8 == 0
+    assert w["n"] / w["elapsed"] == pytest.approx(8 / (7 * 0.0003 + 0.046))
+
+
+def test_steady_windows_end_on_time() -> None:
+    w: dict[str, Any] = {"config": 0, "n": 0, "elapsed": 0.0, "workers": 0}
+    for i in range(100):
+        w["n"] += 1
+        w["elapsed"] += 0.05
+        if Tuner._window_done(w, 0.05):
+            break
+    assert w["n"] == 5
+
+
+def test_best_keywords_drop_defaults() -> None:
+    assert mreport.best_keywords({"num_workers": 16, "persistent_workers": True, "prefetch_factor": 2, "pin_memory": False}) == {
+        "num_workers": 16, "persistent_workers": True}
+    assert mreport.best_keywords({"num_workers": 4, "persistent_workers": True, "prefetch_factor": 4, "pin_memory": True}) == {
+        "num_workers": 4, "persistent_workers": True, "prefetch_factor": 4, "pin_memory": True}
+
+
+# -- sampling ---------------------------------------------------------------
+
+
+class _Loader:
+    batch_size = 4
+    dataset = [1, 2, 3]
+    num_workers = 0
+    persistent_workers = False
+    prefetch_factor = None
+    pin_memory = False
+
+    def __len__(self) -> int:
+        return 3
+
+
+def test_status_line_shows_wait_share_and_rate() -> None:
+    monitor = Monitor()
+    log = monitor.register(_Loader(), ("/x/train.py", 12, 12))
+    log.new_pass("_SingleProcessDataLoaderIter")
+    t = 0.0
+    for _ in range(11):
+        log.called(t)
+        log.got(t, 0.03)
+        t += 0.04
+    sampler = Sampler(monitor)
+    assert sampler.status_text() == "loadlint monitor: train.py:12 data wait 75%, 25.0 batches/s"
+
+
+def test_nvml_samples_through_a_fake_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = types.ModuleType("pynvml")
+    fake.NVML_PCIE_UTIL_RX_BYTES = 1  # type: ignore[attr-defined]
+    fake.nvmlInit = lambda: None  # type: ignore[attr-defined]
+    fake.nvmlDeviceGetCount = lambda: 2  # type: ignore[attr-defined]
+    fake.nvmlDeviceGetHandleByIndex = lambda i: i  # type: ignore[attr-defined]
+    fake.nvmlDeviceGetName = lambda h: b"Fake GPU"  # type: ignore[attr-defined]
+    fake.nvmlDeviceGetUtilizationRates = lambda h: types.SimpleNamespace(gpu=30 + 40 * h)  # type: ignore[attr-defined]
+    fake.nvmlDeviceGetPcieThroughput = lambda h, kind: 2000  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    nvml = Nvml()
+    assert nvml.name == "Fake GPU" and len(nvml.handles) == 2
+    assert nvml.sample() == (50.0, 4.0)
+
+
+def test_no_nvml_means_no_gpu_sampling(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = types.ModuleType("pynvml")
+
+    def missing() -> None:
+        raise OSError("NVML Shared Library Not Found")
+
+    fake.nvmlInit = missing  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    nvml = Nvml()
+    assert nvml.sample() is None
+    assert nvml.reason == "no NVIDIA GPU (OSError: NVML Shared Library Not Found)"
+
+
+# -- the copy timer and the callbacks -----------------------------------------
+
+
+class _Device:
+    def __init__(self, kind: str) -> None:
+        self.type = kind
+
+
+class _Tensor:
+    def __init__(self, kind: str, pinned: bool = False) -> None:
+        self.device = _Device(kind)
+        self.nbytes = 4096
+        self._pinned = pinned
+
+    def is_pinned(self) -> bool:
+        return self._pinned
+
+    def to(self, device: str, non_blocking: bool = False) -> "_Tensor":
+        return _Tensor(device)
+
+
+def test_copy_hook_records_host_to_device_copies_only() -> None:
+    monitor = Monitor()
+    to = copy_hook(monitor, _Tensor.to)
+    to(_Tensor("cpu"), "cuda")
+    to(_Tensor("cpu", pinned=True), "cuda", non_blocking=True)
+    to(_Tensor("cpu"), "cpu")
+    to(_Tensor("cuda"), "cuda")
+    assert [(n, pinned, blocking) for _, n, pinned, _, blocking in monitor.copies] == [(4096, False, True), (4096, True, False)]
+
+
+@pytest.mark.parametrize("make", [make_lightning_callback, make_hf_callback])
+def test_trainer_callbacks_time_the_wait_between_steps(make: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    import loadlint.monitor.watch as watch
+
+    monkeypatch.setattr(watch, "_SESSION", [])
+    callback = make(object)()
+    clock = iter([0.0, 0.030, 0.040, 0.070, 0.080, 0.110, 0.120])
+    monkeypatch.setattr(callback.clock.session.monitor, "clock", lambda: next(clock))
+    trainer = types.SimpleNamespace(train_dataloader=_Loader())
+    hf = make is make_hf_callback
+    start = (lambda: callback.on_epoch_begin(None, None, None, train_dataloader=trainer.train_dataloader)) if hf else (
+        lambda: callback.on_train_epoch_start(trainer, None))
+    begin = (lambda: callback.on_step_begin(None, None, None, train_dataloader=trainer.train_dataloader)) if hf else (
+        lambda: callback.on_train_batch_start(trainer, None, None, 0))
+    end = (lambda: callback.on_step_end(None, None, None)) if hf else (lambda: callback.on_train_batch_end(trainer, None, None, None, 0))
+    finish = (lambda: callback.on_epoch_end(None, None, None)) if hf else (lambda: callback.on_train_epoch_end(trainer, None))
+    start()
+    for _ in range(3):
+        begin()
+        end()
+    finish()
+    log: LoaderLog = callback.clock.log
+    assert list(log.dur) == pytest.approx([0.040, 0.040, 0.040])
+    assert list(log.wait) == pytest.approx([0.030, 0.030, 0.030])
+    watch._SESSION[0].sampler.finish()
+
+
+def test_lightning_callback_needs_lightning() -> None:
+    from loadlint.monitor.watch import lightning_callback
+
+    try:
+        import lightning  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError, match=r"the Lightning callback needs lightning \(pip install lightning\)"):
+            lightning_callback()
+    else:
+        pytest.importorskip("torch")
+        assert hasattr(lightning_callback(), "on_train_batch_start")
+
+
+def test_the_static_core_can_import_without_the_monitor() -> None:
+    code = "import sys, loadlint.api; print(any(m.startswith('loadlint.monitor') for m in sys.modules))"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.stdout == "False\n"
