@@ -39,6 +39,7 @@ __all__ = [
     "fix_from_verify",
     "fix_source",
     "options_for",
+    "project_findings",
     "suggest_for_call",
 ]
 
@@ -91,11 +92,16 @@ def fix_source(
     return fixed, findings
 
 
-def suggest_for_call(path: str, line: int, profile: HardwareProfile) -> dict[str, Any] | None:
+def suggest_for_call(
+    path: str, line: int, profile: HardwareProfile, project: Path | None = None
+) -> dict[str, Any] | None:
     """The keyword arguments of the DataLoader call starting on ``line`` as
     ``loadlint fix`` (safe fixes) would write it: parameter -> value, removed
     arguments absent, a value that cannot be resolved statically as
     ``loadlint.facts.resolve.UNKNOWN``.  None when no call starts on that line.
+    With ``project`` (a folder holding ``path``), the fixes the project
+    analysis joins across its files count too (LL204 for a loader iterated
+    every epoch in another module).
 
     ``loadlint verify`` measures this configuration against the current one.
     """
@@ -116,7 +122,9 @@ def suggest_for_call(path: str, line: int, profile: HardwareProfile) -> dict[str
     index = next((i for i, row in _call_rows(before) if row == line), None)
     if index is None:
         return None
-    fixed, _, _ = fix_text(text, path, options, unsafe=False)
+    fixed = _project_fixed(project, path, profile) if project is not None else None
+    if fixed is None:
+        fixed, _, _ = fix_text(text, path, options, unsafe=False)
     _, after = analyse(fixed, path, options)
     if after is None:
         return None
@@ -128,6 +136,34 @@ def suggest_for_call(path: str, line: int, profile: HardwareProfile) -> dict[str
     for name, (expr, scope) in call.dict_args.items():
         out[name] = UNKNOWN if expr is None else evaluate(expr, scope)
     return out
+
+
+def _project_fixed(project: Path, path: str, profile: HardwareProfile) -> str | None:
+    """``path``'s text as ``loadlint fix PROJECT`` would write it (a dry run),
+    judged against ``profile``'s CPUs, GPUs and memory; None when the project
+    run does not reach the file or leaves it as it is."""
+    target: dict[str, Any] = {"cpus": profile.usable_cpus}
+    if profile.gpu_count is not None:
+        target["gpus"] = profile.gpu_count
+    if profile.memory_total:
+        target["memory"] = profile.memory_total
+    run = check_paths([project], Overrides(performance_in_tests=True, target=target),
+                      fix=FixRequest(unsafe=False, dry_run=True))
+    here = os.path.abspath(path)
+    return next((r.fixed for r in run.results if os.path.abspath(r.path) == here and r.fixed is not None), None)
+
+
+def project_findings(project: Path) -> dict[str, list[int]]:
+    """The rows of every finding under ``project``, project analysis
+    included, by absolute file path: where ``loadlint verify`` looks for
+    the loader to measure (test files' performance findings count: a
+    script named to verify is the user's choice)."""
+    run = check_paths([project], Overrides(performance_in_tests=True))
+    rows: dict[str, set[int]] = {}
+    for result in run.results:
+        for finding in result.findings:
+            rows.setdefault(os.path.abspath(finding.path), set()).add(finding.location.row)
+    return {path: sorted(found) for path, found in rows.items()}
 
 
 def _call_rows(analysis: Analysis) -> list[tuple[int, int]]:

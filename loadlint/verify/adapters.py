@@ -1,5 +1,5 @@
 """The seams between verify and the static side of loadlint: which calls
-have findings (``loadlint.api.check_paths``) and the configuration
+have findings (``loadlint.api.project_findings``) and the configuration
 ``loadlint fix`` would write (``loadlint.api.suggest_for_call``), with the
 machine's worker suggestion (:func:`loadlint.hardware.detect.suggest_num_workers`)
 where no fix applies.
@@ -11,27 +11,26 @@ import os
 from pathlib import Path
 from typing import Any
 
-from loadlint.api import Overrides, check_paths, suggest_for_call
+from loadlint.api import project_findings, suggest_for_call
 from loadlint.hardware.detect import suggest_num_workers
 from loadlint.facts.signature import TUNABLE_DEFAULTS
 from loadlint.types import HardwareProfile
 
 
-def finding_rows(path: str) -> list[int] | None:
-    """Rows of the static findings in ``path``; ``None`` when the linter
-    fails on it (the caller then takes the first loader built)."""
+def finding_sites(path: str) -> dict[str, list[int]] | None:
+    """Rows of the static findings of the script's folder, by absolute file
+    path, those the project analysis joins across files included (a loader
+    built in a module the script imports: ``examples/modular``); ``None``
+    when the linter fails (the caller then takes the first loader built)."""
     try:
-        run = check_paths([Path(path)], Overrides(performance_in_tests=True))
+        return project_findings(Path(os.path.abspath(path)).parent)
     except Exception:  # the linter failing must not stop a measurement
         return None
-    here = os.path.abspath(path)
-    return sorted({f.location.row for result in run.results for f in result.findings
-                   if os.path.abspath(f.path) == here})
 
 
 def suggested_config(path: str, line: int, profile: HardwareProfile, current: dict[str, Any],
                      *, cuda: bool, ranks_per_node: int = 1,
-                     batch_size: int | None = None) -> tuple[dict[str, Any], str]:
+                     batch_size: int | None = None, project: str | None = None) -> tuple[dict[str, Any], str]:
     """The tunable keywords of the call ``loadlint fix`` would write.
 
     ``current`` maps every tunable keyword to its present value. The static
@@ -41,7 +40,7 @@ def suggested_config(path: str, line: int, profile: HardwareProfile, current: di
     where it came from.
     """
     try:
-        proposed = suggest_for_call(path, line, profile)
+        proposed = suggest_for_call(path, line, profile, Path(project) if project else None)
     except Exception:  # an unreadable or unparsable script: fall back below
         proposed = None
     if proposed is not None:
@@ -49,6 +48,9 @@ def suggested_config(path: str, line: int, profile: HardwareProfile, current: di
         for key, default in TUNABLE_DEFAULTS.items():
             value = proposed.get(key, default)
             config[key] = value if _plain(value) else current.get(key, default)
+        if not _plain(proposed.get("persistent_workers")) and not current.get("persistent_workers"):
+            # The fix's ``persistent_workers=<count> > 0`` for a count known at run time.
+            config["persistent_workers"] = bool(config.get("num_workers"))
         return config, "loadlint fix"
     nw = suggest_num_workers(profile, ranks_per_node=ranks_per_node, batch_size=batch_size)
     config = dict(current)

@@ -225,11 +225,11 @@ def _announce(opts: dict[str, Any], what: str) -> None:
 
 
 def _base_spec(opts: dict[str, Any], mode: str) -> dict[str, Any]:
-    from loadlint.verify.adapters import finding_rows
+    from loadlint.verify.adapters import finding_sites
 
-    target: dict[str, Any] = {"at": opts["at"], "finding_rows": None, "file": opts["script"]}
+    target: dict[str, Any] = {"at": opts["at"], "finding_sites": None, "file": opts["script"]}
     if not opts["at"] and opts["script"]:
-        target["finding_rows"] = _within(finding_rows, opts["script"], min(opts["timeout"], 60.0))
+        target["finding_sites"] = _within(finding_sites, opts["script"], min(opts["timeout"], 60.0))
     p = opts["protocol"]
     return {
         "mode": mode, "script": opts["script"], "args": opts["args"], "entry": opts["entry"],
@@ -244,12 +244,12 @@ def _base_spec(opts: dict[str, Any], mode: str) -> dict[str, Any]:
     }
 
 
-def _within(work: Callable[[str], list[int] | None], path: str, seconds: float) -> list[int] | None:
+def _within(work: Callable[[str], dict[str, list[int]] | None], path: str, seconds: float) -> dict[str, list[int]] | None:
     """The static pre-check under the watchdog too: a project file that
     blocks a read (a FIFO named ``*.py``) must not hang verify before its
     child starts. After ``seconds`` it is abandoned (its daemon thread
     cannot keep the process alive) and the first loader built is measured."""
-    box: dict[str, list[int] | None] = {}
+    box: dict[str, dict[str, list[int]] | None] = {}
 
     def run() -> None:
         box["rows"] = work(path)

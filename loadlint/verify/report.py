@@ -12,7 +12,8 @@ JSON schema (``"schema": "loadlint.verify/1"``)::
                   busy_share, steal_share, start_method, start_method_origin,
                   torch_threads, omp_num_threads, shm_free, memory_available,
                   python, torch, cuda, gpu_count},
-      "ceiling": {"usable_cpus": 2, "max_speedup": 2.0, "text": "..."},
+      "ceiling": {"usable_cpus": 2, "max_speedup": 2.0, "text": "...",
+                  "excess": "why a candidate measured more" | null},
       "call_sites": [                               # one per measured call
         {
           "file": "train.py", "line": 42, "end_line": 45,  # 1-based, inclusive
@@ -232,9 +233,7 @@ def analyse(raw: dict[str, Any], *, mode: str, command: list[str],
         "mode": mode,
         "command": command,
         "machine": pre,
-        "ceiling": {"usable_cpus": usable, "max_speedup": ceil,
-                    "text": f"at most {ceil:.1f}x on {usable} usable CPU{'s' * (usable != 1)} "
-                            "for CPU-bound loading (loaders that wait on I/O can exceed it)"},
+        "ceiling": _ceiling(usable, ceil, pre, summaries),
         "call_sites": [site_dict],
         "cuda": _cuda_section(raw, pre),
         "gpu": _gpu_section(mode, summaries, pre),
@@ -243,6 +242,45 @@ def analyse(raw: dict[str, Any], *, mode: str, command: list[str],
         "bench": {k: v for k, v in (raw.get("bench") or {}).items() if k != "calibration"},
     }
     return report
+
+
+def _ceiling(usable: int, ceil: float, pre: dict[str, Any], summaries: list[dict[str, Any]]) -> dict[str, Any]:
+    """What parallel loading can give at most, and, when a candidate measured
+    more, why: the bound holds for the same CPU time per batch, and the
+    measured CPU time says where the rest came from."""
+    text = (f"at most {ceil:.1f}x on {usable} usable CPU{'s' * (usable != 1)} for CPU-bound loading at the "
+            "same CPU time per batch (loaders that wait on I/O can exceed it)")
+    out: dict[str, Any] = {"usable_cpus": usable, "max_speedup": ceil, "text": text, "excess": None}
+    measured = [(c["decision"]["speedup"], c) for c in summaries[1:]
+                if c.get("decision") and c["decision"].get("speedup")]
+    if not summaries or not measured:
+        return out
+    speedup, best = max(measured, key=lambda pair: pair[0])
+    if speedup <= ceil:
+        return out
+    current = summaries[0]["config"]
+    reasons = []
+    cpu_ratio = best["decision"].get("cpu_ratio")
+    bound = ceil
+    if cpu_ratio and cpu_ratio < 1:
+        bound = ceil / cpu_ratio
+        causes = []
+        threads = pre.get("torch_threads") or 1
+        if not current.get("num_workers") and threads > 1:
+            # Measured as the training process runs it: the same torch thread count.
+            causes.append(f"the call as written loads in the training process, measured with its {threads} torch "
+                          "intra-op threads, which contend for the same CPUs item by item (a worker runs one)")
+        if best["config"].get("persistent_workers") and not current.get("persistent_workers") and current.get("num_workers"):
+            causes.append("persistent workers are not started again at every epoch")
+        reasons.append(f"{best['name']} spent {cpu_ratio:.2f}x the CPU time per batch of the call as written"
+                       + (f" ({'; '.join(causes)})" if causes else "")
+                       + f", which raises the bound to {bound:.1f}x")
+    if speedup > bound * 1.1:
+        # More than the CPUs and the CPU time saved explain: the call as written leaves CPUs idle.
+        reasons.append("the call as written leaves the CPUs idle while it waits (storage, a network, a sleep), "
+                       "and workers overlap the waits")
+    out["excess"] = f"{best['name']} measured {speedup:.2f}x, above it: " + "; ".join(reasons)
+    return out
 
 
 def _decision(current: list[measure.Run], candidate: list[measure.Run]) -> dict[str, Any]:

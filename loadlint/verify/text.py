@@ -143,6 +143,8 @@ def render_text(report: dict[str, Any], output: str | None = None, width: int | 
                     f"{m.get('omp_num_threads') or 'unset'}, /dev/shm {_bytes(m.get('shm_free'))} free, "
                     f"RAM {_bytes(m.get('memory_available'))} free")
         out.append(f"ceiling: {report['ceiling']['text']}")
+        if report["ceiling"].get("excess"):
+            out.append(f"  {report['ceiling']['excess']}")
         if site.get("search"):
             sr = site["search"]
             how = "search" if sr.get("mode") == "search" else "sweep (--tune)"

@@ -356,16 +356,19 @@ def test_language_server_project_view_does_not_read_its_own_channel(world, tmp_p
 
 def test_verify_pre_check_does_not_block(world, tmp_path):
     """verify asks the static side which calls have findings before it runs
-    anything (``finding_rows``): the same project reads, the same guards."""
+    anything (``finding_sites``): the same project reads, the same guards."""
     repo, _ = world
     (repo / "m.py").write_text(LOADER)
     (repo / "use.py").write_text("from m import make\n\nfor b in make(None):\n    pass\n")
     (repo / "zz.py").symlink_to("/dev/stdin")
     os.mkfifo(repo / "helper.py")
     driver = tmp_path / "pre_check.py"
-    driver.write_text("from loadlint.verify.adapters import finding_rows\nprint(finding_rows('m.py'))\n")
+    driver.write_text(
+        "import os\nfrom loadlint.verify.adapters import finding_sites\n"
+        "print({os.path.basename(k): v for k, v in finding_sites('m.py').items()})\n"
+    )
     ran = run(repo, script=driver, timeout=10)
-    assert ran.code == 0 and ran.out == "[5]\n", ran.text[-2000:]
+    assert ran.code == 0 and ran.out == "{'m.py': [5]}\n", ran.text[-2000:]
 
 
 def test_backtracking_gitignore_line_ends(world):

@@ -76,7 +76,8 @@ class Bench:
         batch_size = self.arguments.get("batch_size")
         suggested, origin = suggested_config(
             self.rec["file"], self.rec["line"], self.profile, current, cuda=self.cuda,
-            ranks_per_node=ranks, batch_size=batch_size if isinstance(batch_size, int) else None)
+            ranks_per_node=ranks, batch_size=batch_size if isinstance(batch_size, int) else None,
+            project=os.path.dirname(os.path.abspath(self.spec["script"])) if self.spec.get("script") else None)
         add("suggested", suggested, origin)
         for i, extra in enumerate(self.spec.get("tries") or []):
             config = dict(current)

@@ -86,11 +86,9 @@ def matches_target(state: State, rec: dict[str, Any]) -> bool:
         except OSError:
             same = os.path.abspath(rec["file"]) == os.path.abspath(at["file"])
         return same and rec["line"] <= at["line"] <= max(rec["end_line"], rec["line"])
-    rows = tgt.get("finding_rows")
-    if rows:
-        script = tgt.get("file")
-        if not script or os.path.abspath(rec["file"]) != os.path.abspath(script):
-            return False
+    sites = tgt.get("finding_sites")
+    if sites:
+        rows = sites.get(os.path.abspath(rec["file"]), ())
         return any(rec["line"] <= r <= rec["end_line"] for r in rows)
     return True
 

@@ -92,7 +92,7 @@ def dispatch(torch: Any, state: State, result: dict[str, Any]) -> None:
     if state.target is None and state.records and not (spec.get("target") or {}).get("at"):
         state.target = 0
         state.target_instance = None
-        if (spec.get("target") or {}).get("finding_rows"):
+        if (spec.get("target") or {}).get("finding_sites"):
             state.notes.append("no loader with a static finding was built; measured the first one")
     outcome_error(state, outcome, result)
     if "error" in result:
