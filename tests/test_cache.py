@@ -178,13 +178,14 @@ def test_target_change_is_a_miss(tree, tmp_path, monkeypatch):
     assert summary(first) != summary(second)  # the suggested num_workers differs
 
 
-def test_detected_hardware_change_is_a_miss_for_findings_that_used_it(tree, tmp_path, monkeypatch):
+def test_this_machines_cpus_are_a_miss_for_findings_that_quote_them(tree, tmp_path, monkeypatch):
+    # No target: LL201's message quotes what the fix's count gives on this machine.
     cache_dir = tmp_path / "cache"
-    first = lint(tree, cache_dir, profiles=profiles_with(HardwareProfile(usable_cpus=4, gpu_count=1)))
+    first = lint(tree, cache_dir, profiles=profiles_with(HardwareProfile(usable_cpus=1, here_cpus=4)))
     stored = [json.loads(p.read_text()) for p in entries(cache_dir)]
-    assert all(entry["profile"] for entry in stored)  # LL201's suggestion read the CPU count
+    assert all(entry["profile"] for entry in stored)  # LL201's hint read the CPU count
     counter = Counter(monkeypatch)
-    second = lint(tree, cache_dir, profiles=profiles_with(HardwareProfile(usable_cpus=32, gpu_count=1)))
+    second = lint(tree, cache_dir, profiles=profiles_with(HardwareProfile(usable_cpus=1, here_cpus=32)))
     assert sorted(counter.paths) == ["other.py", "slow.py"]
     assert summary(first) != summary(second)
 

@@ -70,15 +70,11 @@ class SynchronousLoading(Rule):
     the model trains.  PyTorch's profiler reports the same pattern
     ("Detected DataLoader running with synchronized implementation").
 
-    The suggested value comes from the worker formula
-    (docs/hardware.md): the CPUs divided among the ranks of a node when the
-    module trains with several GPUs, one kept for each rank's process except
-    on a machine of at most 2 CPUs.  With `cpus` declared (`--target`,
-    `[tool.loadlint.target]`, or `detect` for this machine) it is the
-    target's number, capped by the batch size and the memory, and the
-    message names the target.  Without one the fix writes code that applies
-    the formula where the script runs, and the message quotes what it gives
-    on this machine as a hint.
+    The suggestion is the worker formula (docs/hardware.md) on the declared
+    target's `cpus` (capped by the batch size and memory; the message names
+    the target).  Without a declared `cpus` the fix writes code applying the
+    formula where the script runs, and the message quotes what it gives on
+    this machine as a hint.
 
     The rule stays silent when `num_workers` cannot be resolved statically,
     and for datasets held in memory, where workers only add overhead: a

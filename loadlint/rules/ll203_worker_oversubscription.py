@@ -561,4 +561,18 @@ class WorkerOversubscription(Rule):
             """,
             profile=_T1,
         ),
+        # One CPU, in the singular.
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, num_workers=2)
+            """,
+            message="`num_workers=2` on 1 usable CPU: workers compete for cores and memory; use `num_workers=1` "
+            "(target: 1 CPU, 0 GPUs)",
+            fixed="""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, num_workers=1)
+            """,
+            profile=HardwareProfile(usable_cpus=1, gpu_count=0, declared=frozenset({"cpus", "gpus"})),
+        ),
     ]
