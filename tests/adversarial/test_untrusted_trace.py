@@ -387,3 +387,21 @@ def test_stack_file_linked_out_of_the_project_is_not_read(world):
         assert ran.code == 1, ran.err
         assert SECRET not in ran.out + ran.err
         assert "train.py:" not in ran.out
+
+
+def test_source_leaves_long_data_lines_out_and_keeps_rows(tmp_path):
+    from loadlint.trace.source import loader_calls
+
+    table = "[" + "1, " * 100_000 + "]"
+    (tmp_path / "train.py").write_text(
+        "from torch.utils.data import DataLoader\n"
+        "BIG = (\n    " + table + "\n)\n"
+        "def main(ds):\n"
+        "    weights = " + table + "\n"
+        "            # " + "x" * 20_000 + "\n"
+        "    loader = DataLoader(ds, num_workers=2)\n"
+        "    for b in loader:\n"
+        "        pass\n"
+    )
+    calls = loader_calls(tmp_path)
+    assert [(c.row, c.function, c.workers, c.iterated_in) for c in calls] == [(8, ("main", 5, 10), 2, (("main", 5, 10),))]
