@@ -202,14 +202,39 @@ def _callers(events: Events) -> list[str]:
              if name.startswith("torch/utils/data/dataloader.py") and name.endswith(": __next__")]
     if not nexts:
         return []
-    outer = sorted((ts, end, tid, name) for ts, end, tid, name in events.frames if not name.startswith("torch/"))
+    asked: dict[int, list[tuple[float, float, int]]] = {}
+    for index, (ts, end, tid) in enumerate(nexts[:64]):
+        asked.setdefault(tid, []).append((ts, end, index))
+    threads: dict[int, list[tuple[float, float, str]]] = {}
+    for ts, end, tid, name in events.frames:
+        if tid in asked and not name.startswith(("torch/", "<built-in")):
+            threads.setdefault(tid, []).append((ts, end, name))
+    callers: dict[int, str] = {}
+    for tid, spans in asked.items():
+        frames = sorted(threads.get(tid, []))
+        stack: list[tuple[float, float, str]] = []
+        taken = 0
+        # Frames nest: sweeping the thread's frames by start, the stack
+        # holds those still open; the innermost one open past __next__'s
+        # end is its caller.  One pass per thread, not one per __next__.
+        for ts, end, index in sorted(spans):
+            while taken < len(frames) and frames[taken][0] <= ts:
+                while stack and stack[-1][1] < frames[taken][0]:
+                    stack.pop()
+                stack.append(frames[taken])
+                taken += 1
+            while stack and stack[-1][1] < ts:
+                stack.pop()
+            # No Python stack is deeper than this (the recursion limit is far below).
+            for _, f_end, name in reversed(stack[-_CALLER_DEPTH:]):
+                if f_end >= end:
+                    callers[index] = name
+                    break
     found: dict[str, int] = {}
-    starts = [f[0] for f in outer]
-    for ts, end, tid in nexts[:64]:
-        # Frames nest: walking back from __next__, the first frame of its
-        # thread still open at its end is the innermost caller.
-        for f_ts, f_end, f_tid, name in reversed(outer[: bisect_right(starts, ts)]):
-            if f_tid == tid and f_end >= end and not name.startswith("<built-in"):
-                found[name] = found.get(name, 0) + 1
-                break
+    for index in sorted(callers):  # ties keep the order of the trace
+        found[callers[index]] = found.get(callers[index], 0) + 1
     return sorted(found, key=lambda n: -found[n])
+
+
+#: Open frames looked through for a ``__next__``'s caller.
+_CALLER_DEPTH = 4096
