@@ -95,6 +95,8 @@ class InProcess:
         self.cpu = 0.0
         self.wall = 0.0
 
+    fresh = True
+
     def start(self) -> None:
         pass
 
@@ -139,6 +141,7 @@ class Shadow:
         self.workers = config["num_workers"]
         self.pinned = bool(config.get("pin_memory"))
         self.it: Any = None
+        self.fresh = True
 
     def shares(self, config: dict[str, Any]) -> bool:
         return config.get("num_workers") == self.workers and bool(config.get("pin_memory")) == self.pinned
@@ -152,6 +155,7 @@ class Shadow:
             self.it._prefetch_factor = config.get("prefetch_factor") or 2
 
     def start(self) -> None:
+        self.fresh = self.it is None
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
             self.it = iter(self.loader)

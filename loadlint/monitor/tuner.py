@@ -32,7 +32,7 @@ WINDOW_S = 0.25
 MIN_BATCHES = 3
 #: A candidate's window: candidates are fast where it matters, and a short
 #: run must not spend its batches on the search.
-CANDIDATE_S = 0.15
+CANDIDATE_S = 0.1
 #: A gap this many times the window's median gap (after this many gaps)
 #: starts a burst of batches.
 BURST_GAPS = 8
@@ -213,8 +213,10 @@ class Tuner:
             self.window = self._new_window(cid)
         if self.window is not None:
             # In order, batch k comes from worker k mod num_workers: after
-            # num_workers batches every worker has started.
-            self.window["warm"] = int(self.configs[cid].get("num_workers") or 0)
+            # num_workers batches every worker has started (half, when they
+            # were started for an earlier window and only refill).
+            workers = int(self.configs[cid].get("num_workers") or 0)
+            self.window["warm"] = workers if self.current.fresh else workers // 2
 
     def _count(self) -> None:
         if self.state != "tuning" or self.window is None:
@@ -400,7 +402,9 @@ class Tuner:
         low = tried[0]
         if best == low and low > 1 and self._workers(max(1, low // 2)) is not None:
             return True
-        neighbours = [n for n in tried if n != best]
+        # Between the best and a neighbour that measured worse; at the top
+        # of the climb (the cap, or out of room) there is none above.
+        neighbours = [n for n in tried if n != best and (n > best or best != top)]
         if neighbours and not self.bisected:
             near = min(neighbours, key=lambda n: (abs(n - best), -ratios[n]))
             mid = (best + near) // 2

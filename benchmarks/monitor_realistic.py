@@ -1,0 +1,235 @@
+"""``loadlint monitor --tune`` inside training loops over
+``verify_realistic.py``'s loaders, against an oracle.
+
+Each loader (a JPEG folder, items waiting 3 ms on storage, memory-mapped
+shards, tokenized text, a worker-split ``IterableDataset``; data generated
+on the fly) is iterated by a training loop with a simulated step (``--step-ms``,
+the host waiting on the device) for ``--epochs`` epochs after
+``torch.manual_seed(0)``; the loop hashes every batch.  For each loader:
+
+- the plain ``python`` run: its wall time and its stream of batch hashes;
+- the ``--tune`` run: the configuration it ended with, the verdict, the
+  share of the run spent before the decision, its wall time, and whether
+  its batch hashes (so the sample indices, their order and the data) are
+  those of the plain run;
+- the oracle: every configuration of a sweep run in the same loop over
+  whole epochs (at least ``--oracle-seconds``), in batches per second;
+  the configuration the tuner ended with is measured the same way, and
+  its rate is given as a fraction of the oracle's best.
+
+``--done-when`` runs the issue's acceptance loop instead: 4 epochs over the
+I/O loader (4,096 items waiting 3 ms, batch 16, ``num_workers=0``,
+``shuffle=True``), plain and under ``--tune``, side by side.
+
+    python benchmarks/monitor_realistic.py [--only io-wait,jpeg] [--epochs 3] [--step-ms 5]
+    python benchmarks/monitor_realistic.py --done-when
+
+Not a test: the numbers belong to the machine it runs on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import verify_realistic as realistic  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+
+#: The loop every loader runs: the loader's call sits on its own line so
+#: that the report names it.
+LOOP = '''
+import hashlib
+
+
+def digest(batch):
+    h = hashlib.blake2b(digest_size=8)
+    for leaf in (batch if isinstance(batch, (list, tuple)) else [batch]):
+        h.update(leaf.numpy().tobytes() if hasattr(leaf, "numpy") else repr(leaf).encode())
+    return h.hexdigest()
+
+
+if __name__ == "__main__":
+    epochs, step_s, out = int(sys.argv[1]), float(sys.argv[2]) / 1e3, sys.argv[3]
+    config = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {}
+    seconds = float(sys.argv[5]) if len(sys.argv) > 5 else 0.0
+    torch.manual_seed(0)
+    loader = DataLoader(DATASET, **KWARGS, **config)
+    hashes, t0, n, passes = [], time.perf_counter(), 0, 0
+    for epoch in range(epochs):
+        for batch in loader:
+            time.sleep(step_s)  # the step: the host waits on the device
+            if out != "-":
+                hashes.append(digest(batch))
+            n += 1
+        passes += 1
+        if seconds and time.perf_counter() - t0 >= seconds and passes >= 1:
+            break
+    wall = time.perf_counter() - t0
+    if out != "-":
+        Path(out).write_text("\\n".join(hashes))
+    print("RESULT " + json.dumps({"batches": n, "wall": wall, "rate": n / wall}), flush=True)
+'''
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    return env
+
+
+def _result(proc: subprocess.CompletedProcess[str], what: str) -> dict[str, Any]:
+    line = next((l for l in proc.stdout.splitlines() if l.startswith("RESULT ")), None)
+    if line is None:
+        raise SystemExit(f"{what} failed: {proc.stderr.strip()[-600:]}")
+    return dict(json.loads(line[len("RESULT "):]))
+
+
+def plain(script: Path, epochs: int, step_ms: float, out: str) -> tuple[dict[str, Any], float]:
+    t0 = time.monotonic()
+    proc = subprocess.run([sys.executable, script.name, str(epochs), str(step_ms), out], cwd=script.parent,
+                          env=_env(), capture_output=True, text=True)
+    return _result(proc, f"plain {script.name}"), time.monotonic() - t0
+
+
+def tuned(script: Path, epochs: int, step_ms: float, out: str) -> tuple[dict[str, Any], dict[str, Any], float]:
+    t0 = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "loadlint", "monitor", "--tune", "--no-static", "-o", "report.json",
+                           script.name, "--", str(epochs), str(step_ms), out], cwd=script.parent, env=_env(),
+                          capture_output=True, text=True)
+    wall = time.monotonic() - t0
+    report = json.loads((script.parent / "report.json").read_text())
+    return _result(proc, f"tuned {script.name}"), report, wall
+
+
+def oracle_rate(script: Path, config: dict[str, Any], step_ms: float, seconds: float) -> float:
+    """Batches per second of the loop over whole epochs (at least ``seconds``)."""
+    proc = subprocess.run([sys.executable, script.name, "50", str(step_ms), "-", json.dumps(config), str(seconds)],
+                          cwd=script.parent, env=_env(), capture_output=True, text=True)
+    return float(_result(proc, f"oracle {script.name} {config}")["rate"])
+
+
+def sweep(waiting: bool, usable: int) -> list[dict[str, Any]]:
+    counts = [1, 2, 4, 8, 16, 24, 32] if waiting else sorted({1, 2, 3, 4, usable, 2 * usable})
+    configs: list[dict[str, Any]] = [{"num_workers": 0}]
+    configs += [{"num_workers": n, "persistent_workers": True} for n in counts]
+    return configs
+
+
+def short(config: dict[str, Any]) -> str:
+    if not config.get("num_workers"):
+        return "nw=0"
+    parts = [f"nw={config['num_workers']}"]
+    if config.get("persistent_workers"):
+        parts.append("pw=1")
+    if (config.get("prefetch_factor") or 2) != 2:
+        parts.append(f"pf={config['prefetch_factor']}")
+    return ",".join(parts)
+
+
+def _keywords(config: dict[str, Any]) -> dict[str, Any]:
+    out = {"num_workers": config.get("num_workers") or 0}
+    if out["num_workers"]:
+        out["persistent_workers"] = bool(config.get("persistent_workers"))
+        out["prefetch_factor"] = config.get("prefetch_factor") or 2
+    return out
+
+
+def realistic_table(root: Path, names: list[str], opts: argparse.Namespace) -> None:
+    usable = len(os.sched_getaffinity(0))
+    print(f"{'loader':<9} {'load':>5}  {'plain s':>8}  {'oracle':<16} {'b/s':>7}  {'tuned to':<16} {'b/s':>7} "
+          f"{'/oracle':>7}  {'verdict':<12} {'tuning':>6} {'tuned s':>8}  same data")
+    for name in names:
+        script = root / f"{name.replace('-', '_')}.py"
+        load = os.getloadavg()[0]
+        base, plain_wall = plain(script, opts.epochs, opts.step_ms, "plain.txt")
+        _, report, tuned_wall = tuned(script, opts.epochs, opts.step_ms, "tuned.txt")
+        same = (script.parent / "plain.txt").read_text() == (script.parent / "tuned.txt").read_text()
+        tuning = report.get("tuning") or {}
+        after = tuning.get("after", {}).get("config") or {"num_workers": 0}
+        written = tuning.get("before", {}).get("config") or {"num_workers": 0}
+        waiting = (tuning.get("busy") or 1.0) < 0.5
+        rates = {json.dumps(c, sort_keys=True): oracle_rate(script, c, opts.step_ms, opts.oracle_seconds)
+                 for c in sweep(waiting, usable)}
+        best_key = max(rates, key=lambda k: rates[k])
+        best = json.loads(best_key)
+        variant = dict(best, prefetch_factor=4) if best.get("num_workers") else None
+        if variant:
+            rates[json.dumps(variant, sort_keys=True)] = oracle_rate(script, variant, opts.step_ms, opts.oracle_seconds)
+            best_key = max(rates, key=lambda k: rates[k])
+            best = json.loads(best_key)
+        mine = _keywords(after) if after.get("num_workers") else {"num_workers": 0}
+        key = json.dumps(mine, sort_keys=True)
+        if key not in rates:
+            rates[key] = oracle_rate(script, mine, opts.step_ms, opts.oracle_seconds)
+        share = tuning.get("share_of_run_tuning")
+        verdict = tuning.get("verdict") or "not tuned"
+        print(f"{name:<9} {load:>5.1f}  {plain_wall:>8.1f}  {short(best):<16} {rates[best_key]:>7.1f}  "
+              f"{short(after) + ('' if after != written else ' (as written)'):<16} {rates[key]:>7.1f} "
+              f"{rates[key] / rates[best_key]:>7.2f}  {verdict:<12} {'-' if share is None else f'{share:.0%}':>6} "
+              f"{tuned_wall:>8.1f}  {'yes' if same else 'NO'}", flush=True)
+    print(f"b/s: batches per second of the loop ({opts.step_ms:g} ms steps) over whole epochs; oracle: the best of a "
+          f"sweep (num_workers ladder with persistent workers, then prefetch_factor=4 on the best); tuning: share of "
+          f"the --tune run before its decision; same data: the batch hashes of the --tune run equal the plain run's; "
+          f"{usable} usable CPUs, load average now {os.getloadavg()[0]:.1f}")
+
+
+def done_when(root: Path, opts: argparse.Namespace) -> None:
+    script = root / "io_wait.py"
+    load = os.getloadavg()[0]
+    base, plain_wall = plain(script, 4, opts.step_ms, "plain.txt")
+    _, report, tuned_wall = tuned(script, 4, opts.step_ms, "tuned.txt")
+    same = (root / "plain.txt").read_text() == (root / "tuned.txt").read_text()
+    tuning = report["tuning"]
+    after = tuning["after"]["config"]
+    found = [f for f in report["findings"] if f["code"] == "LL201"]
+    print(f"load average {load:.2f} before, {os.getloadavg()[0]:.2f} after; {len(os.sched_getaffinity(0))} usable CPUs")
+    print(f"plain python:    {plain_wall:6.1f} s wall ({base['batches']} batches, loop {base['wall']:.1f} s)")
+    print(f"monitor --tune:  {tuned_wall:6.1f} s wall = {tuned_wall / plain_wall:.2f}x the plain run's")
+    print(f"ended with:      {short(after)} ({after}); verdict {tuning['verdict']}"
+          + (f", {tuning['speedup']:.2f}x" if tuning.get("speedup") else "")
+          + (f"; decided after {tuning['tuned_at_s']:.1f} s ({tuning['share_of_run_tuning']:.0%} of the run)"
+             if tuning.get("tuned_at_s") is not None else "; the run ended before a decision"))
+    print("points:          " + ", ".join(f"{short(p['config'])} {p['ratio']:.2f}x ({len(p['ratios'])} pairs)" for p in tuning["points"]))
+    print(f"index stream:    {'identical' if same else 'DIFFERENT'} (batch hashes, {base['batches']} batches)")
+    print("LL201:           " + (f"{found[0]['location']['path']}:{found[0]['location']['row']}:{found[0]['location']['column']}"
+                                 if found else "not reported"))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default="", help="comma-separated loader names")
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--step-ms", type=float, default=5.0)
+    parser.add_argument("--oracle-seconds", type=float, default=6.0)
+    parser.add_argument("--done-when", action="store_true", help="the acceptance loop: 4 epochs of the I/O loader")
+    parser.add_argument("--keep", action="store_true", help="keep the data folder")
+    opts = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="monitor-realistic-"))
+    realistic.generate(root)
+    for name, body in realistic.LOADERS.items():
+        (root / f"{name.replace('-', '_')}.py").write_text(realistic.COMMON + "import json\n" + body + LOOP)
+    if opts.done_when:
+        opts.step_ms = opts.step_ms if "--step-ms" in sys.argv else 1.0
+        done_when(root, opts)
+    else:
+        names = [n for n in realistic.LOADERS if not opts.only or n in opts.only.split(",")]
+        realistic_table(root, names, opts)
+    if opts.keep:
+        print(f"data and loaders in {root}")
+    else:
+        import shutil
+
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
