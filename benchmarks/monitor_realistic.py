@@ -4,8 +4,9 @@
 Each loader (a JPEG folder, items waiting 3 ms on storage, memory-mapped
 shards, tokenized text, a worker-split ``IterableDataset``; data generated
 on the fly) is iterated by a training loop with a simulated step (``--step-ms``,
-the host waiting on the device) for ``--epochs`` epochs after
-``torch.manual_seed(0)``; the loop hashes every batch.  For each loader:
+the host waiting on the device) after ``torch.manual_seed(0)``, for whole
+epochs until the plain run passes ``--run-seconds``; the loop hashes every
+batch.  For each loader:
 
 - the plain ``python`` run: its wall time and its stream of batch hashes;
 - the ``--tune`` run: the configuration it ended with, the verdict, the
@@ -21,7 +22,7 @@ the host waiting on the device) for ``--epochs`` epochs after
 I/O loader (4,096 items waiting 3 ms, batch 16, ``num_workers=0``,
 ``shuffle=True``), plain and under ``--tune``, side by side.
 
-    python benchmarks/monitor_realistic.py [--only io-wait,jpeg] [--epochs 3] [--step-ms 5]
+    python benchmarks/monitor_realistic.py [--only io-wait,jpeg] [--run-seconds 30] [--step-ms 5]
     python benchmarks/monitor_realistic.py --done-when
 
 Not a test: the numbers belong to the machine it runs on.
@@ -76,7 +77,7 @@ if __name__ == "__main__":
     wall = time.perf_counter() - t0
     if out != "-":
         Path(out).write_text("\\n".join(hashes))
-    print("RESULT " + json.dumps({"batches": n, "wall": wall, "rate": n / wall}), flush=True)
+    print("RESULT " + json.dumps({"batches": n, "passes": passes, "wall": wall, "rate": n / wall}), flush=True)
 '''
 
 
@@ -93,10 +94,11 @@ def _result(proc: subprocess.CompletedProcess[str], what: str) -> dict[str, Any]
     return dict(json.loads(line[len("RESULT "):]))
 
 
-def plain(script: Path, epochs: int, step_ms: float, out: str) -> tuple[dict[str, Any], float]:
+def plain(script: Path, epochs: int, step_ms: float, out: str, seconds: float = 0.0) -> tuple[dict[str, Any], float]:
+    """The plain run: ``epochs`` epochs, or as many as pass ``seconds``."""
     t0 = time.monotonic()
-    proc = subprocess.run([sys.executable, script.name, str(epochs), str(step_ms), out], cwd=script.parent,
-                          env=_env(), capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, script.name, str(epochs), str(step_ms), out, "{}", str(seconds)],
+                          cwd=script.parent, env=_env(), capture_output=True, text=True)
     return _result(proc, f"plain {script.name}"), time.monotonic() - t0
 
 
@@ -119,8 +121,7 @@ def oracle_rate(script: Path, config: dict[str, Any], step_ms: float, seconds: f
 
 def sweep(waiting: bool, usable: int) -> list[dict[str, Any]]:
     counts = [1, 2, 4, 8, 16, 24, 32] if waiting else sorted({1, 2, 3, 4, usable, 2 * usable})
-    configs: list[dict[str, Any]] = [{"num_workers": 0}]
-    configs += [{"num_workers": n, "persistent_workers": True} for n in counts]
+    configs: list[dict[str, Any]] = [{"num_workers": n, "persistent_workers": True} for n in counts]
     return configs
 
 
@@ -145,13 +146,15 @@ def _keywords(config: dict[str, Any]) -> dict[str, Any]:
 
 def realistic_table(root: Path, names: list[str], opts: argparse.Namespace) -> None:
     usable = len(os.sched_getaffinity(0))
-    print(f"{'loader':<9} {'load':>5}  {'plain s':>8}  {'oracle':<16} {'b/s':>7}  {'tuned to':<16} {'b/s':>7} "
+    print(f"{'loader':<9} {'load':>5} {'epochs':>6}  {'plain s':>8}  {'oracle':<16} {'b/s':>7}  {'tuned to':<16} {'b/s':>7} "
           f"{'/oracle':>7}  {'verdict':<12} {'tuning':>6} {'tuned s':>8}  same data")
     for name in names:
         script = root / f"{name.replace('-', '_')}.py"
         load = os.getloadavg()[0]
-        base, plain_wall = plain(script, opts.epochs, opts.step_ms, "plain.txt")
-        _, report, tuned_wall = tuned(script, opts.epochs, opts.step_ms, "tuned.txt")
+        # As many epochs as the plain run needs to pass --run-seconds: a
+        # short run leaves the tuner no batches to decide on.
+        base, plain_wall = plain(script, 10_000, opts.step_ms, "plain.txt", opts.run_seconds)
+        _, report, tuned_wall = tuned(script, base["passes"], opts.step_ms, "tuned.txt")
         same = (script.parent / "plain.txt").read_text() == (script.parent / "tuned.txt").read_text()
         tuning = report.get("tuning") or {}
         after = tuning.get("after", {}).get("config") or {"num_workers": 0}
@@ -159,6 +162,7 @@ def realistic_table(root: Path, names: list[str], opts: argparse.Namespace) -> N
         waiting = (tuning.get("busy") or 1.0) < 0.5
         rates = {json.dumps(c, sort_keys=True): oracle_rate(script, c, opts.step_ms, opts.oracle_seconds)
                  for c in sweep(waiting, usable)}
+        rates[json.dumps({"num_workers": 0}, sort_keys=True)] = base["rate"]
         best_key = max(rates, key=lambda k: rates[k])
         best = json.loads(best_key)
         variant = dict(best, prefetch_factor=4) if best.get("num_workers") else None
@@ -172,7 +176,7 @@ def realistic_table(root: Path, names: list[str], opts: argparse.Namespace) -> N
             rates[key] = oracle_rate(script, mine, opts.step_ms, opts.oracle_seconds)
         share = tuning.get("share_of_run_tuning")
         verdict = tuning.get("verdict") or "not tuned"
-        print(f"{name:<9} {load:>5.1f}  {plain_wall:>8.1f}  {short(best):<16} {rates[best_key]:>7.1f}  "
+        print(f"{name:<9} {load:>5.1f} {base['passes']:>6}  {plain_wall:>8.1f}  {short(best):<16} {rates[best_key]:>7.1f}  "
               f"{short(after) + ('' if after != written else ' (as written)'):<16} {rates[key]:>7.1f} "
               f"{rates[key] / rates[best_key]:>7.2f}  {verdict:<12} {'-' if share is None else f'{share:.0%}':>6} "
               f"{tuned_wall:>8.1f}  {'yes' if same else 'NO'}", flush=True)
@@ -207,9 +211,10 @@ def done_when(root: Path, opts: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="", help="comma-separated loader names")
-    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--run-seconds", type=float, default=30.0,
+                        help="the plain run trains whole epochs until it passes this; the tuned run the same epochs")
     parser.add_argument("--step-ms", type=float, default=5.0)
-    parser.add_argument("--oracle-seconds", type=float, default=6.0)
+    parser.add_argument("--oracle-seconds", type=float, default=4.0)
     parser.add_argument("--done-when", action="store_true", help="the acceptance loop: 4 epochs of the I/O loader")
     parser.add_argument("--keep", action="store_true", help="keep the data folder")
     opts = parser.parse_args()

@@ -108,6 +108,12 @@ class Tuner:
         if not (persistent and self.passes):
             self.base_seed = int(self.torch.empty((), dtype=self.torch.int64).random_(generator=loader.generator).item())
         self.passes += 1
+        if self.draining is not None or isinstance(self.current, Shadow):
+            # The last pass was left early: its loader restarts on the new
+            # feed (a reset drops the tasks in flight, as torch's own does).
+            self.draining, self.current = None, None
+            if self.window is not None:
+                self.window["last"] = None
         self.feed = Feed(sampler_iter)
         if self.written.get("num_workers"):
             self.feed.prime()
