@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from loadlint.sources.files import read_source
 from loadlint.trace.findings import TraceFinding
 from loadlint.trace.metrics import Rank, Step
 from loadlint.trace.stream import TraceError
@@ -46,10 +47,16 @@ def from_report(name: str, data: dict[str, Any]) -> tuple[Rank, list[TraceFindin
 
 
 def read(path: Path) -> tuple[Rank, list[TraceFinding]]:
+    # As a trace is read: the guarded read (a regular file, 64 MiB at most)
+    # and a nesting the decoder can follow, else one line.
     try:
-        data = json.loads(path.read_bytes())
-    except (OSError, ValueError) as exc:
+        data = json.loads(read_source(path))
+    except OSError as exc:
+        raise TraceError(f"{path}: unreadable monitor report ({exc.strerror or exc})") from None
+    except ValueError as exc:
         raise TraceError(f"{path}: unreadable monitor report ({exc})") from None
+    except RecursionError:
+        raise TraceError(f"{path}: unreadable monitor report (nested too deeply)") from None
     if not isinstance(data, dict):
         raise TraceError(f"{path}: not a monitor report")
     return from_report(str(path), data)

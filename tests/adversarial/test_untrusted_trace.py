@@ -405,3 +405,16 @@ def test_source_leaves_long_data_lines_out_and_keeps_rows(tmp_path):
     )
     calls = loader_calls(tmp_path)
     assert [(c.row, c.function, c.workers, c.iterated_in) for c in calls] == [(8, ("main", 5, 10), 2, (("main", 5, 10),))]
+
+
+@pytest.mark.parametrize("body, reason", [
+    ('"steps": ' + "[" * 100_000 + "]" * 100_000, "nested too deeply"),
+    ('"steps": [], "pad": "' + "a" * (64 << 20) + '"', "file too large"),
+])
+def test_monitor_report_is_read_within_bounds(tmp_path, capsys, body, reason):
+    path = tmp_path / "monitor.json"
+    path.write_text('{"schema": "loadlint.monitor/1", ' + body + "}")
+    code, out, err = cli(capsys, str(path))
+    assert (code, out) == (2, "")
+    assert err.startswith(f"loadlint: error: {path}: unreadable monitor report (") and reason in err
+    assert err.count("\n") == 1
