@@ -98,14 +98,16 @@ def test_gpu_is_sampled_through_nvml(train: Path, tmp_path: Path) -> None:
         "def nvmlDeviceGetName(h): return 'Fake GPU'\n"
         "def nvmlDeviceGetUtilizationRates(h): return _U()\n"
         "def nvmlDeviceGetPcieThroughput(h, kind): return 3000\n")
-    proc = monitor(tmp_path, "-o", "run.json", "train.py", env={"PYTHONPATH": str(fake)})
+    proc = monitor(tmp_path, "--output-format", "json", "train.py", env={"PYTHONPATH": str(fake)})
     assert proc.returncode == 0, proc.stderr
-    data = json.loads((tmp_path / "run.json").read_text())
+    first, _, rest = proc.stdout.partition("\n")
+    assert first == "args []"  # the script's own output, then the report
+    data = json.loads(rest)
     assert data["gpu"]["sampled"] and data["gpu"]["name"] == "Fake GPU"
     assert {s[1] for s in data["gpu"]["samples"]} == {7} and {s[2] for s in data["gpu"]["samples"]} == {3.0}
     assert all(s["gpu_busy_ms"] is not None for s in data["steps"])
     assert [f["code"] for f in data["findings"]] == ["LL201", "LL302"]
-    assert "GPU (Fake GPU, 1): utilisation mean 7%, PCIe receive mean 3 MB/s" in proc.stdout
+    assert "GPU idle sawtooth" in data["findings"][1]["message"]
 
 
 def test_ctrl_c_still_reports(tmp_path: Path) -> None:
@@ -145,3 +147,32 @@ def test_watch_reports_from_inside_the_script(tmp_path: Path) -> None:
     call, steps, length = json.loads(proc.stdout)
     assert call["path"] == "own_loop.py" and call["row"] == 5 and call["column"] == 8
     assert steps == 20 and length == 10
+
+
+def test_the_live_line_goes_to_a_terminal(tmp_path: Path) -> None:
+    import pty
+
+    (tmp_path / "long.py").write_text(
+        "import time\nfrom torch.utils.data import DataLoader\n"
+        "loader = DataLoader(range(400), batch_size=2)\n"
+        "for batch in loader:\n    time.sleep(0.01)\n")
+    master, slave = pty.openpty()
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([sys.executable, "-m", "loadlint", "monitor", "long.py"], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=slave, text=True)
+    os.close(slave)
+    out, _ = proc.communicate(timeout=120)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(master)
+    assert proc.returncode == 0
+    assert b"\r\x1b[Kloadlint monitor: long.py:3 data wait " in seen
+    assert "data wait" not in out.splitlines()[0]  # the report's table, not the live line
+    assert "\r" not in out
