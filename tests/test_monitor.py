@@ -348,3 +348,48 @@ def test_the_static_core_can_import_without_the_monitor() -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     assert proc.stdout == "False\n"
+
+
+def _drive(rate_of: Any, usable: int = 2, busy: float = 0.02, copies: bool = False) -> Tuner:
+    """The tuner's search on a model of the loop's rate per configuration."""
+    monitor = Monitor()
+    if copies:
+        monitor.copies.append((0.0, 1 << 20, False, 0.001, True))
+    tuner = Tuner(None, monitor, _Loader(), monitor.register(_Loader(), ("/x/train.py", 3, 3)), usable)
+    tuner.busy, tuner.phase = busy, "workers"
+    tuner._plan()
+    while tuner.state == "tuning":
+        assert tuner.queue, "the search stopped without a decision"
+        rounds = list(tuner.queue)
+        tuner.queue.clear()
+        for i in range(0, len(rounds), 2):
+            cid = rounds[i] or rounds[i + 1]
+            tuner.pairs.setdefault(cid, []).append((rate_of(tuner.written), rate_of(tuner.configs[cid])))
+        tuner._plan()
+    return tuner
+
+
+def _io_rate(config: dict[str, Any]) -> float:
+    # Items wait on storage: the rate grows with the workers up to 24 of them.
+    nw = config.get("num_workers") or 0
+    return 18.0 * max(1, min(nw, 24)) * (1.1 if config.get("prefetch_factor") == 4 else 1.0) * (0.97 + 0.01 * (nw % 3))
+
+
+def test_the_search_climbs_high_first_for_a_waiting_loader_and_confirms() -> None:
+    tuner = _drive(_io_rate)
+    assert sorted(tuner.probed) == [8, 16, 32]  # at most 16 per usable CPU; nothing above the top to bisect
+    assert tuner.configs[tuner.final] == {"num_workers": 32, "persistent_workers": True, "prefetch_factor": 4, "pin_memory": False}
+    assert tuner.decision is not None and tuner.decision.verdict == "confirmed"
+    assert len(tuner.pairs[tuner.final]) == 3
+
+
+def test_a_loader_that_gains_nothing_ends_as_written() -> None:
+    tuner = _drive(lambda config: 50.0 / (1 + 0.1 * (config.get("num_workers") or 0)), busy=0.9)
+    assert sorted(tuner.probed) == [1, 2, 4]  # the usable CPUs, then half, then double
+    assert tuner.final == 0 and tuner.state == "done"
+
+
+def test_pinned_memory_is_tried_only_where_pageable_copies_to_a_gpu_follow() -> None:
+    assert not any(c.get("pin_memory") for c in _drive(_io_rate).configs)
+    tuner = _drive(lambda c: _io_rate(c) * (1.3 if c.get("pin_memory") else 1.0), copies=True)
+    assert tuner.configs[tuner.final]["pin_memory"] is True

@@ -374,13 +374,22 @@ class Tuner:
                 else:
                     return
         if self.phase == "prefetch":
-            self.phase = "proof"
+            self.phase = "pin"
             best = self._best()
             if best is not None and self.configs[best].get("num_workers"):
                 config = dict(self.configs[best], prefetch_factor=4)
                 if config not in self.configs:
                     self._probe(config)
                     return
+        if self.phase == "pin":
+            self.phase = "proof"
+            best = self._best()
+            # Pinned batches only pay where the script copies them to a GPU
+            # from pageable memory (the copy timer saw it).
+            pageable = any(not pinned for _, _, pinned, _, _ in self.monitor.copies)
+            if best is not None and pageable and not self.configs[best].get("pin_memory"):
+                self._probe(dict(self.configs[best], pin_memory=True))
+                return
         if self.phase == "proof":
             best = self._best()
             if best is None or self._ratio(best) <= 1.0:
