@@ -165,6 +165,7 @@ def read_events(path: Path, on_event: Callable[[dict[str, Any]], None]) -> dict[
         buf.expect("{")
         if buf.skip() == "}":
             raise TraceError(f"{path}: the trace is an empty JSON object (no traceEvents)")
+        held = 0
         while True:
             key = buf.value()
             if not isinstance(key, str):
@@ -175,7 +176,13 @@ def read_events(path: Path, on_event: Callable[[dict[str, Any]], None]) -> dict[
                 _elements(buf, on_event)
                 header[key] = True
             else:
+                start = buf.consumed + buf.pos
                 header[key] = buf.value()
+                # Each value is bounded; so are all of them together.
+                held += buf.consumed + buf.pos - start + len(key)
+                if held > MAX_ELEMENT_CHARS:
+                    raise TraceError(f"{path}: the trace's top-level values besides traceEvents are longer than "
+                                     f"{MAX_ELEMENT_CHARS:,} characters (the most loadlint reads)")
             if buf.expect(",}") == "}":
                 break
     return header

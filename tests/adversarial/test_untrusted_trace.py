@@ -418,3 +418,17 @@ def test_monitor_report_is_read_within_bounds(tmp_path, capsys, body, reason):
     assert (code, out) == (2, "")
     assert err.startswith(f"loadlint: error: {path}: unreadable monitor report (") and reason in err
     assert err.count("\n") == 1
+
+
+def test_many_large_header_values_are_bounded_together(tmp_path, capsys):
+    path = tmp_path / "t.json.gz"
+    events = json.dumps(list(step_events(6)))
+    with gzip.open(path, "wb", compresslevel=1) as handle:
+        handle.write(b"{")
+        for i in range(4):
+            handle.write(b'"k%d": "' % i + b"a" * (10 << 20) + b'", ')
+        handle.write(b'"traceEvents": ' + events.encode() + b"}")
+    code, out, err = cli(capsys, str(path))
+    assert (code, out) == (2, "")
+    cap = stream.MAX_ELEMENT_CHARS
+    assert err == f"loadlint: error: {path}: the trace's top-level values besides traceEvents are longer than {cap:,} characters (the most loadlint reads)\n"
