@@ -151,7 +151,7 @@ def test_hardware_target_shows_the_target_only(tmp_path):
     result = invoke(["hardware", "--target", "cpus=64,gpus=8"], tmp_path)
     assert result.exit_code == 0
     assert result.stdout == (
-        "target (nothing of this machine is shown)\n"
+        "target (the declared keys only)\n"
         "usable CPUs:      64\n"
         "memory total:     not declared\n"
         "/dev/shm:         not declared\n"
@@ -182,7 +182,7 @@ def test_init_writes_the_target_once(tmp_path):
     assert again.stderr == "loadlint: error: pyproject.toml declares [tool.loadlint.target] already; edit it there or pass --force to replace it\n"
     # hardware shows what init wrote, and so do the rules.
     shown = invoke(["hardware"], tmp_path)
-    assert shown.stdout.startswith("target (nothing of this machine is shown)\nusable CPUs:      64\nmemory total:     512.0 GiB\n")
+    assert shown.stdout.startswith("target (the declared keys only)\nusable CPUs:      64\nmemory total:     512.0 GiB\n")
     (tmp_path / "m.py").write_text("from torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=8)\n")
     shown = invoke(["check", "--no-cache", "--select", "LL201", "m.py"], tmp_path)
     assert "use `num_workers=8` (target: 64 CPUs, 8 GPUs)" in shown.stdout

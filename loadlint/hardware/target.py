@@ -166,7 +166,8 @@ def format_target(profile: HardwareProfile) -> str:
     else:
         rows.append(("num_workers", "declare cpus to get a number"))
     width = max(len(key) for key, _ in rows) + 2
-    title = "target (nothing of this machine is shown)"
+    # Declared keys only: `detect` declares this machine's, nothing fills the rest.
+    title = "target (the declared keys only)"
     return title + "\n" + "\n".join(f"{key + ':':<{width}}{value}" for key, value in rows)
 
 
