@@ -29,7 +29,7 @@ from loadlint.verify import measure
 
 #: A window lasts at least this many batches and this long.
 WINDOW_S = 0.25
-MIN_BATCHES = 3
+MIN_BATCHES = 2
 #: A candidate's window: candidates are fast where it matters, and a short
 #: run must not spend its batches on the search.
 CANDIDATE_S = 0.1
@@ -282,7 +282,7 @@ class Tuner:
             w["aligned"] = True
             w["n"], w["elapsed"] = 0, 0.0
             return False
-        if w["n"] < max(MIN_BATCHES, w["workers"]) or w["elapsed"] < (WINDOW_S if w["config"] == 0 else CANDIDATE_S):
+        if w["n"] < max(MIN_BATCHES, w["workers"] // 2) or w["elapsed"] < (WINDOW_S if w["config"] == 0 else CANDIDATE_S):
             return False
         return burst or not w.get("aligned") or w["elapsed"] >= 3 * WINDOW_S
 
@@ -297,9 +297,9 @@ class Tuner:
     # -- the search --------------------------------------------------------
 
     def _after_window(self, record: dict[str, Any]) -> None:
-        if record["config"] != 0 or self.phase != "look":
-            self.pending_round.append(len(self.windows) - 1)
+        self.pending_round.append(len(self.windows) - 1)
         if self.phase == "look":
+            # The first window as written also opens the first round.
             self.busy = record.get("busy")
             self.phase = "workers"
         if len(self.pending_round) == 2:
@@ -307,7 +307,7 @@ class Tuner:
             written, other = (a, b) if a["config"] == 0 else (b, a)
             self.pairs.setdefault(other["config"], []).append((written["batches_per_s"], other["batches_per_s"]))
             self.pending_round = []
-        if not self.queue and not self.pending_round:
+        if not self.queue:
             self._plan()
 
     def _ratio(self, cid: int) -> float:
@@ -326,6 +326,9 @@ class Tuner:
             self.configs.append(config)
             cid = len(self.configs) - 1
         for r in range(rounds):
+            if r == 0 and self.pending_round:
+                self.queue.append(cid)  # the round a window as written opened
+                continue
             done = len(self.pairs.get(cid, [])) + r
             self.queue.extend((0, cid) if done % 2 == 0 else (cid, 0))
         return cid
