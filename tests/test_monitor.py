@@ -393,3 +393,13 @@ def test_pinned_memory_is_tried_only_where_pageable_copies_to_a_gpu_follow() -> 
     assert not any(c.get("pin_memory") for c in _drive(_io_rate).configs)
     tuner = _drive(lambda c: _io_rate(c) * (1.3 if c.get("pin_memory") else 1.0), copies=True)
     assert tuner.configs[tuner.final]["pin_memory"] is True
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["nope.py"], "loadlint: error: nope.py: no such file\n"),
+    ([], "loadlint: error: missing argument 'SCRIPT' (see 'loadlint monitor --help')\n"),
+])
+def test_usage_errors_are_one_line(tmp_path: Path, args: list[str], message: str) -> None:
+    proc = subprocess.run([sys.executable, "-m", "loadlint", "monitor", *args], capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr == message and proc.stdout == ""
