@@ -89,19 +89,19 @@ HINT = re.compile(r"start workers from the usable CPUs at run time \((\d+) on th
 
 
 @pytest.mark.parametrize("source", [SCRIPT, DISTRIBUTED], ids=["script", "distributed"])
-@pytest.mark.parametrize("cpus", [1, 2, 3, 4, 8, 17, 64, 128])
-def test_the_message_prints_what_the_fix_evaluates_to(source: str, cpus: int) -> None:
+def test_the_message_prints_what_the_fix_evaluates_to(source: str) -> None:
     # No target: the message's hint is this machine's; the fix's code gives it there.
-    profile = HardwareProfile(usable_cpus=1, here_cpus=cpus)
-    options = Options(frozenset({"LL201"}), lambda: profile)
-    findings, _ = analyse(source, "m.py", options)
-    (finding,) = findings
-    match = HINT.search(finding.message)
-    assert match is not None, finding.message
-    fixed, _, _ = fix_text(source, "m.py", options, unsafe=False)
-    added = [line for line in fixed.splitlines() if line.startswith(("LOADER_CPUS = ", "LOADER_WORKERS = "))]
-    assert len(added) == 2
-    assert run_statements(added, fake_os(cpus)) == int(match[1]) == workers_for(cpus)
+    for cpus in CPUS:
+        profile = HardwareProfile(usable_cpus=1, here_cpus=cpus)
+        options = Options(frozenset({"LL201"}), lambda profile=profile: profile)
+        findings, _ = analyse(source, "m.py", options)
+        (finding,) = findings
+        match = HINT.search(finding.message)
+        assert match is not None, finding.message
+        fixed, _, _ = fix_text(source, "m.py", options, unsafe=False)
+        added = [line for line in fixed.splitlines() if line.startswith(("LOADER_CPUS = ", "LOADER_WORKERS = "))]
+        assert len(added) == 2
+        assert run_statements(added, fake_os(cpus)) == int(match[1]) == workers_for(cpus), cpus
 
 
 @pytest.mark.parametrize("cpus", [1, 2, 3, 8, 64])
