@@ -19,6 +19,10 @@ _RUNTIME_CATS = frozenset({"cuda_runtime", "cuda_driver", "Runtime", "cuda_sync"
 _RUNTIME_NAMES = frozenset({
     "cudaMemcpy", "cudaMemcpyAsync", "cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize",
 })
+#: The longest name kept (a frame's "file(line): function", an iterator
+#: class): longer ones are no real frame or class, and kept by the thousand
+#: they would hold gigabytes.
+MAX_KEPT_NAME = 4096
 #: Event categories of accelerators this reader does not measure.
 _OTHER_ACCELERATORS = (("mtia", "MTIA"), ("xpu", "Intel XPU"), ("hpu", "Gaudi HPU"), ("xla", "XLA/TPU"))
 
@@ -80,6 +84,8 @@ class Events:
                 corr = args.get("correlation")
                 self.copies.append(Copy(ts, dur, nbytes if isinstance(nbytes, int) else 0, "Pinned" in name, corr if isinstance(corr, int) else None))
         elif cat == "python_function":
+            if len(name) > MAX_KEPT_NAME:
+                return
             if not name.startswith(("torch/", "<built-in")) or name.endswith((": __next__", ": __iter__")):
                 self.frames.append((ts, ts + dur, _int(event.get("tid")), name))
         elif cat == "gpu_user_annotation":
@@ -89,7 +95,7 @@ class Events:
             # Python's int() also takes other scripts' digits, and refuses 4,300 of them.
             numbered = number.isascii() and number.isdigit() and len(number) < 19
             self.steps.append((ts, dur, int(number) if numbered else len(self.steps)))
-        elif name.startswith(DATALOADER_PREFIX) and name.endswith("__next__"):
+        elif name.startswith(DATALOADER_PREFIX) and name.endswith("__next__") and len(name) <= MAX_KEPT_NAME:
             self.loader.append((ts, dur, name[len(DATALOADER_PREFIX):].rpartition(".")[0]))
         elif cat in _RUNTIME_CATS:
             if name.startswith("hip"):

@@ -432,3 +432,22 @@ def test_many_large_header_values_are_bounded_together(tmp_path, capsys):
     assert (code, out) == (2, "")
     cap = stream.MAX_ELEMENT_CHARS
     assert err == f"loadlint: error: {path}: the trace's top-level values besides traceEvents are longer than {cap:,} characters (the most loadlint reads)\n"
+
+
+@pytest.mark.slow
+def test_long_names_are_not_kept(world):
+    repo, _ = world
+    path = repo / "t.json.gz"
+    events = json.dumps(list(step_events(6)))
+    name = b"a" * (8 << 20)
+    with gzip.open(path, "wb", compresslevel=1) as handle:
+        handle.write(b'{"traceEvents": ' + events[:-1].encode())
+        for i in range(60):
+            handle.write(b', {"ph": "X", "cat": "python_function", "name": "train.py(%d): ' % i + name + b'", "ts": 1000000, "dur": 5}')
+            handle.write(b', {"ph": "X", "name": "enumerate(DataLoader)#' + name + b'.__next__", "ts": 1000000, "dur": 5}')
+        handle.write(b"]}")
+    ran = run(repo, "trace", "--output-format", "json", str(path))
+    assert ran.code == 1, ran.err
+    assert json.loads(ran.out)["summary"]["steps"] == 6
+    # Kept, the names took a gigabyte.
+    assert ran.peak_mb < 250, f"peak {ran.peak_mb} MB"
