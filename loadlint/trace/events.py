@@ -23,6 +23,8 @@ _RUNTIME_NAMES = frozenset({
 #: class): longer ones are no real frame or class, and kept by the thousand
 #: they would hold gigabytes.
 MAX_KEPT_NAME = 4096
+#: The most characters of distinct names kept from one trace.
+MAX_NAME_CHARS = 64 << 20
 #: Event categories of accelerators this reader does not measure.
 _OTHER_ACCELERATORS = (("mtia", "MTIA"), ("xpu", "Intel XPU"), ("hpu", "Gaudi HPU"), ("xla", "XLA/TPU"))
 
@@ -59,6 +61,20 @@ class Events:
     hip: bool = False
     other_accelerator: str | None = None
     events: int = 0
+    #: Each distinct kept name once (a frame repeats every step), and their length together.
+    names: dict[str, str] = field(default_factory=dict, repr=False)
+    name_chars: int = 0
+
+    def kept(self, name: str) -> str:
+        """``name``, held once however often it comes; TraceError past ``MAX_NAME_CHARS``."""
+        held = self.names.get(name)
+        if held is None:
+            self.name_chars += len(name)
+            if self.name_chars > MAX_NAME_CHARS:
+                raise TraceError(f"{self.path}: the trace's frame and iterator names are longer than {MAX_NAME_CHARS:,} "
+                                 "characters together (the most loadlint keeps)")
+            held = self.names[name] = name
+        return held
 
     def add(self, event: dict[str, Any]) -> None:
         self.events += 1
@@ -87,7 +103,7 @@ class Events:
             if len(name) > MAX_KEPT_NAME:
                 return
             if not name.startswith(("torch/", "<built-in")) or name.endswith((": __next__", ": __iter__")):
-                self.frames.append((ts, ts + dur, _int(event.get("tid")), name))
+                self.frames.append((ts, ts + dur, _int(event.get("tid")), self.kept(name)))
         elif cat == "gpu_user_annotation":
             return  # the device's copy of ProfilerStep#N and record_function ranges
         elif name.startswith("ProfilerStep#"):
@@ -96,7 +112,7 @@ class Events:
             numbered = number.isascii() and number.isdigit() and len(number) < 19
             self.steps.append((ts, dur, int(number) if numbered else len(self.steps)))
         elif name.startswith(DATALOADER_PREFIX) and name.endswith("__next__") and len(name) <= MAX_KEPT_NAME:
-            self.loader.append((ts, dur, name[len(DATALOADER_PREFIX):].rpartition(".")[0]))
+            self.loader.append((ts, dur, self.kept(name[len(DATALOADER_PREFIX):].rpartition(".")[0])))
         elif cat in _RUNTIME_CATS:
             if name.startswith("hip"):
                 self.hip = True

@@ -451,3 +451,18 @@ def test_long_names_are_not_kept(world):
     assert json.loads(ran.out)["summary"]["steps"] == 6
     # Kept, the names took a gigabyte.
     assert ran.peak_mb < 250, f"peak {ran.peak_mb} MB"
+
+
+def test_distinct_names_are_bounded_together(tmp_path, capsys, monkeypatch):
+    from loadlint.trace import events
+
+    frames = [x(f"train.py({i}): step_{i:04d}", 1_000_000.0 + i, 1, cat="python_function") for i in range(500)]
+    # The same frame every step is held once.
+    repeated = [x("train.py(4): main", 1_000_000.0 + i, 1, cat="python_function") for i in range(5000)]
+    path = write(tmp_path / "t.json", trace_of([*step_events(6), *repeated]))
+    monkeypatch.setattr(events, "MAX_NAME_CHARS", 5000)
+    assert cli(capsys, str(path))[0] == 1
+    path = write(tmp_path / "t.json", trace_of([*step_events(6), *frames]))
+    code, out, err = cli(capsys, str(path))
+    assert (code, out) == (2, "")
+    assert err == f"loadlint: error: {path}: the trace's frame and iterator names are longer than 5,000 characters together (the most loadlint keeps)\n"
