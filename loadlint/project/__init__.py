@@ -30,6 +30,7 @@ from typing import Callable, Iterable
 
 from loadlint.sources.files import read_source
 from loadlint.workspace.config import is_test_file
+from loadlint.project.budget import UNFINISHED
 from loadlint.project.flow import Walk
 from loadlint.project.lightning import CODES as LIGHTNING_CODES, gpu_trainers
 from loadlint.project.modules import Resolver, project_root
@@ -100,10 +101,17 @@ class Project:
 
         report = Reporter(self, wanted, flags, walk.entered)
         for ref in walk.loaders:
+            if report.budget.spent():
+                span = report.where.span(ref.frame.path, int(ref.summary.get("at", -1)))
+                report.budget.skip(ref.frame.path, report.budget.stopped(), span)
+                continue
             report.loader(ref)
         if self.codes is None or self.codes & LIGHTNING_CODES:
             gpu_trainers(self.summaries, summary_of, self.importers, resolver, flags, report)
+        unfinished = report.unfinished()
         found = report.done()
+        if unfinished:
+            found[UNFINISHED] = []
         for path, held in report.held().items():
             found[HELD + path] = held
         # A script whose module-level call reaches a loop elsewhere is guarded

@@ -25,6 +25,7 @@ from loadlint.sources.files import KeptBytes, read_source
 from loadlint.engine.notebook import joined_text, to_cells
 from loadlint.engine.pipeline import ProfileCache, options_for
 from loadlint.project import HELD, MAX_FILES, Project
+from loadlint.project.budget import UNFINISHED
 from loadlint.project.handles import handles_elsewhere
 from loadlint.project.modules import Resolver, project_root
 from loadlint.project.config_files import files_read, project_config_findings
@@ -181,7 +182,7 @@ def _join_one(
     if found is None:
         found = _analyse(root, files, original, candidates, _given_summaries(original, results), profiles, opened, phase1, results,
                          read_bytes)
-        if opened is not None:
+        if opened is not None and UNFINISHED not in found:  # a phase stopped short is tried again next run
             ProjectCache(opened).store(str(root), key, found)
     from loadlint.project.fixing import read_as
 

@@ -17,6 +17,7 @@ from typing import Any, Callable, Protocol
 from loadlint.engine.analysis import Bindings, analyse
 from loadlint.engine.suppress import file_suppressions, suppressed_codes
 from loadlint.engine.notebook import cell_of
+from loadlint.project.budget import Budget, unfinished_message
 from loadlint.project.flow import MISSING_VALUE, MODULE, Event, Frame, LoaderRef, SamplerRef, Value, resolve
 from loadlint.project.modules import shown_path
 from loadlint.rules import name_of
@@ -142,6 +143,9 @@ class Reporter:
         self.own: dict[str, set[tuple[str, int]]] = {}
         self.injected: set[tuple[str, str]] = set()
         self.reanalysed: dict[tuple[str, str], list[Finding]] = {}
+        self.budget = Budget()
+        #: A factory file's tree, parsed once for all its callers' values.
+        self.trees: dict[str, Any] = {}
         #: Whether any project file mentions ``set_epoch`` (read once, on demand).
         self.set_epoch_anywhere: bool | None = None
         #: The fix each finding asks for, by (path, code, row, column):
@@ -283,6 +287,10 @@ class Reporter:
         bindings = {frame.function: given}
         memo = (frame.path, json.dumps(bindings, sort_keys=True))
         if memo not in self.reanalysed:
+            why = self.budget.refusal(frame.path, frame.function)
+            if why is not None:
+                self.budget.skip(frame.path, why, self.where.span(frame.path, int(ref.summary.get("at", -1))))
+                return
             self.reanalysed[memo] = self._reanalyse(frame.path, bindings, options)
         findings = [dataclasses.replace(f) for f in self.reanalysed[memo]]
         if findings:
@@ -312,7 +320,10 @@ class Reporter:
             if before is None:
                 before, _ = analyse(text, path, options, notebook=path.endswith(NOTEBOOK))
             self.baselines[path] = {_sig(f) for f in before}
-        after, _ = analyse(text, path, options, bindings=bindings, notebook=path.endswith(NOTEBOOK))
+        tree = self.trees.get(path)
+        after, analysis = analyse(text, path, options, bindings=bindings, notebook=path.endswith(NOTEBOOK), parsed=tree)
+        if tree is None and analysis is not None:
+            self.trees[path] = (analysis.module, analysis.positions.piece)
         # Where the file already reports the code at that spot (LL201 with
         # the default's value), a second copy with the caller's value would
         # only contradict it.
@@ -507,6 +518,13 @@ class Reporter:
                 Finding("LL201", name_of("LL201"), "", path, span[0], span[1], fix_withheld=reason)
             )
         return out
+
+    def unfinished(self) -> bool:
+        """LL900 where the budget left work undone; whether it did."""
+        for path, (why, start, end) in self.budget.undone.items():
+            if path in self.wanted and "LL900" in self.project.options_for(path).select:
+                self._keep(Finding("LL900", name_of("LL900"), unfinished_message(why), path, start, end))
+        return bool(self.budget.undone)
 
     def done(self) -> dict[str, list[Finding]]:
         """The findings, noqa comments honoured."""
