@@ -22,7 +22,7 @@ pays for it and works without the extra.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 import click
 
@@ -47,7 +47,11 @@ from loadlint.frontends.lsp.notebooks import (
     publish_notebook,
     sync_options,
 )
+from loadlint.frontends.lsp.worker import Stopped, on_loop
 from loadlint.facts.collect import prepare
+from loadlint.project.budget import STOP
+
+T = TypeVar("T")
 
 
 def create_server(debounce: float = DEBOUNCE) -> Any:
@@ -57,6 +61,13 @@ def create_server(debounce: float = DEBOUNCE) -> Any:
 
     server = LanguageServer("loadlint", __version__, notebook_document_sync=sync_options())
     state = State(debounce=debounce)
+
+    async def work(action: Callable[[], T]) -> T | None:
+        """``action()`` off the event loop (see ``worker``); None once shutting down."""
+        try:
+            return await state.worker.offload(action)
+        except Stopped:
+            return None
 
     def is_python(uri: str, language_id: str | None = None) -> bool:
         if language_id is not None:
@@ -75,7 +86,7 @@ def create_server(debounce: float = DEBOUNCE) -> Any:
     async def did_open(ls: Any, params: types.DidOpenTextDocumentParams) -> None:
         doc = params.text_document
         if state.push and is_python(doc.uri, doc.language_id):
-            publish(ls, state, doc.uri)
+            await work(lambda: publish(ls, state, doc.uri))
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     async def did_change(ls: Any, params: types.DidChangeTextDocumentParams) -> None:
@@ -87,17 +98,20 @@ def create_server(debounce: float = DEBOUNCE) -> Any:
     async def did_save(ls: Any, params: types.DidSaveTextDocumentParams) -> None:
         uri = params.text_document.uri
         if uri.rsplit("/", 1)[-1] in CONFIG_NAMES:
-            config_changed(ls)
+            await work(lambda: config_changed(ls))
             return
         state.cancel(uri)
         if state.push and is_python(uri, ls.workspace.get_text_document(uri).language_id):
-            # A saved module may change what its project's other files are told.
-            state.linted.clear()
-            publish(ls, state, uri)
-            cells = {cell.document for nb in ls.workspace.notebook_documents.values() for cell in nb.cells}
-            for other, doc in list(ls.workspace.text_documents.items()):
-                if other != uri and other not in cells and is_python(other, doc.language_id):
-                    publish(ls, state, other)
+            await work(lambda: saved(ls, uri))
+
+    def saved(ls: Any, uri: str) -> None:
+        # A saved module may change what its project's other files are told.
+        state.linted.clear()
+        publish(ls, state, uri)
+        cells = {cell.document for nb in ls.workspace.notebook_documents.values() for cell in nb.cells}
+        for other, doc in list(ls.workspace.text_documents.items()):
+            if other != uri and other not in cells and is_python(other, doc.language_id):
+                publish(ls, state, other)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     async def did_close(ls: Any, params: types.DidCloseTextDocumentParams) -> None:
@@ -110,7 +124,7 @@ def create_server(debounce: float = DEBOUNCE) -> Any:
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
     async def notebook_did_open(ls: Any, params: types.DidOpenNotebookDocumentParams) -> None:
         if state.push:
-            publish_notebook(ls, state, params.notebook_document.uri)
+            await work(lambda: publish_notebook(ls, state, params.notebook_document.uri))
 
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
     async def notebook_did_change(ls: Any, params: types.DidChangeNotebookDocumentParams) -> None:
@@ -123,7 +137,7 @@ def create_server(debounce: float = DEBOUNCE) -> Any:
         uri = params.notebook_document.uri
         state.cancel(uri)
         if state.push:
-            publish_notebook(ls, state, uri)
+            await work(lambda: publish_notebook(ls, state, uri))
 
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
     async def notebook_did_close(ls: Any, params: types.DidCloseNotebookDocumentParams) -> None:
@@ -137,9 +151,9 @@ def create_server(debounce: float = DEBOUNCE) -> Any:
             state.linted.pop(decided_slot(uri), None)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
-    def watched_files(ls: Any, params: types.DidChangeWatchedFilesParams) -> None:
+    async def watched_files(ls: Any, params: types.DidChangeWatchedFilesParams) -> None:
         if any(change.uri.rsplit("/", 1)[-1] in CONFIG_NAMES for change in params.changes):
-            config_changed(ls)
+            await work(lambda: config_changed(ls))
 
     def config_changed(ls: Any) -> None:
         state.reset_config()
@@ -152,16 +166,22 @@ def create_server(debounce: float = DEBOUNCE) -> Any:
             for uri in notebooks:
                 publish_notebook(ls, state, uri)
         else:
-            try:
-                ls.workspace_diagnostic_refresh(None)
-            except Exception:  # the client may not support refresh requests
-                pass
+            def refresh() -> None:
+                try:
+                    ls.workspace_diagnostic_refresh(None)
+                except Exception:  # the client may not support refresh requests
+                    pass
+
+            on_loop(refresh)
 
     @server.feature(
         types.TEXT_DOCUMENT_DIAGNOSTIC,
         types.DiagnosticOptions(identifier=SOURCE, inter_file_dependencies=False, workspace_diagnostics=False),
     )
-    def pull(ls: Any, params: types.DocumentDiagnosticParams) -> Any:
+    async def pull(ls: Any, params: types.DocumentDiagnosticParams) -> Any:
+        return await work(lambda: pulled(ls, params))
+
+    def pulled(ls: Any, params: types.DocumentDiagnosticParams) -> Any:
         uri = params.text_document.uri
         notebook = ls.workspace.get_notebook_document(cell_uri=uri)
         if notebook is not None:
@@ -178,13 +198,23 @@ def create_server(debounce: float = DEBOUNCE) -> Any:
             code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL_KIND, NOTEBOOK_FIX_ALL_KIND], resolve_provider=False
         ),
     )
-    def code_action(ls: Any, params: types.CodeActionParams) -> Any:
+    async def code_action(ls: Any, params: types.CodeActionParams) -> Any:
+        return await work(lambda: actions(ls, params))
+
+    def actions(ls: Any, params: types.CodeActionParams) -> Any:
         uri = params.text_document.uri
         # A request for the notebook itself (not one of its cells) gets its fix-all.
         notebook = ls.workspace.get_notebook_document(cell_uri=uri) or ls.workspace.get_notebook_document(notebook_uri=uri)
         if notebook is not None:
             return cell_code_actions(ls, state, notebook, params)
         return code_actions(ls, state, params)
+
+    @server.feature(types.SHUTDOWN)
+    def shutdown(ls: Any, params: Any) -> None:
+        # Answered at once: a project phase in this process stops at its
+        # next step, the worker process is killed mid-analysis.
+        STOP.set()
+        state.worker.stop()
 
     return server
 

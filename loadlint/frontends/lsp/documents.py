@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loadlint.engine.suppress import NOQA
+from loadlint.frontends.lsp.worker import Worker, fixed_in_project, on_loop, project_findings
 from loadlint.sources.files import read_source
 
 if TYPE_CHECKING:
@@ -45,6 +46,8 @@ class State:
     linted: dict[str, tuple[object, Any]] = field(default_factory=dict)
     #: Notebook uri -> the cell uris that have diagnostics published.
     cells_shown: dict[str, set[str]] = field(default_factory=dict)
+    #: Where analyses run, off the event loop.
+    worker: Worker = field(default_factory=Worker)
 
     def reset_config(self) -> None:
         self.resolver = None
@@ -80,7 +83,7 @@ class State:
         async def run() -> None:
             await asyncio.sleep(self.debounce)
             self.pending.pop(uri, None)
-            action()
+            await self.worker.offload(action)
 
         self.pending[uri] = asyncio.ensure_future(run())
 
@@ -147,12 +150,9 @@ def _lint(state: State, uri: str, text: str, settings: Settings, previous: Any) 
     path = path_of(uri)
     if uri.startswith("file:") and _saved(path, text):
         # A saved document is checked with its project's facts (other files' callers and loops).
-        from loadlint.project.join import check_in_project
-        from loadlint.workspace.cache import lazy_cache
-
         state.options_for(settings, path)  # creates the profile cache
         assert state.profiles is not None
-        findings = check_in_project(Path(path), settings, state.profiles, lazy_cache(None)).findings
+        findings = state.worker.call(project_findings, path, settings, state.profiles)
         return Linted(findings, decided=findings)
     from loadlint.engine.analysis import analyse
 
@@ -230,7 +230,8 @@ def config_error(ls: Any, exc: Exception) -> None:
     """Tell the user their configuration is broken (nothing is linted meanwhile)."""
     from lsprotocol import types
 
-    ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=f"loadlint: {exc}"))
+    params = types.ShowMessageParams(type=types.MessageType.Error, message=f"loadlint: {exc}")
+    on_loop(lambda: ls.window_show_message(params))
 
 
 def diagnostics(ls: Any, state: State, uri: str) -> list[Any]:
@@ -250,7 +251,9 @@ def send(ls: Any, uri: str, version: int | None, items: list[Any]) -> None:
     """Push ``items`` as the diagnostics of ``uri``."""
     from lsprotocol import types
 
-    ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, version=version, diagnostics=items))
+    params = types.PublishDiagnosticsParams(uri=uri, version=version, diagnostics=items)
+    # From the background thread too: messages go out from the event loop, in order.
+    on_loop(lambda: ls.text_document_publish_diagnostics(params))
 
 
 def publish(ls: Any, state: State, uri: str) -> None:
@@ -359,16 +362,8 @@ def fix_all_action(ls: Any, state: State, uri: str, kind: str = FIX_ALL_KIND) ->
 def _fixed_in_project(state: State, path: str, settings: Settings) -> str | None:
     """The saved file's text after a dry-run ``fix`` of it (its project read
     from disk, nothing written)."""
-    from loadlint.run.runner import lint_candidates
-    from loadlint.workspace.cache import lazy_cache
-    from loadlint.types import FixRequest
-    from loadlint.workspace.discover import Candidate
-
     state.options_for(settings, path)  # creates the profile cache
-    request = FixRequest(unsafe=settings.unsafe_fixes, dry_run=True)
-    run = lint_candidates([Candidate(Path(path), settings, True)], request, cache=lazy_cache(None), jobs=1,
-                          profiles=state.profiles)
-    return next((r.fixed for r in run.results if r.fixed is not None), None)
+    return state.worker.call(fixed_in_project, path, settings, state.profiles)
 
 
 def finding_actions(finding: Finding, diagnostic: Any, fix_changes: dict[str, list[Any]] | None, noqa: tuple[str, Any] | None) -> list[Any]:
