@@ -227,3 +227,95 @@ def test_out_of_range_target_on_the_command_line(cli, tmp_path, target):
     proc = cli.run("check", "--target", target, "train.py", ok=(2,))
     [error] = proc.stderr.decode().splitlines()
     assert error.startswith(f"loadlint: error: --target: invalid {target.split('=')[0]} "), error[:300]
+
+
+# -- the project phase: bounded, what it left undone reported, never cached --
+
+
+def factory_project(root: Path, calls: int, helpers: int = 100) -> Path:
+    """A factory called with ``calls`` distinct sets of literal values."""
+    (root / "pyproject.toml").write_text("[tool.loadlint]\n")
+    (root / "data.py").write_text(
+        "from torch.utils.data import DataLoader\n\n\n"
+        "def make(ds, workers, batch):\n"
+        "    return DataLoader(ds, batch_size=batch, num_workers=workers, pin_memory=True)\n"
+        + "".join(f"\n\ndef helper{i}(a, b):\n    x = [a, b, {i}]\n    return sum(x) * {i}\n" for i in range(helpers))
+    )
+    (root / "train.py").write_text(
+        "from data import make\nds = list(range(10))\n" + "".join(f"loader{i} = make(ds, {i % 64}, {i + 1})\n" for i in range(calls))
+    )
+    return root
+
+
+UNFINISHED_LL900 = "project analysis did not finish: `make` is called with more than 32 distinct sets of values"
+
+
+def test_a_factory_called_with_many_values_is_analysed_a_bounded_number_of_times(cli, tmp_path):
+    # Each call's values were analysed again: 200 call sites took 37 s (1,000: 224 s).
+    factory_project(tmp_path, 200)
+    began = time.perf_counter()
+    findings = cli.json("check", "--target", "cpus=8", ".")
+    first = time.perf_counter() - began
+    [undone] = [f for f in findings if f["code"] == "LL900"]
+    assert (undone["filename"], undone["location"]["row"]) == ("data.py", 5)
+    assert undone["message"].startswith(UNFINISHED_LL900), undone["message"]
+    assert first < 45
+    # Never cached: the next run tries again, and says so again.
+    assert not list((tmp_path / ".loadlint_cache").rglob("project-*.pjson"))
+    assert cli.json("check", "--target", "cpus=8", ".") == findings
+
+
+def test_the_project_phase_stops_at_its_time_bound(tmp_path, monkeypatch):
+    from loadlint.api import check_paths
+    from loadlint.project import budget
+
+    factory_project(tmp_path, 120, helpers=200)
+    monkeypatch.setattr(budget, "PROJECT_TIME_LIMIT", 1.0)
+    monkeypatch.setattr(budget, "MAX_VALUE_SETS", 10**6)
+    monkeypatch.chdir(tmp_path)
+    began = time.perf_counter()
+    run = check_paths([tmp_path / "train.py", tmp_path / "data.py"])
+    elapsed = time.perf_counter() - began
+    undone = [f for r in run.results for f in r.findings if f.code == "LL900"]
+    assert [(Path(f.path).name, f.location.row, f.message) for f in undone] == [
+        ("data.py", 5, "project analysis did not finish: stopped after 1 s (findings of calls from other files may be missing)")
+    ]
+    assert elapsed < 20
+
+
+def test_a_shutdown_is_answered_at_once_during_a_long_analysis(tmp_path):
+    pytest.importorskip("pygls", reason="the language server needs the 'lsp' extra (pygls)")
+    import asyncio
+
+    from lsprotocol import types
+    from pygls.lsp.client import LanguageClient
+    from pygls.uris import from_fs_path
+
+    # The project phase ran on the event loop: 400 call sites kept the server deaf for 18 s.
+    factory_project(tmp_path, 200, helpers=300)
+    uri = from_fs_path(str(tmp_path / "train.py"))
+
+    async def scenario() -> tuple[float, float]:
+        client = LanguageClient("loadlint-tests", "1")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("LOADLINT_")}
+        await client.start_io(sys.executable, "-m", "loadlint", "lsp", cwd=str(tmp_path), env=env)
+        params = types.InitializeParams(capabilities=types.ClientCapabilities(), root_uri=from_fs_path(str(tmp_path)))
+        await asyncio.wait_for(client.initialize_async(params), 60)
+        client.initialized(types.InitializedParams())
+        text = (tmp_path / "train.py").read_text()
+        item = types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)
+        client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=item))
+        saved = types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+        client.text_document_did_save(saved)
+        await asyncio.sleep(1.5)  # the saved document's project phase is under way
+        began = time.perf_counter()
+        await asyncio.wait_for(client.shutdown_async(None), 60)
+        answered = time.perf_counter() - began
+        client.exit(None)
+        began = time.perf_counter()
+        await asyncio.wait_for(client.stop(), 60)
+        return answered, time.perf_counter() - began
+
+    answered, exited = asyncio.run(scenario())
+    assert answered < 1.0, f"shutdown answered after {answered:.1f} s"
+    assert exited < 10, f"exited {exited:.1f} s after exit"
