@@ -7,6 +7,7 @@ a second run passes."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -166,3 +167,32 @@ def test_hook_install_does_not_pull_torch():
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     assert not [d for d in project["dependencies"] if d.lower().startswith(("torch", "numpy"))]
     assert any(d.startswith("torch") for d in project["optional-dependencies"]["verify"])
+
+
+def test_readme_snippet_runs_from_a_local_install(tmp_path):
+    """The README's configuration (``repo: local``, the loadlint a clone
+    installed): no repository URL or tag that does not exist."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    [config] = [block for block in re.findall(r"```yaml\n(.*?)```", readme, re.S) if "pre-commit-config.yaml" in block]
+    assert "repo: local" in config and "rev:" not in config
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "PRE_COMMIT"))}
+    env.update(
+        HOME=str(tmp_path), PRE_COMMIT_HOME=str(tmp_path / "cache"), GIT_CONFIG_NOSYSTEM="1", NO_COLOR="1",
+        PRE_COMMIT_COLOR="never", PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+    )
+    project = tmp_path / "project"
+    project.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=project, env=env, check=True)
+    (project / ".pre-commit-config.yaml").write_text(config, encoding="utf-8")
+    (project / "pyproject.toml").write_text('[tool.loadlint]\nselect = ["LL201"]\n\n[tool.loadlint.target]\ncpus = 4\ngpus = 1\n')
+    (project / "train.py").write_text("from torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=4)\n")
+    subprocess.run(["git", "add", "-A"], cwd=project, env=env, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pre_commit", "run", "--all-files"], cwd=project, env=env,
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "loadlint" in proc.stdout and "Failed" in proc.stdout
+    assert "train.py:2:10: LL201 [*] `num_workers` is not set" in proc.stdout
