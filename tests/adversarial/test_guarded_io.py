@@ -8,7 +8,6 @@ bounded time and memory.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 
