@@ -142,7 +142,10 @@ class Watched:
         return len(self._inner)
 
     def __getattr__(self, name: str) -> Any:
-        # Code that reaches into the iterator (``_num_yielded``, ...) still can.
+        # Code that reaches into the iterator (``_num_yielded``, ...) still
+        # can; a copy being built has no ``_inner`` yet.
+        if name == "_inner":
+            raise AttributeError(name)
         return getattr(self._inner, name)
 
     def __next__(self) -> Any:

@@ -89,6 +89,8 @@ class WatchedLoader:
         return len(self._loader)
 
     def __getattr__(self, name: str) -> Any:
+        if name == "_loader":  # a copy being built
+            raise AttributeError(name)
         return getattr(self._loader, name)
 
     def report(self) -> dict[str, Any]:
