@@ -223,10 +223,12 @@ def _measured(sites: list[MeasuredSite]) -> SpecSource:
     return source
 
 
-#: What ``uses_cuda`` parses at most: files past it are not looked at (a
-#: warning's evidence, not a check), nor files over ``_CUDA_SCAN_BYTES``.
+#: What ``uses_cuda`` parses at most (a warning's evidence, not a check):
+#: files over ``_CUDA_SCAN_BYTES`` are skipped, and it stops after
+#: ``_CUDA_SCAN_FILES`` files or ``_CUDA_SCAN_TOTAL`` bytes parsed.
 _CUDA_SCAN_FILES = 64
-_CUDA_SCAN_BYTES = 2 * 1024 * 1024
+_CUDA_SCAN_BYTES = 1024 * 1024
+_CUDA_SCAN_TOTAL = 4 * 1024 * 1024
 
 
 def uses_cuda(root: Path) -> bool:
@@ -237,10 +239,10 @@ def uses_cuda(root: Path) -> bool:
     from loadlint.facts.collect import collect
     from loadlint.workspace.config import ConfigError
 
-    parsed = 0
+    parsed = parsed_bytes = 0
     try:
         for candidate in discover([root], Resolver(Overrides()).for_path):
-            if parsed >= _CUDA_SCAN_FILES:
+            if parsed >= _CUDA_SCAN_FILES or parsed_bytes >= _CUDA_SCAN_TOTAL:
                 break
             if candidate.path.suffix != ".py":
                 continue
@@ -251,6 +253,7 @@ def uses_cuda(root: Path) -> bool:
             if b"cuda" not in data:
                 continue
             parsed += 1
+            parsed_bytes += len(data)
             try:
                 if collect(parse_module(decode(data).text)).accelerator.cuda:
                     return True
