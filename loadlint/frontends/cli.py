@@ -146,7 +146,7 @@ def check_options(func: _Command) -> _Command:
         click.option("--target", "targets", multiple=True, metavar="SPEC", help="Target hardware: cpus=64,gpus=8,memory=512,shm=64,platform=linux,python=3.12,torch=2, or detect (this machine)."),
         click.option("--output-format", type=click.Choice(["full", "concise", "json", "json-lines", "sarif", "github", "gitlab", "junit", "pylint"]), envvar="LOADLINT_OUTPUT_FORMAT", default=None, help="Report format (default full; also LOADLINT_OUTPUT_FORMAT)."),
         click.option("-o", "--output-file", type=click.Path(dir_okay=False, path_type=str), help="Write the report to FILE."),
-        click.option("--statistics", is_flag=True, help="Count findings per rule."),
+        click.option("--statistics", is_flag=True, help="Count findings per rule: a table, or JSON with --output-format json or json-lines."),
         click.option("--no-cache", is_flag=True, help="Do not read or write the cache."),
         click.option("--cache-dir", type=click.Path(file_okay=False, path_type=str), envvar="LOADLINT_CACHE_DIR", help="Cache folder (default .loadlint_cache at the project root)."),
         click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False, path_type=str), help="Use this configuration file only."),
