@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from loadlint.api import check_source
-from loadlint.cst import literals, slicing
+from loadlint.cst import slicing
 from loadlint.hardware.detect import parse_target, resolve_profile
 from loadlint.workspace.config import Settings
 
@@ -100,12 +100,16 @@ STATEMENTS = [
 
 @pytest.mark.parametrize("statement, parses", STATEMENTS, ids=range(len(STATEMENTS)))
 def test_shrunk_statements_parse_as_the_originals(statement, parses):
+    from loadlint.cst import literals
+
     assert slicing._parses(statement) is parses
     shrunk = literals.reduce(statement)
     assert slicing._parses(shrunk) is parses, shrunk
 
 
 def test_a_table_shrinks_to_a_constant_size():
+    from loadlint.cst import literals
+
     assert literals.reduce("X = [" + "1, " * 100_000 + "]\n") == "X = [0]\n"
     assert literals.reduce("X = {" + "'k': 1.5, " * 100_000 + "}\n") == "X = {0: 0}\n"
     assert literals.reduce("X = f(" + "1, " * 100_000 + ")\n") == "X = f(0)\n"
@@ -115,6 +119,8 @@ def test_a_table_shrinks_to_a_constant_size():
 def test_every_dropped_statement_checked_alone_gives_the_same_findings(path, monkeypatch):
     # Each dropped statement goes through the shrinking check: the findings
     # stay those of a full parse.
+    from loadlint.cst import literals
+
     text = path.read_text(encoding="utf-8")
     settings = Settings(select=("ALL",))
     full = check_source(text, path.name, settings=settings, profile=PROFILE)
@@ -175,13 +181,16 @@ def test_any_cache_record_is_at_worst_a_miss(cli, tmp_path):
 
 
 def test_a_summary_nested_too_deeply_is_a_miss(cli, tmp_path):
-    (tmp_path / "train.py").write_bytes(BASIC)
+    # A project: the factory's findings come from its callers' summaries.
+    factory_project(tmp_path, 3, helpers=0)
     expected = cli.json("check", "--target", TARGET, ".")
-    [entry] = (tmp_path / ".loadlint_cache").rglob("*.json")
-    data = json.loads(entry.read_bytes())
-    data["summary"] = "[" * 100_000
-    entry.write_text(json.dumps(data))
-    for stale in (tmp_path / ".loadlint_cache").rglob("*.pjson"):
+    assert any("`make` called from train.py" in f["message"] for f in expected)
+    for entry in (tmp_path / ".loadlint_cache").rglob("*.json"):
+        data = json.loads(entry.read_bytes())
+        if data.get("summary") is not None:
+            data["summary"] = "[" * 100_000
+            entry.write_text(json.dumps(data))
+    for stale in (tmp_path / ".loadlint_cache").rglob("project-*.pjson"):
         stale.unlink()
     assert cli.json("check", "--target", TARGET, ".") == expected
 
