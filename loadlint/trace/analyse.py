@@ -56,11 +56,17 @@ def diagnose_paths(paths: list[Path], jobs: int | None = None) -> list[Diagnosis
     unusable one."""
     files = trace_files(paths)
     workers = min(len(files), jobs or cpus.usable_here())
+    results: list[Diagnosis] = []
     if workers > 1:
-        with processes.pool(workers) as pool:
-            results = list(pool.map(diagnose_file, files))
-    else:
-        results = [diagnose_file(f) for f in files]
+        from concurrent.futures.process import BrokenProcessPool
+
+        try:
+            with processes.pool(workers) as pool:
+                for result in pool.map(diagnose_file, files):
+                    results.append(result)
+        except BrokenProcessPool:
+            pass  # a worker died (killed, out of memory): the ranks not back are read here
+    results += [diagnose_file(f) for f in files[len(results):]]
     results.sort(key=lambda d: (d.rank.rank is None, d.rank.rank or 0, d.rank.path))
     for index, finding in across_ranks([d.rank for d in results]).items():
         results[index].findings.append(finding)

@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 
+from loadlint.sources.source import visible, visible_json
 from loadlint.trace.analyse import Diagnosis, diagnose_paths
 from loadlint.trace.report import as_json, as_text, compare_json, compare_text
 from loadlint.trace.stream import TraceError
@@ -20,7 +21,7 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
 def _fail(message: str) -> None:
-    click.echo(f"loadlint: error: {message}", err=True)
+    click.echo(f"loadlint: error: {visible(message)}", err=True)
     sys.exit(EXIT_ERROR)
 
 
@@ -74,10 +75,10 @@ def _diagnose(paths: tuple[str, ...], source: str | None, fix: bool, target: dic
 
     matches = link(diagnoses, Path(source) if source else None, target)
     if source and not matches:
-        click.echo(f"loadlint: warning: no DataLoader call under {source} matches the traced loader", err=True)
+        click.echo(f"loadlint: warning: no DataLoader call under {visible(source)} matches the traced loader", err=True)
     for d in diagnoses:
         if not d.rank.has_gpu:
-            click.echo(f"loadlint: note: {d.rank.path}: no GPU events: GPU busy is not measured", err=True)
+            click.echo(f"loadlint: note: {visible(d.rank.path)}: no GPU events: GPU busy is not measured", err=True)
     if plot_path:
         _plot(diagnoses, plot_path)
     if output_format == "json":
@@ -87,7 +88,8 @@ def _diagnose(paths: tuple[str, ...], source: str | None, fix: bool, target: dic
     if fix:
         text, count, unsure = apply_fixes(matches, target)
         for found in unsure:
-            click.echo(f"loadlint: warning: not fixing {found.call.path}:{found.call.row}: the match is a guess ({found.why}); "
+            click.echo(f"loadlint: warning: not fixing {visible(str(found.call.path))}:{found.call.row}: "
+                       f"the match is a guess ({visible(found.why)}); "
                        "point --source at the training script", err=True)
         # The JSON report stays the only thing on stdout.
         click.echo(text, nl=False, err=output_format == "json")
@@ -107,8 +109,9 @@ def _compare(compare: tuple[str, str], output_format: str, jobs: int | None) -> 
 
 def _json(report: Any) -> str:
     """The report as JSON: a figure that is not a finite number (a trace
-    whose times overflow) is ``null``, never ``NaN`` or ``Infinity``."""
-    return json.dumps(_finite(report), indent=2, allow_nan=False)
+    whose times overflow) is ``null``, never ``NaN`` or ``Infinity``; the
+    trace's strings under the escaping rule of every printed line."""
+    return visible_json(json.dumps(_finite(report), indent=2, allow_nan=False))
 
 
 def _finite(value: Any) -> Any:
@@ -128,4 +131,4 @@ def _plot(diagnoses: list[Diagnosis], path: str) -> None:
         draw(diagnoses, Path(path))
     except ImportError as exc:
         _fail(f"--plot needs the 'plot' extra: pip install 'loadlint[plot]' ({exc})")
-    click.echo(f"loadlint: wrote {path}", err=True)
+    click.echo(f"loadlint: wrote {visible(path)}", err=True)
