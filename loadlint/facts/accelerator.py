@@ -9,7 +9,7 @@ import libcst as cst
 
 from loadlint.facts.cursor import Cursor, Provider
 from loadlint.facts.distributed import LIGHTNING_TRAINERS, in_test, lightning_accelerator
-from loadlint.facts.iteration import TRANSFER_METHODS, transfer_device
+from loadlint.facts.iteration import TRANSFER_METHODS, cuda_tensor_type, transfer_device
 from loadlint.facts.names import FunctionFacts, LambdaFacts
 from loadlint.facts.resolve import ImportTable, Scope, canonical, evaluate, follow_name
 
@@ -98,7 +98,10 @@ class AcceleratorProvider(Provider[AcceleratorFacts]):
         elif _uses_cuda(qualified):
             facts.cuda = True
         func = node.func
-        if type(func) is cst.Attribute and func.attr.value in TRANSFER_METHODS:
+        if cuda_tensor_type(node, cursor.imports):
+            facts.cuda = True
+            self._cuda_here()
+        elif type(func) is cst.Attribute and func.attr.value in TRANSFER_METHODS:
             method = func.attr.value
             if method == "cuda":
                 facts.cuda = True

@@ -1,6 +1,6 @@
 """Iteration sites: ``for ... in <loader>`` loops, ``next(iter(<loader>))``
 and bare ``iter(<loader>)`` calls, and the transfers (``.to``/``.cuda``/``.pin_memory``) of a loader's
-batches inside its loop."""
+batches inside its loop (``.type(torch.cuda.FloatTensor)`` counts as a copy, method ``"type"``)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,35 @@ import libcst as cst
 
 from loadlint.facts.cursor import Cursor, Provider, root_name
 from loadlint.facts.names import FunctionFacts, Key, LoopFrame
-from loadlint.facts.resolve import Scope, dotted_name, evaluate
+from loadlint.facts.resolve import ImportTable, Scope, canonical, dotted_name, evaluate
 
 _ITER_WRAPPERS = {"enumerate", "tqdm", "trange", "zip", "iter", "islice", "track", "chain"}
 TRANSFER_METHODS = ("to", "cuda", "pin_memory")
+#: ``x.type(torch.cuda.FloatTensor)`` and the other ``torch.cuda.*Tensor`` types.
+_CUDA_TENSOR_PREFIX = "torch.cuda."
+
+
+def cuda_tensor_type(node: cst.Call, imports: ImportTable) -> bool:
+    """``<x>.type(torch.cuda.<Kind>Tensor)``: a copy to the GPU spelled as a type."""
+    func = node.func
+    if type(func) is not cst.Attribute or func.attr.value != "type":
+        return False
+    for i, arg in enumerate(node.args):
+        if (arg.keyword is None and i == 0) or (arg.keyword is not None and arg.keyword.value == "dtype"):
+            value = arg.value
+            if type(value) is cst.SimpleString:
+                name = value.evaluated_value if isinstance(value.evaluated_value, str) else ""
+            else:
+                name = canonical(imports.qualify(value)) or ""
+            return name.startswith(_CUDA_TENSOR_PREFIX) and name.endswith("Tensor")
+    return False
+
+
+def plain_copy(node: cst.Call, method: str) -> bool:
+    """A copy call whose ``non_blocking`` can be added: no unpacking, and no
+    positional argument past the device (and dtype, for ``.to``)."""
+    positional = sum(1 for a in node.args if a.keyword is None)
+    return not any(a.star for a in node.args) and positional <= (2 if method == "to" else 1)
 
 
 @dataclass(eq=False)
@@ -149,7 +174,7 @@ class IterationProvider(Provider[IterationFacts]):
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         if type(func) is cst.Attribute:
-            if func.attr.value in TRANSFER_METHODS:
+            if func.attr.value in TRANSFER_METHODS or cuda_tensor_type(node, self.cursor.imports):
                 self._record_transfer(node, func)
         elif type(func) is cst.Name and func.value == "next":
             self._record_next_iter(node)

@@ -42,6 +42,7 @@ from loadlint.facts.datasets import imported_dataset_class, in_memory_classes
 from loadlint.facts.handles import handle_classes
 from loadlint.facts.lightning_runs import gpu_runs, lightning_classes
 from loadlint.facts.loaders import LoaderCall
+from loadlint.facts.iteration import plain_copy
 from loadlint.facts.distributed import SamplerCall
 from loadlint.facts.names import FunctionFacts
 from loadlint.facts.scopes import constant_index, literal_members, member
@@ -515,9 +516,7 @@ class _Function:
                 out.append({"kind": kind, "of": who, "at": self.ref_of(item.node), "in_loop": False, "guarded": item.in_main_guard})
             else:
                 node = item.node
-                positional = [a for a in node.args if a.keyword is None]
-                # As LL205 reads a call: no unpacking, no extra positional arguments.
-                plain = not any(a.star for a in node.args) and len(positional) <= (1 if item.method == "cuda" else 2)
+                plain = plain_copy(node, item.method)
                 use = {
                     "kind": kind, "of": who, "at": self.ref_of(node), "method": item.method,
                     "non_blocking": item.non_blocking, "plain": plain,

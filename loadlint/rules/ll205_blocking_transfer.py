@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from loadlint.facts.accelerator import device_kind
+from loadlint.facts.iteration import plain_copy
 from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
 from loadlint.rules.shared import is_truthy
 
@@ -11,8 +12,9 @@ class BlockingTransfer(Rule):
     """
     ## What it does
     Checks for batches of a `pin_memory=True` loader moved to the GPU with
-    `.cuda()` or `.to(<CUDA device>)` without `non_blocking=True`.  The
-    finding is reported at the `.cuda()`/`.to()` call.
+    `.cuda()`, `.to(<CUDA device>)` or `.type(torch.cuda.FloatTensor)` (any
+    `torch.cuda.*Tensor` type) without `non_blocking=True`.  The finding is
+    reported at the call.
 
     ## Why is this bad?
     Pinning exists so that the host-to-device copy can run asynchronously
@@ -68,8 +70,7 @@ class BlockingTransfer(Rule):
                 if transfer.key not in keys or transfer.non_blocking or transfer.method == "pin_memory":
                     continue
                 node = transfer.node
-                positional = [a for a in node.args if a.keyword is None]
-                if any(a.star for a in node.args) or len(positional) > (1 if transfer.method == "cuda" else 2):
+                if not plain_copy(node, transfer.method):
                     continue
                 if transfer.method == "to" and device_kind(transfer.device, transfer.scope, ctx.names.imports) != "cuda":
                     continue
@@ -110,6 +111,15 @@ class BlockingTransfer(Rule):
             for x in loader:
                 x = x.to(args.device)
         """),
+        # A CPU tensor type is not a copy to the GPU.
+        Valid("""
+            import torch
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, num_workers=2, pin_memory=True)
+            for x, y in loader:
+                x = x.type(torch.FloatTensor)
+                y = y.type(torch.cuda.LongTensor, non_blocking=True)
+        """),
         # Not a batch of the loader.
         Valid("""
             from torch.utils.data import DataLoader
@@ -120,6 +130,29 @@ class BlockingTransfer(Rule):
         """),
     ]
     INVALID = [
+        # A CUDA tensor type: the same blocking copy as `.cuda()`.
+        Invalid(
+            """
+            import torch
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, num_workers=2, pin_memory=True)
+            for images, labels in loader:
+                images = images.type(torch.cuda.FloatTensor)
+                labels = labels.type(dtype="torch.cuda.LongTensor")
+            """,
+            message="`.type()` of a pinned batch without `non_blocking=True`: the copy blocks and cannot overlap "
+            "compute, so pinning buys nothing; pass `non_blocking=True`",
+            count=2,
+            fixed="""
+            import torch
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, num_workers=2, pin_memory=True)
+            for images, labels in loader:
+                images = images.type(torch.cuda.FloatTensor, non_blocking=True)
+                labels = labels.type(dtype="torch.cuda.LongTensor", non_blocking=True)
+            """,
+            line=5,
+        ),
         # A loader read from a dict by its key.
         Invalid(
             """
