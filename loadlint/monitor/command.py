@@ -21,6 +21,7 @@ from typing import Any
 
 import click
 
+from loadlint.sources.source import visible, visible_json, visible_lines
 from loadlint.verify.runner import TOKEN_ENV, cleanup
 
 BOOT = str(Path(__file__).with_name("_boot.py"))
@@ -28,7 +29,7 @@ EXIT_ERROR = 2
 
 
 def _fail(message: str) -> None:
-    click.echo(f"loadlint: error: {message}", err=True)
+    click.echo(f"loadlint: error: {visible(message)}", err=True)
     sys.exit(EXIT_ERROR)
 
 
@@ -73,21 +74,21 @@ def monitor(script: str, args: tuple[str, ...], tune: bool, output_format: str, 
     try:
         report = build(raw, command, static=not no_static)
         if output:
-            Path(output).write_text(json.dumps(as_json(report), indent=2) + "\n")
+            Path(output).write_text(visible_json(json.dumps(as_json(report), indent=2)) + "\n")
         if plot_path:
             _plot(output or "", report, plot_path)
         if output_format == "json":
-            click.echo(json.dumps(as_json(report), indent=2))
+            click.echo(visible_json(json.dumps(as_json(report), indent=2)))
         else:
-            click.echo(as_text(report), nl=False)
+            click.echo(visible_lines(as_text(report)), nl=False)
         if output:
-            click.echo(f"loadlint: wrote {output}", err=True)
+            click.echo(f"loadlint: wrote {visible(output)}", err=True)
     except OSError as exc:
-        click.echo(f"loadlint: error: cannot write the report: {exc.strerror or exc}", err=True)
+        click.echo(f"loadlint: error: cannot write the report: {visible(str(exc.strerror or exc))}", err=True)
     except Exception as exc:  # one line, not a traceback; the script's status stays
         if os.environ.get("LOADLINT_DEBUG"):
             raise
-        click.echo(f"loadlint: error: internal error in the report: {type(exc).__name__}: {exc}", err=True)
+        click.echo(f"loadlint: error: internal error in the report: {type(exc).__name__}: {visible(str(exc))}", err=True)
     sys.exit(130 if interrupted and code == 0 else code)
 
 
@@ -133,4 +134,4 @@ def _plot(_: str, report: dict[str, Any], path: str) -> None:
     except ImportError as exc:
         _fail(f"--plot needs the 'plot' extra: pip install 'loadlint[plot]' ({exc})")
     draw(report, Path(path))
-    click.echo(f"loadlint: wrote {path}", err=True)
+    click.echo(f"loadlint: wrote {visible(path)}", err=True)

@@ -427,7 +427,7 @@ def _execute_ddp(opts: dict[str, Any], work: Workdir) -> dict[str, Any]:
                               f"gave no result: {outcome.log_tail(1) or 'no output'}")
         reason = "the script needs CUDA/NCCL, which this machine lacks"
         click.echo(f"loadlint verify: the ranks need CUDA/NCCL, which this machine lacks; "
-                   f"will execute python {os.path.relpath(opts['script'])} once more without a "
+                   f"will execute python {visible(os.path.relpath(opts['script']))} once more without a "
                    f"process group, stop at its DataLoader and simulate DistributedSampler "
                    f"for {n} ranks", err=True)
         sim = dict(_base_spec(opts, "ddp_sim"), ddp={"nproc": n})

@@ -187,3 +187,81 @@ def test_a_broken_rank_pool_is_finished_in_process(capsys, tmp_path, monkeypatch
     monkeypatch.setattr(analyse, "load", dies_in_a_worker)
     monkeypatch.setattr(analyse.processes, "START_METHOD", "fork")
     assert run(capsys, "rank0.json.gz", "rank1.json.gz", "rank2.json.gz", "-j", "3") == expected
+
+
+# -- monitor's and verify's command lines --------------------------------------
+
+
+def monitored_run(script: str) -> dict[str, Any]:
+    """What a monitored script leaves: one waiting loader at line 3 of
+    ``script``, the repository's strings in its notes and GPU name."""
+    steps = [[1.0 + i * 0.042, 0.042, 0.040, 0] for i in range(20)]
+    return {
+        "exit_code": 0, "wall_s": 10.0, "started": 1_765_000_000.0, "cuda": False,
+        "loaders": [{
+            "index": 0, "file": script, "line": 3, "end_line": 3, "class": "torch.utils.data.dataloader.DataLoader",
+            "config": {"num_workers": 0, "persistent_workers": False, "prefetch_factor": None, "pin_memory": False},
+            "len": 16, "batch_size": 4, "dataset": MARKER, "batches": 20, "iterators": ["_SingleProcessDataLoaderIter"],
+            "pass_starts": [0], "steps": steps, "pinned": {"pinned": 0, "pageable": 0, "batch_bytes": 64},
+        }],
+        "sampling": {"memory": [], "gpu": {"sampled": True, "name": f"GPU{MARKER}", "count": 1, "reason": None,
+                                           "samples": [[1.0, 10.0, None]]}},
+        "copies": [], "tuning": None, "notes": [f"::error::{MARKER}"],
+    }
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_monitor_report_and_its_lines(capsys, tmp_path, monkeypatch, fmt):
+    from loadlint.monitor import command
+
+    monkeypatch.chdir(tmp_path)
+    script = f"##[error]{OSC}.py"
+    (tmp_path / script).write_text("from torch.utils.data import DataLoader\n\nloader = DataLoader(range(64), batch_size=4)\n")
+
+    def child(spec_path: str) -> tuple[int, bool]:
+        spec = json.loads(Path(spec_path).read_text())
+        Path(spec["out"]).write_text(json.dumps(monitored_run(spec["script"])))
+        return 0, False
+
+    monkeypatch.setattr(command, "_run_child", child)
+    code = main(["monitor", script, "--output-format", fmt, "-o", f"{script}.json", "--", f"::warning::{BIDI}"])
+    out, err = capsys.readouterr()
+    assert code == 0 and hijacks(out + err) == [], out + err
+    assert err == "loadlint: wrote \\x23#[error]\\x1b]52;c;aGk=\\x07.py.json\n"
+    if fmt == "json":
+        assert f"GPU{MARKER}" in set(strings(json.loads(out, parse_constant=no_constants)))
+    else:
+        assert out.startswith("loadlint monitor: python \\x23#[error]\\x1b]52;c;aGk=\\x07.py ::warning::\\u202e\\u2066\\u2028 (exit 0,")
+        assert "  note: ::error::" + SHOWN in out.splitlines()
+
+
+def test_monitor_error_line_escapes_the_script_name(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code = main(["monitor", f"##[error]{CSI}.py"])
+    out, err = capsys.readouterr()
+    assert (code, out) == (2, "")
+    assert err == "loadlint: error: \\x23#[error]\\x1b[2J\\x9b1m.py: no such file\n"
+
+
+def test_verify_names_the_script_escaped_before_simulating_ranks(capsys, tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from loadlint.verify import command
+
+    monkeypatch.chdir(tmp_path)
+    script = f"##[error]{OSC}.py"
+    (tmp_path / script).write_text("from torch.utils.data import DataLoader\n")
+    calls = []
+
+    def shim(spec: dict[str, Any], work: Any, **kw: Any) -> Any:
+        # The ranks fail for want of CUDA; the simulated run stops the test.
+        calls.append(spec["mode"])
+        if len(calls) > 1:
+            raise command.VerifyError("stopped here")
+        return SimpleNamespace(results=[], log="RuntimeError: no NVIDIA driver", status="done", log_tail=lambda n: "")
+
+    monkeypatch.setattr(command, "run_shim", shim)
+    code = main(["verify", script, "--nproc", "2"])
+    out, err = capsys.readouterr()
+    assert code == 2 and calls == ["ddp", "ddp_sim"] and hijacks(out + err) == [], err
+    assert "will execute python \\x23#[error]\\x1b]52;c;aGk=\\x07.py once more without a process group" in err
