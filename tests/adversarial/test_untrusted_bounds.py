@@ -292,39 +292,62 @@ def test_the_project_phase_stops_at_its_time_bound(tmp_path, monkeypatch):
     assert elapsed < 20
 
 
-def test_a_shutdown_is_answered_at_once_during_a_long_analysis(tmp_path):
-    pytest.importorskip("pygls", reason="the language server needs the 'lsp' extra (pygls)")
+async def _shutdown_during(root: Path, uri: str, text: str, save: bool) -> tuple[float, float]:
+    """Open ``text`` (and save it), let its analysis start, then time the
+    shutdown's answer and the exit."""
     import asyncio
 
     from lsprotocol import types
     from pygls.lsp.client import LanguageClient
     from pygls.uris import from_fs_path
 
-    # The project phase ran on the event loop: 400 call sites kept the server deaf for 18 s.
-    factory_project(tmp_path, 200, helpers=300)
-    uri = from_fs_path(str(tmp_path / "train.py"))
-
-    async def scenario() -> tuple[float, float]:
-        client = LanguageClient("loadlint-tests", "1")
-        env = {k: v for k, v in os.environ.items() if not k.startswith("LOADLINT_")}
-        await client.start_io(sys.executable, "-m", "loadlint", "lsp", cwd=str(tmp_path), env=env)
-        params = types.InitializeParams(capabilities=types.ClientCapabilities(), root_uri=from_fs_path(str(tmp_path)))
-        await asyncio.wait_for(client.initialize_async(params), 60)
-        client.initialized(types.InitializedParams())
-        text = (tmp_path / "train.py").read_text()
-        item = types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)
-        client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=item))
+    client = LanguageClient("loadlint-tests", "1")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOADLINT_")}
+    await client.start_io(sys.executable, "-m", "loadlint", "lsp", cwd=str(root), env=env)
+    params = types.InitializeParams(capabilities=types.ClientCapabilities(), root_uri=from_fs_path(str(root)))
+    await asyncio.wait_for(client.initialize_async(params), 60)
+    client.initialized(types.InitializedParams())
+    item = types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)
+    client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=item))
+    if save:
         saved = types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
         client.text_document_did_save(saved)
-        await asyncio.sleep(1.5)  # the saved document's project phase is under way
-        began = time.perf_counter()
-        await asyncio.wait_for(client.shutdown_async(None), 60)
-        answered = time.perf_counter() - began
-        client.exit(None)
-        began = time.perf_counter()
-        await asyncio.wait_for(client.stop(), 60)
-        return answered, time.perf_counter() - began
+    await asyncio.sleep(1.5)  # the analysis is under way
+    began = time.perf_counter()
+    await asyncio.wait_for(client.shutdown_async(None), 120)
+    answered = time.perf_counter() - began
+    client.exit(None)
+    began = time.perf_counter()
+    await asyncio.wait_for(client.stop(), 120)
+    return answered, time.perf_counter() - began
 
-    answered, exited = asyncio.run(scenario())
+
+def test_a_shutdown_is_answered_at_once_during_a_project_check(tmp_path):
+    pytest.importorskip("pygls", reason="the language server needs the 'lsp' extra (pygls)")
+    import asyncio
+
+    from pygls.uris import from_fs_path
+
+    # The project phase ran on the event loop: 400 call sites kept the server deaf for 18 s.
+    factory_project(tmp_path, 200, helpers=300)
+    train = tmp_path / "train.py"
+    answered, exited = asyncio.run(_shutdown_during(tmp_path, from_fs_path(str(train)), train.read_text(), save=True))
+    assert answered < 1.0, f"shutdown answered after {answered:.1f} s"
+    assert exited < 10, f"exited {exited:.1f} s after exit"
+
+
+def test_a_shutdown_is_answered_at_once_during_a_large_buffers_analysis(tmp_path):
+    pytest.importorskip("pygls", reason="the language server needs the 'lsp' extra (pygls)")
+    import asyncio
+
+    from pygls.uris import from_fs_path
+
+    # Unsaved (the buffer is not the file): analysed alone, 3,000 loaders.
+    (tmp_path / "pyproject.toml").write_text("[tool.loadlint]\n")
+    text = "from torch.utils.data import DataLoader\n" + "".join(
+        f"\n\ndef make{i}(ds):\n    return DataLoader(ds, batch_size={i + 1})\n" for i in range(3000)
+    )
+    uri = from_fs_path(str(tmp_path / "big.py"))
+    answered, exited = asyncio.run(_shutdown_during(tmp_path, uri, text, save=False))
     assert answered < 1.0, f"shutdown answered after {answered:.1f} s"
     assert exited < 10, f"exited {exited:.1f} s after exit"

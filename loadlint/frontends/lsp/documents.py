@@ -13,7 +13,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loadlint.engine.suppress import NOQA
-from loadlint.frontends.lsp.worker import Worker, fixed_in_project, on_loop, project_findings
+from loadlint.frontends.lsp.worker import (
+    IN_PROCESS_LIMIT,
+    Worker,
+    document_findings,
+    fixed_in_project,
+    fixed_text,
+    on_loop,
+    project_findings,
+)
 from loadlint.sources.files import read_source
 
 if TYPE_CHECKING:
@@ -142,7 +150,11 @@ def lint_document(state: State, uri: str, text: str, *, decide: bool = False) ->
 
         assert linted.pending is not None
         options, analysed = linted.pending
-        linted.decided, linted.pending = decided_findings(text, path, options, analysed=analysed), None
+        if analysed is None:  # analysed in the worker process: decided there too
+            decided = state.worker.call(document_findings, text, path, settings, state.profiles, True)
+        else:
+            decided = decided_findings(text, path, options, analysed=analysed)
+        linted.decided, linted.pending = decided, None
     return (linted.decided if decide and linted.decided is not None else linted.findings), settings
 
 
@@ -157,6 +169,8 @@ def _lint(state: State, uri: str, text: str, settings: Settings, previous: Any) 
     from loadlint.engine.analysis import analyse
 
     options = state.options_for(settings, path)
+    if len(text) > IN_PROCESS_LIMIT:
+        return Linted(state.worker.call(document_findings, text, path, settings, state.profiles, False), (options, None))
     analysed = analyse(text, path, options, parsed=_reparsed(previous, text))
     return Linted(analysed[0], (options, analysed), analysis=analysed[1])
 
@@ -348,6 +362,9 @@ def fix_all_action(ls: Any, state: State, uri: str, kind: str = FIX_ALL_KIND) ->
     settings = state.settings_for(path)
     if uri.startswith("file:") and _saved(path, doc.source):
         fixed: str | None = _fixed_in_project(state, path, settings)
+    elif len(doc.source) > IN_PROCESS_LIMIT:
+        state.options_for(settings, path)  # creates the profile cache
+        fixed = state.worker.call(fixed_text, doc.source, path, settings, state.profiles)
     else:
         try:
             fixed, _, applied = fix_source_text(doc.source, path, state.options_for(settings, path), unsafe=settings.unsafe_fixes)

@@ -28,6 +28,11 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+#: Unsaved documents longer than this (in characters) are analysed in the
+#: worker process too: parsing them on the thread would hold the
+#: interpreter lock for more than a second.
+IN_PROCESS_LIMIT = 64_000
+
 #: The server's event loop, where every message to the client is sent from.
 _loop: asyncio.AbstractEventLoop | None = None
 
@@ -151,3 +156,24 @@ def fixed_in_project(path: str, settings: Settings, profiles: ProfileCache) -> s
     request = FixRequest(unsafe=settings.unsafe_fixes, dry_run=True)
     run = lint_candidates([Candidate(Path(path), settings, True)], request, cache=lazy_cache(None), jobs=1, profiles=profiles)
     return next((r.fixed for r in run.results if r.fixed is not None), None)
+
+
+def document_findings(text: str, path: str, settings: Settings, profiles: ProfileCache, decide: bool) -> list[Finding]:
+    """An unsaved document's findings; with ``decide``, with the fixes ``fix`` would apply."""
+    from loadlint.engine.analysis import analyse, decided_findings
+    from loadlint.engine.pipeline import options_for
+
+    options = options_for(settings, path, profiles)
+    return decided_findings(text, path, options) if decide else analyse(text, path, options)[0]
+
+
+def fixed_text(text: str, path: str, settings: Settings, profiles: ProfileCache) -> str | None:
+    """An unsaved document after its own fixes (None: none applies)."""
+    from loadlint.engine.analysis import FixFailed
+    from loadlint.engine.pipeline import fix_source_text, options_for
+
+    try:
+        fixed, _, applied = fix_source_text(text, path, options_for(settings, path, profiles), unsafe=settings.unsafe_fixes)
+    except FixFailed:
+        return None
+    return fixed if applied else None
