@@ -42,6 +42,9 @@ class MissingSetEpoch(Rule):
     DataLoader iterator is necessary to make shuffling work properly across
     multiple epochs. Otherwise, the same ordering will be always used."
 
+    A sampler chosen in branches counts like one assigned once: the loader
+    draws from the `DistributedSampler` whenever the run is distributed.
+
     The rule is silent with `shuffle=False`, when a framework drives the
     loop (Lightning and accelerate call `set_epoch` themselves), and when
     the loader is not iterated in a loop.
@@ -78,7 +81,11 @@ class MissingSetEpoch(Rule):
     epoch loop, when that loop has a simple loop variable.  It is safe: it
     only changes the seed of each epoch's permutation, which is the
     documented use.  A conditional sampler is guarded with
-    `if sampler is not None:`.
+    `if sampler is not None:`; a sampler chosen in branches
+    (`if local_rank == -1: sampler = RandomSampler(ds) else: sampler =
+    DistributedSampler(ds)`, or a conditional expression) with
+    `if hasattr(sampler, "set_epoch"):`, since the other sampler has no
+    `set_epoch`.
 
     ## References
     - [`DistributedSampler`](https://pytorch.org/docs/stable/data.html#torch.utils.data.distributed.DistributedSampler)
@@ -100,8 +107,8 @@ class MissingSetEpoch(Rule):
             if shuffle is not None and ctx.evaluate(shuffle, sampler.scope) is not True:
                 continue  # False, or unknown: silent
             for call in ctx.calls:
-                conditional = self._uses(call, sampler.node)
-                if conditional is None:
+                presence = self._uses(call, sampler.node)
+                if presence is None:
                     continue
                 uses = ctx.epoch_uses(call)
                 if not uses:
@@ -110,27 +117,35 @@ class MissingSetEpoch(Rule):
                     "`DistributedSampler` shuffles with the same seed every epoch: its loader is iterated in an epoch "
                     "loop but `set_epoch` is never called; call `sampler.set_epoch(epoch)` at the start of each epoch"
                 )
-                yield Report(sampler.node, message, self._fix(sampler, call, conditional, uses))
+                yield Report(sampler.node, message, self._fix(sampler, call, presence, uses))
                 break
 
     @staticmethod
-    def _uses(call: LoaderCall, node: cst.Call) -> bool | None:
-        """None when the loader does not use this sampler; else whether it is conditional."""
+    def _uses(call: LoaderCall, node: cst.Call) -> str | None:
+        """None when the loader does not use this sampler; else "always",
+        "conditional" (it or None) or "branch" (a name bound to it in one
+        branch and to another sampler in another)."""
         expr = call.expr("sampler")
         if expr is None:
             return None
         if expr is node:
-            return False
-        target, _ = Context.follow(expr, call.scope)
+            return "always"
+        target, _ = Context.follow(expr, call.scope_of("sampler"))
         if target is node:
-            return False
+            return "always"
         if type(target) is cst.IfExp and node in (target.body, target.orelse):
-            return sampler_presence(expr, call.scope) != "always"
+            # Both branches build a sampler: the other one may lack ``set_epoch``.
+            return "branch" if sampler_presence(expr, call.scope_of("sampler")) == "always" else "conditional"
+        if type(expr) is cst.Name:
+            found = call.scope_of("sampler").lookup(expr.value)
+            # ``if local_rank == -1: s = RandomSampler(d) else: s = DistributedSampler(d)``
+            if found is not None and len(found[1]) > 1 and any(b.value is node for b in found[1]):
+                return "branch"
         return None
 
     @staticmethod
     def _fix(
-        sampler: SamplerCall, call: LoaderCall, conditional: bool, uses: list[tuple[LoopFrame, Iteration | None]]
+        sampler: SamplerCall, call: LoaderCall, presence: str, uses: list[tuple[LoopFrame, Iteration | None]]
     ) -> FixSpec | None:
         key = sampler.key
         expr = call.expr("sampler")
@@ -143,9 +158,12 @@ class MissingSetEpoch(Rule):
             if key is not None and key[0] == id(iteration.scope.function) and "." not in key[1]:
                 name = key[1]
                 code = f"{name}.set_epoch({frame.var})"
-                if conditional:
+                if presence == "conditional":
                     code = f"if {name} is not None: {code}"
-            elif conditional:
+                elif presence == "branch":
+                    # The other branch's sampler (``RandomSampler``) has no ``set_epoch``.
+                    code = f"if hasattr({name}, \"set_epoch\"): {code}"
+            elif presence != "always":
                 continue
             else:
                 code = f"{iteration.key[1]}.sampler.set_epoch({frame.var})"
@@ -190,6 +208,22 @@ class MissingSetEpoch(Rule):
             loader = DataLoader(ds, batch_size=4, sampler=DistributedSampler(ds))
             for batch in loader:
                 step(batch)
+        """),
+        # Chosen in branches, `set_epoch` called in the loop.
+        Valid("""
+            from torch.utils.data import DataLoader, RandomSampler
+            from torch.utils.data.distributed import DistributedSampler
+            def main(args, train_data):
+                if args.local_rank == -1:
+                    train_sampler = RandomSampler(train_data)
+                else:
+                    train_sampler = DistributedSampler(train_data)
+                train_dataloader = DataLoader(train_data, sampler=train_sampler, batch_size=32)
+                for epoch in range(args.epochs):
+                    if args.local_rank != -1:
+                        train_sampler.set_epoch(epoch)
+                    for batch in train_dataloader:
+                        step(batch)
         """),
         Valid("""
             import lightning as L
@@ -266,6 +300,39 @@ class MissingSetEpoch(Rule):
                     for batch in loader:
                         step(batch)
             """,
+        ),
+        # A sampler chosen in branches (NVIDIA's BERT `run_glue.py`, DeepSpeed's GLUE and Chat scripts).
+        Invalid(
+            """
+            from torch.utils.data import DataLoader, RandomSampler
+            from torch.utils.data.distributed import DistributedSampler
+            def main(args, train_data):
+                if args.local_rank == -1:
+                    train_sampler = RandomSampler(train_data)
+                else:
+                    train_sampler = DistributedSampler(train_data)
+                train_dataloader = DataLoader(train_data, sampler=train_sampler, batch_size=32)
+                for epoch in range(args.epochs):
+                    for batch in train_dataloader:
+                        step(batch)
+            """,
+            message="`DistributedSampler` shuffles with the same seed every epoch: its loader is iterated in an epoch "
+            "loop but `set_epoch` is never called; call `sampler.set_epoch(epoch)` at the start of each epoch",
+            fixed="""
+            from torch.utils.data import DataLoader, RandomSampler
+            from torch.utils.data.distributed import DistributedSampler
+            def main(args, train_data):
+                if args.local_rank == -1:
+                    train_sampler = RandomSampler(train_data)
+                else:
+                    train_sampler = DistributedSampler(train_data)
+                train_dataloader = DataLoader(train_data, sampler=train_sampler, batch_size=32)
+                for epoch in range(args.epochs):
+                    if hasattr(train_sampler, "set_epoch"): train_sampler.set_epoch(epoch)
+                    for batch in train_dataloader:
+                        step(batch)
+            """,
+            line=7,
         ),
         # An epoch loop without a loop variable: reported, no fix.
         Invalid(
