@@ -97,8 +97,10 @@ def test_force_without_a_table_appends(tmp_path, machine):
         "[tool.loadlint]\ntarget = { cpus = 64 }\n",
         # A string spanning lines, one of them looking like a header: the table's end is unclear.
         '[tool.loadlint.target]\ncpus = 64\ntorch = """\n[x]\n"""\n[tool.other]\na = 1\n',
+        # `tool` is not a table: a table under it would make the file invalid.
+        'tool = "target"\n',
     ],
-    ids=["inline", "header-in-a-string"],
+    ids=["inline", "header-in-a-string", "tool-not-a-table"],
 )
 def test_force_refuses_what_it_cannot_replace_exactly(tmp_path, machine, text):
     (tmp_path / "pyproject.toml").write_text(text)

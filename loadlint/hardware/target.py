@@ -87,6 +87,8 @@ def write_target(pyproject: Path, target: Mapping[str, Any], *, force: bool = Fa
     if header is None:
         separator = "" if not text else (newline if text.endswith("\n") else newline * 2)
         new = text + separator + written
+        if text and _parsed(new) is None and _parsed(text) is not None:
+            raise TargetExists(f"{pyproject.name}: cannot add [tool.loadlint.target] to what it declares; edit it there")
     else:
         new = "".join(lines[:header]) + written + "".join(lines[_table_end(lines, header):])
         if not _same_besides_target(text, new, target):
@@ -123,12 +125,14 @@ def _parsed(text: str) -> dict[str, Any] | None:
     return parsed
 
 
+def _loadlint_table(data: dict[str, Any] | None) -> dict[str, Any]:
+    tool = (data or {}).get("tool")
+    table = tool.get("loadlint") if isinstance(tool, dict) else None
+    return table if isinstance(table, dict) else {}
+
+
 def _declares_target(text: str) -> bool:
-    if "target" not in text:
-        return False
-    data = _parsed(text)
-    loadlint = (data or {}).get("tool", {}).get("loadlint", {})
-    return isinstance(loadlint, dict) and "target" in loadlint
+    return "target" in text and "target" in _loadlint_table(_parsed(text))
 
 
 def _same_besides_target(before: str, after: str, target: Mapping[str, Any]) -> bool:
@@ -137,9 +141,9 @@ def _same_besides_target(before: str, after: str, target: Mapping[str, Any]) -> 
     old, new = _parsed(before), _parsed(after)
     if old is None or new is None:
         return False
-    new_target = new.get("tool", {}).get("loadlint", {}).pop("target", None)
-    old.get("tool", {}).get("loadlint", {}).pop("target", None)
-    return old == new and new_target == _parsed(target_table(target))["tool"]["loadlint"]["target"]  # type: ignore[index]
+    new_target = _loadlint_table(new).pop("target", None)
+    _loadlint_table(old).pop("target", None)
+    return old == new and new_target == _loadlint_table(_parsed(target_table(target))).get("target")
 
 
 def format_target(profile: HardwareProfile) -> str:
