@@ -2,6 +2,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from loadlint.facts.batches import batches_on_gpu, batches_to_host, index_dataset, one_batch_read, string_dataset
+from loadlint.facts.loaders import LoaderCall
 from loadlint.facts.values import MISSING
 from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
 from loadlint.rules.shared import dataset_touches_cuda, origin_note, set_argument_fix
@@ -21,6 +23,17 @@ def _training_arguments(ctx: Context) -> Iterator[Report]:
         yield Report(call.node, message, fix)
 
 
+def _unpinned_beside_pinned(ctx: Context, call: LoaderCall) -> bool:
+    """``pin_memory=False`` written in the call while another loader of the
+    module pins (or decides at run time): a choice made for this loader."""
+    if "pin_memory" not in call.args or call.origin("pin_memory") is not None:
+        return False
+    return any(
+        other is not call and "pin_memory" in other.args and other.value("pin_memory") is not False
+        for other in ctx.calls
+    )
+
+
 class MissingPinMemory(Rule):
     """
     ## What it does
@@ -37,8 +50,30 @@ class MissingPinMemory(Rule):
     `.to(device, non_blocking=True)` copies it asynchronously.
 
     The rule is silent when the module shows no sign of an accelerator (a
-    CPU-only script is not told to pin memory), and when the Dataset itself
-    returns CUDA tensors (pinning those fails; see LL105).  Signs include a
+    CPU-only script is not told to pin memory), and when the batches are
+    already on the GPU, where `pin_memory=True` would raise: the Dataset
+    returns CUDA tensors or holds them (see LL105), a `TensorDataset` of
+    `.cuda()` tensors, a dataset built with a CUDA `device=` (MONAI
+    transforms running on the GPU), a `collate_fn` that moves the batch
+    (also one handed to a factory in a module whose collate functions use
+    CUDA, as DLRM's).
+
+    It is silent as well where pinning gains nothing:
+    - batches that never reach the GPU: a loader only read one batch at a
+      time (`first(loader)`, `next(iter(loader))`, also in a loop that times
+      it), or only iterated by loops that send the batches back to the host
+      (`x.to(torch.float16).cpu()`) and never to a device;
+    - batches of indices (`range(n)`, `torch.arange`, `mask.nonzero().view(-1)`,
+      `torch.where(mask)[0]`): a few integers each, used to index tensors
+      already on the GPU (`data.x[idx].to(device)` moves the gathered rows);
+    - batches of strings (a list of strings as the dataset): pinning leaves
+      strings as they are;
+    - `pin_memory=False` written in the call while another loader of the
+      module pins: a choice made for that loader (a validation loader).
+
+    Still reported, by design: a `Dataset` class whose items are strings
+    (the rule cannot see what `__getitem__` returns), and a loader peeked
+    at *and* passed on or iterated elsewhere.  Signs include a
     `--device` option that defaults to `"cuda"`, `DistributedDataParallel`
     with `device_ids`, accelerate's `accelerator.device` and Lightning's
     `Trainer(accelerator="gpu")`.  `TrainingArguments(dataloader_pin_memory=False)`
@@ -102,7 +137,16 @@ class MissingPinMemory(Rule):
             value = call.value("pin_memory")
             if value is not MISSING and value is not False:
                 continue
-            if dataset_touches_cuda(ctx, call):
+            if dataset_touches_cuda(ctx, call) or batches_on_gpu(call, ctx.names, ctx.accelerator) is not None:
+                continue
+            if value is False and _unpinned_beside_pinned(ctx, call):
+                continue
+            if index_dataset(call, ctx.names) or string_dataset(call):
+                continue
+            keys = ctx.keys_of(call)
+            if one_batch_read(call, ctx.names, ctx.iteration, keys, ctx.statements):
+                continue
+            if batches_to_host(call, ctx.names, ctx.statements):
                 continue
             found = call.origin("pin_memory")
             what = "`pin_memory` is not set" if value is MISSING else "`pin_memory=False`" + origin_note(found)
@@ -154,6 +198,124 @@ class MissingPinMemory(Rule):
             loader = DataLoader(ds, num_workers=2)
             for x in loader:
                 x = x.to(device)
+        """),
+        # A `TensorDataset` of CUDA tensors (NVIDIA's LAMB example): pinning them raises.
+        Valid("""
+            import torch
+            from torch.utils.data import DataLoader, TensorDataset
+            inputs = torch.from_numpy(x).cuda().half()
+            targets = torch.from_numpy(y).cuda().long()
+            loader = DataLoader(TensorDataset(inputs, targets), batch_size=64)
+            for x, y in loader:
+                model(x)
+        """),
+        # A `collate_fn` that moves the batch to the GPU.
+        Valid("""
+            import torch
+            from torch.utils.data import DataLoader
+            def to_gpu(samples):
+                return torch.stack(samples).cuda()
+            loader = DataLoader(ds, batch_size=64, num_workers=0, collate_fn=to_gpu)
+            for x in loader:
+                model(x)
+        """),
+        # A factory handed its collate function, whose module builds one on the GPU (DLRM).
+        Valid("""
+            import functools
+            import torch
+            from torch.utils.data import DataLoader
+            class Factory:
+                def create_collate_fn(self):
+                    stream = torch.cuda.current_stream()
+                    return functools.partial(collate_split_tensors, device=self.device, orig_stream=stream)
+                def create_data_loader(self, dataset, collate_fn=None, sampler=None):
+                    return DataLoader(dataset, collate_fn=collate_fn, sampler=sampler, batch_size=None, pin_memory=False)
+        """),
+        # A dataset held on `cuda:0`.
+        Valid("""
+            import torch
+            from torch.utils.data import DataLoader, Dataset
+            class Synthetic(Dataset):
+                def __init__(self, n):
+                    self.x = torch.rand(n, 16).to("cuda:0")
+                def __getitem__(self, i):
+                    return self.x[i]
+                def __len__(self):
+                    return len(self.x)
+            loader = DataLoader(Synthetic(1024), batch_size=64)
+            for x in loader:
+                model(x)
+        """),
+        # MONAI transforms that run on the GPU inside the dataset.
+        Valid("""
+            import torch
+            from monai.data import ArrayDataset
+            from monai.transforms import Compose, LoadImage, RandAffine
+            affine = RandAffine(prob=1.0, spatial_size=(64, 64, 64), device=torch.device("cuda:0"))
+            imtrans = Compose([LoadImage(image_only=True), affine])
+            ds = ArrayDataset(images, imtrans, segs, imtrans)
+            loader = torch.utils.data.DataLoader(ds, batch_size=3, num_workers=0)
+            for im, seg in loader:
+                model(im.cuda())
+        """),
+        # One batch peeked at, its shapes printed.
+        Valid("""
+            import torch
+            from monai.utils import first
+            from torch.utils.data import DataLoader
+            check_loader = DataLoader(check_ds, batch_size=2, num_workers=4)
+            check_data = first(check_loader)
+            print(check_data["img"].shape, check_data["seg"].shape)
+            model = Net().to(torch.device("cuda"))
+        """),
+        # A loop that only times reading one batch.
+        Valid("""
+            import time
+            import torch
+            from torch.utils.data import DataLoader
+            def bench(ds):
+                loader = DataLoader(ds, batch_size=64, num_workers=8)
+                for _ in range(10):
+                    start = time.perf_counter()
+                    next(iter(loader))
+                    print(time.perf_counter() - start)
+            torch.cuda.synchronize()
+        """),
+        # Batches of indices into tensors already on the GPU (PyG's examples).
+        Valid("""
+            import torch
+            from torch.utils.data import DataLoader
+            device = torch.device("cuda")
+            train_idx = data.train_mask.nonzero(as_tuple=False).view(-1)
+            train_loader = DataLoader(train_idx, batch_size=16 * 1024, shuffle=True)
+            edges = DataLoader(range(edge_index.size(1)), batch_size=8192, shuffle=True)
+            for idx in train_loader:
+                xs = [x[idx].to(device) for x in xs]
+        """),
+        # Batches sent back to the host (DLRM's dataset writer).
+        Valid("""
+            import torch
+            from torch.utils.data import DataLoader
+            torch.cuda.set_device(0)
+            for numerical, label in DataLoader(dataset, 1024):
+                out.write(numerical.to(torch.float16).cpu().numpy().tobytes())
+                labels.write(label.to(torch.bool).cpu().numpy().tobytes())
+        """),
+        # Batches of strings: pinning leaves them as they are.
+        Valid("""
+            from torch.utils.data import DataLoader
+            prompts = ["a photo of a dog", "a photo of a cat"]
+            loader = DataLoader(prompts, batch_size=2)
+            for batch in loader:
+                pipe(batch).images[0].cuda()
+        """),
+        # A validation loader unpinned on purpose while the training loader pins.
+        Valid("""
+            from torch.utils.data import DataLoader
+            train = DataLoader(train_ds, batch_size=64, num_workers=4, pin_memory=True)
+            val = DataLoader(val_ds, batch_size=64, num_workers=4, pin_memory=False)
+            for x, y in val:
+                x = x.cuda()
         """),
             # No accelerator in sight for the Trainer's loader.
         Valid("""
