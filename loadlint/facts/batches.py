@@ -255,14 +255,23 @@ def _roots(scope: Scope, names: NameFacts, statements: Sequence[cst.BaseStatemen
     return [fn.node for fn in names.functions if fn.scope is scope][:1]
 
 
+def _builds_loader(value: cst.BaseExpression | None) -> bool:
+    return type(value) is cst.Call and (dotted_name(value.func) or "").rsplit(".", 1)[-1] == "DataLoader"
+
+
 def _reads(call: LoaderCall, names: NameFacts, statements: Sequence[cst.BaseStatement]) -> _Reads | None:
     """How the variable the loader is bound to is read in the function (or
-    module) that binds it; None when it is not a plain local name bound once."""
+    module) that binds it; None when it is not a plain local name, or is
+    bound to something else than a loader."""
     key = call.key
     if key is None or "." in key[1] or "[" in key[1]:
         return None
     found = call.scope.lookup(key[1])
-    if found is None or id(found[0]) != key[0] or len(found[1]) != 1:
+    if found is None or id(found[0]) != key[0]:
+        return None
+    # Bound more than once (a notebook's cells rebuild ``loader``): the reads
+    # speak for every loader only when each binding is a loader.
+    if len(found[1]) > 1 and not all(_builds_loader(b.value) for b in found[1]):
         return None
     roots = _roots(found[0], names, statements)
     if not roots:

@@ -173,3 +173,24 @@ def test_ll106_rank_terms(seed: str) -> None:
         loader = DataLoader(ds, sampler=sampler)
     """
     assert len(rows("LL106", body)) == SEEDS[seed]
+
+
+def test_ll202_notebook_cells_rebuilding_a_peeked_loader() -> None:
+    # Each cell rebuilds `loader` and reads one batch (MONAI's transform_speed notebook).
+    peeks = """
+        from monai.utils import first
+        loader = DataLoader(ds, batch_size=3, num_workers=8)
+        im, seg = first(loader)
+        loader = DataLoader(ds2, batch_size=3, num_workers=0)
+        im, seg = first(loader)
+    """
+    assert rows("LL202", peeks) == []
+    # One of the bindings is not a loader: what the reads see is unknown.
+    mixed = """
+        from monai.utils import first
+        loader = DataLoader(ds, batch_size=3, num_workers=8)
+        im, seg = first(loader)
+        loader = wrap(loader)
+        im, seg = first(loader)
+    """
+    assert rows("LL202", mixed) == [8]
