@@ -216,6 +216,11 @@ def create_server(debounce: float = DEBOUNCE) -> Any:
         STOP.set()
         state.worker.stop()
 
+    @server.feature(types.EXIT)
+    def exit_(ls: Any, params: Any) -> None:
+        # Without a shutdown first too: the process exits without waiting for the worker.
+        state.worker.stop()
+
     return server
 
 
