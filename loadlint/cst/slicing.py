@@ -125,9 +125,11 @@ MAX_PARSE = 1_000_000
 #: Dropped statements are syntax-checked in batches of about this many
 #: characters; a longer statement is checked alone, its literal data first
 #: shrunk (``literals``): compiling builds a syntax tree of a few hundred
-#: bytes a character.  One still longer after that is not compiled at all:
-#: it is kept, as a statement the parser rejects is.
+#: bytes a character.  One still over ``_CHECK_ALONE`` after that is not
+#: compiled at all: it is kept, as a statement the parser rejects is.
 _CHECK_BATCH = 64_000
+#: The longest shrunk statement compiled (about 100 MB at its peak).
+_CHECK_ALONE = 256_000
 
 _KEYWORDS = frozenset(keyword.kwlist)
 _BUILTINS = frozenset(dir(builtins))
@@ -500,7 +502,7 @@ def _keep_invalid(text: str, bounds: list[int], keep: list[bool]) -> None:
             if _first_invalid(text, bounds, batch, keep):
                 return
             batch, size = [], 0
-            if not _parses(literals.reduce(text[bounds[index] : bounds[index + 1]]), _CHECK_BATCH):
+            if not _parses(literals.reduce(text[bounds[index] : bounds[index + 1]]), _CHECK_ALONE):
                 keep[index : index + 2] = [True] * len(keep[index : index + 2])
                 return
             continue

@@ -76,6 +76,16 @@ def test_a_huge_invalid_table_is_still_a_syntax_error_at_its_place(tmp_path):
     ]
 
 
+def test_a_long_statement_that_does_not_shrink_is_compiled_up_to_a_bound():
+    # Names are not literal data: such a statement is compiled whole up to
+    # 256,000 characters (about 100 MB), and kept for the parser beyond.
+    def module(characters: int) -> str:
+        return table_module(0).replace("TABLE = [1]", "NAMES = [" + "a," * (characters // 2) + "a]")
+
+    assert slicing.slice_module(module(200_000)).kept < 1000
+    assert slicing.slice_module(module(300_000)).kept > 300_000
+
+
 #: Statements whose literal groups are shrunk, and whether Python parses them.
 STATEMENTS = [
     ("X = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]", True),
