@@ -128,7 +128,7 @@ MAX_PARSE = 1_000_000
 #: bytes a character.  One still over ``_CHECK_ALONE`` after that is not
 #: compiled at all: it is kept, as a statement the parser rejects is.
 _CHECK_BATCH = 64_000
-#: The longest shrunk statement compiled (about 100 MB at its peak).
+#: The longest shrunk statement compiled (under 200 MB at its peak).
 _CHECK_ALONE = 256_000
 
 _KEYWORDS = frozenset(keyword.kwlist)
