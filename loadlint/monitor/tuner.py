@@ -258,7 +258,7 @@ class Tuner:
                 self.queue.popleft()
                 self.window = self._new_window(nxt)
                 self.window["last"] = now
-                self.window["warm"] = self.window["workers"]
+                self.window["warm"] = self.window["workers"] // 2
             else:
                 self.window = None
         elif nxt != self.current_id:
@@ -282,9 +282,10 @@ class Tuner:
             w["aligned"] = True
             w["n"], w["elapsed"] = 0, 0.0
             return False
-        if w["n"] < max(MIN_BATCHES, w["workers"] // 2) or w["elapsed"] < (WINDOW_S if w["config"] == 0 else CANDIDATE_S):
+        least = WINDOW_S if w["config"] == 0 else CANDIDATE_S
+        if w["n"] < max(MIN_BATCHES, w["workers"] // 2) or w["elapsed"] < least:
             return False
-        return burst or not w.get("aligned") or w["elapsed"] >= 3 * WINDOW_S
+        return burst or not w.get("aligned") or w["elapsed"] >= 3 * least
 
     def _swap(self) -> None:
         outgoing, self.current, self.window = self.current, None, None
