@@ -32,7 +32,7 @@ WINDOW_S = 0.25
 MIN_BATCHES = 2
 #: A candidate's window: candidates are fast where it matters, and a short
 #: run must not spend its batches on the search.
-CANDIDATE_S = 0.1
+CANDIDATE_S = 0.06
 #: A gap this many times the window's median gap (after this many gaps)
 #: starts a burst of batches.
 BURST_GAPS = 8
@@ -433,8 +433,20 @@ class Tuner:
         return False
 
     def _best(self) -> int | None:
+        """The fastest point; among those within RISE of it the cheapest
+        (fewer workers, a shallower prefetch): a gain inside the noise is
+        not worth more processes, and a shallower pipeline swaps faster."""
         scored = [cid for cid in self.pairs if cid != 0]
-        return max(scored, key=self._ratio) if scored else None
+        if not scored:
+            return None
+        top = max(self._ratio(cid) for cid in scored)
+        near = [cid for cid in scored if self._ratio(cid) * RISE >= top]
+
+        def cost(cid: int) -> tuple[int, int, bool]:
+            c = self.configs[cid]
+            return int(c.get("num_workers") or 0), int(c.get("prefetch_factor") or 2), bool(c.get("pin_memory"))
+
+        return min(near, key=cost)
 
     def _finish(self, best: int | None) -> None:
         confirmed = self.decision is not None and self.decision.verdict == "confirmed" and best is not None
