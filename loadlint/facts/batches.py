@@ -292,23 +292,33 @@ def one_batch_read(
     overlap, pinning gains nothing."""
     if any(it.key in keys for it in iteration.iterations) or any(c.key in keys for c in iteration.iter_calls):
         return False
+    # A peek must be in sight before the function is read for the loader's other uses.
+    if not any(n.key in keys for n in iteration.next_iter) and not _first_imported(names.imports):
+        return False
     reads = _reads(call, names, statements)
     return reads is not None and bool(reads.peeks) and not reads.loops and reads.other == 0
 
 
-def batches_to_host(call: LoaderCall, names: NameFacts, statements: Sequence[cst.BaseStatement]) -> bool:
+def _first_imported(imports: ImportTable) -> bool:
+    return any(local == "first" or qualified.split(".", 1)[0] == "monai" for local, qualified in imports.names.items())
+
+
+def batches_to_host(
+    call: LoaderCall, names: NameFacts, iteration: IterationFacts, keys: set[Key],
+    statements: Sequence[cst.BaseStatement],
+) -> bool:
     """The loader is only iterated, and its loops send the batches to the
     host (``x.to(torch.float16).cpu().numpy()``), never to a device."""
-    loops: list[cst.For] = []
     inline = _inline_loop(call, names, statements)
     if inline is not None:
-        loops.append(inline)
-    else:
-        reads = _reads(call, names, statements)
-        if reads is None or reads.other or reads.peeks or not reads.loops:
-            return False
-        loops = reads.loops
-    return all(_host_only(loop, call.scope, names.imports) for loop in loops)
+        return _host_only(inline, call.scope, names.imports)
+    # The loops' bodies first: most send batches to the GPU, and reading the
+    # whole function for other uses is dearer.
+    loops = [it.node for it in iteration.iterations if it.key in keys]
+    if not loops or not all(_host_only(loop, call.scope, names.imports) for loop in loops):
+        return False
+    reads = _reads(call, names, statements)
+    return reads is not None and not reads.other and not reads.peeks and bool(reads.loops)
 
 
 class _InlineLoop:
@@ -327,7 +337,7 @@ class _InlineLoop:
 
 
 def _inline_loop(call: LoaderCall, names: NameFacts, statements: Sequence[cst.BaseStatement]) -> cst.For | None:
-    if call.key is not None:
+    if call.key is not None or call.returned_from is not None:
         return None
     finder = _InlineLoop(call.node)
     for root in _roots(call.scope.function, names, statements):

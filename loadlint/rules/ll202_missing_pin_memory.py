@@ -30,7 +30,7 @@ def _unpinned_beside_pinned(ctx: Context, call: LoaderCall) -> bool:
         return False
     return any(
         other is not call and "pin_memory" in other.args and other.value("pin_memory") is not False
-        for other in ctx.calls
+        for other in ctx.all_calls
     )
 
 
@@ -133,7 +133,7 @@ class MissingPinMemory(Rule):
     def check(self, ctx: Context) -> Iterator[Report]:
         if not ctx.accelerator.cuda:
             return
-        for call in ctx.calls:
+        for call in ctx.all_calls:
             value = call.value("pin_memory")
             if value is not MISSING and value is not False:
                 continue
@@ -146,7 +146,7 @@ class MissingPinMemory(Rule):
             keys = ctx.keys_of(call)
             if one_batch_read(call, ctx.names, ctx.iteration, keys, ctx.statements):
                 continue
-            if batches_to_host(call, ctx.names, ctx.statements):
+            if batches_to_host(call, ctx.names, ctx.iteration, keys, ctx.statements):
                 continue
             found = call.origin("pin_memory")
             what = "`pin_memory` is not set" if value is MISSING else "`pin_memory=False`" + origin_note(found)
