@@ -307,10 +307,10 @@ def test_copy_hook_records_host_to_device_copies_only() -> None:
 def test_trainer_callbacks_time_the_wait_between_steps(make: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     import loadlint.monitor.watch as watch
 
-    monkeypatch.setattr(watch, "_SESSION", [])
+    monkeypatch.setattr(watch, "_RECORDER", [])
     callback = make(object)()
     clock = iter([0.0, 0.030, 0.040, 0.070, 0.080, 0.110, 0.120])
-    monkeypatch.setattr(callback.clock.session.monitor, "clock", lambda: next(clock))
+    monkeypatch.setattr(callback.clock.recorder.monitor, "clock", lambda: next(clock))
     trainer = types.SimpleNamespace(train_dataloader=_Loader())
     hf = make is make_hf_callback
     start = (lambda: callback.on_epoch_begin(None, None, None, train_dataloader=trainer.train_dataloader)) if hf else (
@@ -327,7 +327,7 @@ def test_trainer_callbacks_time_the_wait_between_steps(make: Any, monkeypatch: p
     log: LoaderLog = callback.clock.log
     assert list(log.dur) == pytest.approx([0.040, 0.040, 0.040])
     assert list(log.wait) == pytest.approx([0.030, 0.030, 0.030])
-    watch._SESSION[0].sampler.finish()
+    watch._RECORDER[0].sampler.finish()
 
 
 def test_lightning_callback_needs_lightning() -> None:

@@ -28,7 +28,7 @@ from loadlint.monitor.sampling import Sampler
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-class Session:
+class Recorder:
     """One process's monitor and its sampling thread."""
 
     def __init__(self) -> None:
@@ -44,13 +44,13 @@ class Session:
         return build(raw, [sys.executable, *sys.argv])
 
 
-_SESSION: list[Session] = []
+_RECORDER: list[Recorder] = []
 
 
-def session() -> Session:
-    if not _SESSION:
-        _SESSION.append(Session())
-    return _SESSION[0]
+def recorder() -> Recorder:
+    if not _RECORDER:
+        _RECORDER.append(Recorder())
+    return _RECORDER[0]
 
 
 def loader_site(path: str | None, fallback: tuple[str, int, int]) -> tuple[str, int, int]:
@@ -77,13 +77,13 @@ def loader_site(path: str | None, fallback: tuple[str, int, int]) -> tuple[str, 
 class WatchedLoader:
     """The loader, iterated through the monitor's timing."""
 
-    def __init__(self, loader: Any, log: LoaderLog, owner: Session) -> None:
+    def __init__(self, loader: Any, log: LoaderLog, owner: Recorder) -> None:
         self._loader = loader
         self._log = log
-        self._session = owner
+        self._recorder = owner
 
     def __iter__(self) -> Any:
-        return self._session.monitor.watch_iterator(self._log, iter(self._loader))
+        return self._recorder.monitor.watch_iterator(self._log, iter(self._loader))
 
     def __len__(self) -> int:
         return len(self._loader)
@@ -94,10 +94,10 @@ class WatchedLoader:
         return getattr(self._loader, name)
 
     def report(self) -> dict[str, Any]:
-        return as_json(self._session.report())
+        return as_json(self._recorder.report())
 
     def text(self) -> str:
-        return as_text(self._session.report())
+        return as_text(self._recorder.report())
 
     def write(self, path: str) -> None:
         Path(path).write_text(json.dumps(self.report(), indent=2) + "\n")
@@ -109,7 +109,7 @@ def watch(loader: Any) -> Any:
     back as it is."""
     if "_loadlint_log" in getattr(loader, "__dict__", {}):
         return loader
-    owner = session()
+    owner = recorder()
     caller = sys._getframe(1)
     while caller.f_back is not None and os.path.dirname(os.path.abspath(caller.f_code.co_filename)) == HERE:
         caller = caller.f_back  # loadlint.monitor.watch, the package's re-export
@@ -122,10 +122,10 @@ class HookClock:
     """Steps from a trainer's hooks (the batch is fetched between them)."""
 
     def __init__(self, loader: Any = None, script: str | None = None) -> None:
-        self.session = session()
+        self.recorder = recorder()
         main = script or getattr(sys.modules.get("__main__"), "__file__", None)
         site = loader_site(main, (os.path.abspath(main) if main else "<trainer>", 0, 0))
-        self.log = self.session.monitor.register(loader, site) if loader is not None else None
+        self.log = self.recorder.monitor.register(loader, site) if loader is not None else None
         self._site = site
         self._last_end: float | None = None
 
@@ -133,33 +133,33 @@ class HookClock:
         if loader is not None and "_loadlint_log" in getattr(loader, "__dict__", {}):
             return None  # loadlint monitor times this loader's own iterator
         if self.log is None:
-            self.log = self.session.monitor.register(loader if loader is not None else _Unknown(), self._site)
+            self.log = self.recorder.monitor.register(loader if loader is not None else _Unknown(), self._site)
         return self.log
 
     def epoch_start(self, loader: Any = None) -> None:
         log = self._log_for(loader)
         if log is not None:
             log.new_pass("trainer hooks")
-            self._last_end = self.session.monitor.clock()
+            self._last_end = self.recorder.monitor.clock()
 
     def step_start(self, loader: Any = None) -> None:
         log = self._log_for(loader)
         if log is None:
             return
-        now = self.session.monitor.clock()
+        now = self.recorder.monitor.clock()
         began = self._last_end if self._last_end is not None else now
         log.called(began)
         log.got(began, now - began)
 
     def step_end(self) -> None:
-        self._last_end = self.session.monitor.clock()
+        self._last_end = self.recorder.monitor.clock()
 
     def epoch_end(self) -> None:
         if self.log is not None and self._last_end is not None:
             self.log.called(self._last_end)
 
     def report(self) -> dict[str, Any]:
-        return as_json(self.session.report())
+        return as_json(self.recorder.report())
 
 
 class _Unknown:
