@@ -42,8 +42,8 @@ def _is_rank(node: cst.BaseExpression) -> bool:
         return name.rsplit(".", 1)[-1] in _RANK_CALLS
     if type(node) is cst.Subscript and len(node.slice) == 1:
         index = node.slice[0].slice
-        key = index.value if type(index) is cst.Index else None
-        return type(key) is cst.SimpleString and string_value(key) in _RANK_ENV
+        subscript = index.value if type(index) is cst.Index else None
+        return type(subscript) is cst.SimpleString and string_value(subscript) in _RANK_ENV
     last = (dotted_name(node) or "").rsplit(".", 1)[-1].lower()
     if last in _RANK_ATTRIBUTES:
         return True
