@@ -427,6 +427,10 @@ def in_memory_classes(names: NameFacts, facts: DatasetFacts) -> list[str]:
 def _in_memory_dataset(names: NameFacts, facts: DatasetFacts, call: LoaderCall) -> bool:
     if is_tensor_dataset(names, call):
         return True
+    if call.subclass is not None and call.subclass.startswith("torch_geometric."):
+        # Graph datasets: 112 of PyG's 114 built-in ones are InMemoryDataset,
+        # read through ``.shuffle()`` and slices that are not followed here.
+        return True
     collate = call.value("collate_fn")
     expr = call.expr("dataset")
     if (collate is not MISSING and collate is not None) or expr is None:

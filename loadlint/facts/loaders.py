@@ -14,7 +14,7 @@ from loadlint.facts.scopes import literal_members, member
 from loadlint.facts.names import Key, LoopFrame
 from loadlint.cst.walk import find_all
 from loadlint.facts.resolve import MISSING, UNKNOWN, Origin, Scope, dotted_name, evaluate, origin, string_value
-from loadlint.facts.signature import DATALOADER, DEFAULTS, POSITIONAL
+from loadlint.facts.signature import DATALOADER, DEFAULTS, POSITIONAL, SUBCLASSES, shared_positional
 
 #: A ``**kwargs`` dict's keys: parameter -> (expression or None when unknown, its scope).
 DictArgs = dict[str, tuple[cst.BaseExpression | None, Scope]]
@@ -42,6 +42,8 @@ class LoaderCall:
     returned_from: str | None
     #: Built under ``if __name__ == "__main__":`` (spawned workers skip it).
     in_main_guard: bool = False
+    #: The known subclass called (``monai.data.DataLoader``), None for torch's own.
+    subclass: str | None = None
 
     def expr(self, name: str) -> cst.BaseExpression | None:
         arg = self.args.get(name)
@@ -161,8 +163,8 @@ class LoaderProvider(Provider[LoaderFacts]):
     def visit_Call(self, node: cst.Call) -> None:
         qualified = self.cursor.qualified
         self._container_call(node)
-        if qualified == DATALOADER:
-            self._record_loader(node)
+        if qualified == DATALOADER or qualified in SUBCLASSES:
+            self._record_loader(node, None if qualified == DATALOADER else qualified)
         elif qualified in _CPU_COUNT_CALLS:
             self.facts.cpu_count_calls.add(id(node))
         elif qualified in _START_METHOD_CALLS and node.args:
@@ -391,12 +393,15 @@ class LoaderProvider(Provider[LoaderFacts]):
                 if dest_key is not None and source is not None and dest_key != source:
                     self.facts.aliases[dest_key] = source
 
-    def _record_loader(self, node: cst.Call) -> None:
+    def _record_loader(self, node: cst.Call, subclass: str | None = None) -> None:
         cursor = self.cursor
         args: dict[str, cst.Arg] = {}
         dict_args: DictArgs = {}
         opaque_kwargs = opaque_positional = False
         position = 0
+        # A subclass's positional slots past those it shares with torch's are
+        # left unknown: fixes place arguments by torch's slots.
+        slots = len(POSITIONAL) if subclass is None else shared_positional(subclass)
         for arg in node.args:
             if arg.star == "*":
                 opaque_positional = True
@@ -411,8 +416,10 @@ class LoaderProvider(Provider[LoaderFacts]):
             else:
                 if opaque_positional:
                     continue
-                if position < len(POSITIONAL):
+                if position < slots:
                     args[POSITIONAL[position]] = arg
+                elif subclass is not None:
+                    opaque_positional = True
                 position += 1
         fn = cursor.function
         self.facts.calls.append(
@@ -429,6 +436,7 @@ class LoaderProvider(Provider[LoaderFacts]):
                 class_name=fn.class_name if fn else None,
                 returned_from=fn.name if fn and id(node) in cursor.pending_return else None,
                 in_main_guard=cursor.main_guard_depth > 0,
+                subclass=subclass,
             )
         )
 

@@ -62,3 +62,38 @@ TUNABLE = (
     "pin_memory_device",
 )
 TUNABLE_DEFAULTS: dict[str, Any] = {name: DEFAULTS[name] for name in TUNABLE}
+
+#: DataLoader subclasses of major libraries whose constructor forwards the
+#: loading machinery's keywords (``num_workers``, ``pin_memory``,
+#: ``persistent_workers``, ``prefetch_factor``, ``timeout``) to torch's
+#: unchanged, each with its own positional parameters.  They are loaders for
+#: the rules that read only those keywords (``Context.all_calls``); the
+#: rest keep to torch's exact signature.  Read from each library's source:
+#: MONAI ``monai/data/dataloader.py`` (sets its own collate and worker init
+#: when not given), PyG ``torch_geometric/loader/dataloader.py`` and
+#: ``dense_data_loader.py`` (replace ``collate_fn``).  PyG's NeighborLoader
+#: family is left out: its first argument is a graph, not the dataset the
+#: loader indexes.
+_MONAI = ("dataset", "num_workers")
+_PYG = ("dataset", "batch_size", "shuffle", "follow_batch", "exclude_keys")
+_PYG_DENSE = ("dataset", "batch_size", "shuffle")
+SUBCLASSES: dict[str, tuple[str, ...]] = {
+    "monai.data.DataLoader": _MONAI,
+    "monai.data.dataloader.DataLoader": _MONAI,
+    "torch_geometric.loader.DataLoader": _PYG,
+    "torch_geometric.loader.dataloader.DataLoader": _PYG,
+    "torch_geometric.data.DataLoader": _PYG,
+    "torch_geometric.loader.DenseDataLoader": _PYG_DENSE,
+    "torch_geometric.loader.dense_data_loader.DenseDataLoader": _PYG_DENSE,
+    "torch_geometric.data.DenseDataLoader": _PYG_DENSE,
+}
+
+
+def shared_positional(subclass: str) -> int:
+    """How many leading positional slots the subclass shares with torch's."""
+    count = 0
+    for ours, theirs in zip(SUBCLASSES[subclass], POSITIONAL):
+        if ours != theirs:
+            break
+        count += 1
+    return count

@@ -157,7 +157,11 @@ class Context:
         #: Whether reading ``profile`` is allowed.
         self.hardware = hardware
         # The facts, by provider.
-        self.calls: list[LoaderCall] = facts.loaders.calls
+        #: Every loader, the known subclasses included (``facts.signature.SUBCLASSES``):
+        #: for rules that read only the keywords those forward to torch's.
+        self.all_calls: list[LoaderCall] = facts.loaders.calls
+        #: torch's own DataLoader: for rules that rely on its exact signature.
+        self.calls: list[LoaderCall] = [call for call in self.all_calls if call.subclass is None]
         self.names: NameFacts = facts.names
         self.loaders: LoaderFacts = facts.loaders
         self.iteration: IterationFacts = facts.iteration

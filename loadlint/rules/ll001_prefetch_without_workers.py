@@ -80,7 +80,7 @@ class PrefetchWithoutWorkers(Rule):
 
     def check(self, ctx: Context) -> Iterator[Report]:
         old = torch_before_2(ctx.profile)
-        for call in ctx.calls:
+        for call in ctx.all_calls:
             if not workers_off(call):
                 continue
             value = call.value("prefetch_factor")

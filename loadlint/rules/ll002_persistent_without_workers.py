@@ -64,7 +64,7 @@ class PersistentWithoutWorkers(Rule):
     fix_availability = "sometimes"
 
     def check(self, ctx: Context) -> Iterator[Report]:
-        for call in ctx.calls:
+        for call in ctx.all_calls:
             if not workers_off(call):
                 continue
             if is_truthy(call.value("persistent_workers")) is not True:

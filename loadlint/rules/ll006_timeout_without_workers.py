@@ -64,7 +64,7 @@ class TimeoutWithoutWorkers(Rule):
     fix_availability = "sometimes"
 
     def check(self, ctx: Context) -> Iterator[Report]:
-        for call in ctx.calls:
+        for call in ctx.all_calls:
             if not workers_off(call):
                 continue
             timeout = call.value("timeout")

@@ -182,7 +182,7 @@ class SynchronousLoading(Rule):
     needs_hardware = True
 
     def check(self, ctx: Context) -> Iterator[Report]:
-        for call in ctx.calls:
+        for call in ctx.all_calls:
             value = call.value("num_workers")
             if value is not MISSING and (type(value) is not int or value != 0):
                 continue

@@ -188,7 +188,7 @@ class WorkerOversubscription(Rule):
     needs_hardware = True
 
     def check(self, ctx: Context) -> Iterator[Report]:
-        for call in ctx.calls:
+        for call in ctx.all_calls:
             expr = call.expr("num_workers")
             if expr is not None and ctx.distributed:
                 target, _ = ctx.follow(expr, call.scope)

@@ -221,7 +221,7 @@ class NonPersistentWorkers(Rule):
     fix_availability = "sometimes"
 
     def check(self, ctx: Context) -> Iterator[Report]:
-        for call in ctx.calls:
+        for call in ctx.all_calls:
             expr = call.expr("num_workers")
             if call.loops or expr is None or not _positive(ctx, expr, call.scope_of("num_workers")):
                 continue

@@ -67,7 +67,7 @@ class PinMemoryWithoutAccelerator(Rule):
         if not declared_none and not cpu_only:
             return
         reason = "the code only uses the CPU" if cpu_only else f"the target has no GPU ({profile.label})"
-        for call in ctx.calls:
+        for call in ctx.all_calls:
             if is_truthy(call.value("pin_memory")) is not True:
                 continue
             message = (
