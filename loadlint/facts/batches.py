@@ -158,11 +158,26 @@ def _index_tensor(node: cst.BaseExpression, scope: Scope | None, imports: Import
         return False
     if type(node) is cst.Name:
         target, owner = follow_name(node, scope)
-        return target is not node and _index_tensor(target, owner, imports, depth + 1)
+        if target is not node:
+            return _index_tensor(target, owner, imports, depth + 1)
+        # Bound more than once: ``idx = mask.nonzero().view(-1)``, then
+        # ``idx = idx.split(size)[rank]`` (each binding an index tensor, or a part of the last).
+        found = scope.lookup(node.value) if scope is not None else None
+        values = [b.value for b in found[1] if b.value is not None] if found is not None else []
+        if found is None or len(values) != len(found[1]) or len(values) > 4:
+            return False
+        derived = [root_name(v) == node.value for v in values]
+        return not all(derived) and all(
+            own or _index_tensor(v, found[0], imports, depth + 1) for v, own in zip(values, derived)
+        )
     if type(node) is cst.Subscript:
-        # ``torch.where(mask)[0]``
+        # ``torch.where(mask)[0]``, ``idx.split(n)[rank]``
         inner = node.value
-        return type(inner) is cst.Call and canonical(imports.qualify(inner.func)) in ("torch.where", "numpy.where")
+        if type(inner) is cst.Call and canonical(imports.qualify(inner.func)) in ("torch.where", "numpy.where"):
+            return True
+        if type(inner) is cst.Call and type(inner.func) is cst.Attribute and inner.func.attr.value in ("split", "chunk"):
+            return _index_tensor(inner.func.value, scope, imports, depth + 1)
+        return _index_tensor(inner, scope, imports, depth + 1)
     if type(node) is not cst.Call:
         return False
     func = node.func

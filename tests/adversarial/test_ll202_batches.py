@@ -194,3 +194,26 @@ def test_ll202_notebook_cells_rebuilding_a_peeked_loader() -> None:
         im, seg = first(loader)
     """
     assert rows("LL202", mixed) == [8]
+
+
+def test_ll202_index_tensor_split_per_rank() -> None:
+    # PyG's multi-GPU Quiver example: the index tensor rebound to this rank's part.
+    split = """
+        def run(rank, world_size, data):
+            train_idx = data.train_mask.nonzero(as_tuple=False).view(-1)
+            train_idx = train_idx.split(train_idx.size(0) // world_size)[rank]
+            loader = DataLoader(train_idx, batch_size=1024, shuffle=True)
+            for idx in loader:
+                model(x[idx].to(device))
+    """
+    assert rows("LL202", split) == []
+    # Rebound to something that is not derived from the indices.
+    rebound = """
+        def run(rank, data):
+            train_idx = data.train_mask.nonzero(as_tuple=False).view(-1)
+            train_idx = load_rows(rank)
+            loader = DataLoader(train_idx, batch_size=1024, shuffle=True)
+            for idx in loader:
+                model(idx.to(device))
+    """
+    assert rows("LL202", rebound) == [10]
