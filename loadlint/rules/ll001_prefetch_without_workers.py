@@ -39,6 +39,10 @@ class PrefetchWithoutWorkers(Rule):
     and the check was `prefetch_factor != 2`, any other value is reported,
     `prefetch_factor=None` included.
 
+    The known DataLoader subclasses (MONAI's `DataLoader`, PyG's
+    `DataLoader` and `DenseDataLoader`: README, Rules) are checked like
+    torch's own: they forward these keywords to it.
+
     ## Why is this bad?
     `prefetch_factor` is the number of batches each worker loads ahead; with
     no workers there is nothing to prefetch, and the constructor raises:

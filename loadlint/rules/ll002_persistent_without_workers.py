@@ -26,6 +26,10 @@ class PersistentWithoutWorkers(Rule):
     Checks for `DataLoader` calls with a truthy `persistent_workers` while
     `num_workers` is missing or `0`.
 
+    The known DataLoader subclasses (MONAI's `DataLoader`, PyG's
+    `DataLoader` and `DenseDataLoader`: README, Rules) are checked like
+    torch's own: they forward these keywords to it.
+
     ## Why is this bad?
     `persistent_workers` keeps worker processes alive between epochs; with
     no workers the constructor raises:

@@ -25,6 +25,10 @@ class TimeoutWithoutWorkers(Rule):
     Checks for `DataLoader` calls with a positive `timeout` while
     `num_workers` is missing or `0`.
 
+    The known DataLoader subclasses (MONAI's `DataLoader`, PyG's
+    `DataLoader` and `DenseDataLoader`: README, Rules) are checked like
+    torch's own: they forward these keywords to it.
+
     ## Why is this bad?
     `timeout` bounds how long the main process waits for a batch from a
     worker.  Without workers the constructor accepts it, and the first

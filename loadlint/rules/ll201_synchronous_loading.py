@@ -63,6 +63,10 @@ class SynchronousLoading(Rule):
     ## What it does
     Checks for `DataLoader` calls whose `num_workers` is missing or `0`.
 
+    The known DataLoader subclasses (MONAI's `DataLoader`, PyG's
+    `DataLoader` and `DenseDataLoader`: README, Rules) are checked like
+    torch's own: they forward these keywords to it.
+
     ## Why is this bad?
     With `num_workers=0` every batch is read, decoded and collated in the
     training process itself, between two training steps: the GPU waits while

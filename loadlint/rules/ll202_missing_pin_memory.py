@@ -42,6 +42,10 @@ class MissingPinMemory(Rule):
     `device` is a CUDA device or `torch.accelerator.current_accelerator()`,
     the `nccl` backend).
 
+    The known DataLoader subclasses (MONAI's `DataLoader`, PyG's
+    `DataLoader` and `DenseDataLoader`: README, Rules) are checked like
+    torch's own: they forward these keywords to it.
+
     ## Why is this bad?
     A host-to-device copy from ordinary (pageable) memory is staged through a
     pinned buffer by the driver and blocks the host; it cannot overlap with

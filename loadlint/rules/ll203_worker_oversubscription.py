@@ -80,6 +80,10 @@ class WorkerOversubscription(Rule):
     `num_workers=os.cpu_count()` (or `multiprocessing.cpu_count()`,
     `psutil.cpu_count()`) in a distributed module is always reported.
 
+    The known DataLoader subclasses (MONAI's `DataLoader`, PyG's
+    `DataLoader` and `DenseDataLoader`: README, Rules) are checked like
+    torch's own: they forward these keywords to it.
+
     ## Why is this bad?
     Each worker is a full Python process.  Past the number of CPUs, workers
     only compete for cores with each other and with the training processes;

@@ -138,6 +138,10 @@ class NonPersistentWorkers(Rule):
     a function called in the loop, or as the `train_dataloader` hook of a
     Lightning module, which the Trainer iterates every epoch).
 
+    The known DataLoader subclasses (MONAI's `DataLoader`, PyG's
+    `DataLoader` and `DenseDataLoader`: README, Rules) are checked like
+    torch's own: they forward these keywords to it.
+
     ## Why is this bad?
     Without persistent workers, every `for batch in loader` starts the worker
     processes again: each one imports its modules, receives the dataset and

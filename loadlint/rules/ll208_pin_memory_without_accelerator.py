@@ -17,6 +17,10 @@ class PinMemoryWithoutAccelerator(Rule):
     only uses the CPU (an explicit `cpu` device and no sign of CUDA), or the
     target declares `gpus=0`.
 
+    The known DataLoader subclasses (MONAI's `DataLoader`, PyG's
+    `DataLoader` and `DenseDataLoader`: README, Rules) are checked like
+    torch's own: they forward these keywords to it.
+
     ## Why is this bad?
     Page-locked memory only speeds up copies to an accelerator.  Without one,
     torch ignores the option with a warning on every loader:
