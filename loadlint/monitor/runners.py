@@ -79,6 +79,15 @@ class FeedSampler:
         return len(self.tuner.loader.batch_sampler)
 
 
+def ready_seconds() -> float:
+    """This thread's time waiting on a run queue (Linux), else 0."""
+    try:
+        with open("/proc/thread-self/schedstat", "rb") as handle:
+            return int(handle.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 class InProcess:
     """Loading in the training process, as ``_SingleProcessDataLoaderIter`` does."""
 
@@ -101,12 +110,15 @@ class InProcess:
         pass
 
     def next(self, feed: Feed) -> Any:
-        wall, cpu = time.perf_counter(), time.process_time()
+        wall, cpu, ready = time.perf_counter(), time.process_time(), ready_seconds()
         index = feed.pull()  # StopIteration ends the pass
         data = self.fetcher.fetch(index)
         if self.pin:
             data = self.pin_memory(data, self.device)
-        self.cpu += time.process_time() - cpu
+        # Time spent ready to run but not running (other work on the CPUs)
+        # counts as busy: on a loaded machine a CPU-bound loader gets less
+        # CPU per wall second, and would look like one that waits on I/O.
+        self.cpu += time.process_time() - cpu + ready_seconds() - ready
         self.wall += time.perf_counter() - wall
         return data
 

@@ -32,7 +32,7 @@ WINDOW_S = 0.25
 MIN_BATCHES = 2
 #: A candidate's window: candidates are fast where it matters, and a short
 #: run must not spend its batches on the search.
-CANDIDATE_S = 0.06
+CANDIDATE_S = 0.1
 #: A gap this many times the window's median gap (after this many gaps)
 #: starts a burst of batches.
 BURST_GAPS = 8
