@@ -146,6 +146,7 @@ def build(raw: dict[str, Any], command: list[str], *, static: bool = True) -> di
         lines = static_findings(loader["file"], loader["line"], loader["end_line"]) if static and findings else []
         pinned = loader["pinned"]
         for f in findings:
+            f.message = f.message.replace("over the trace", "over the run")
             f.location = location
             f.mapping = MAPPING
             f.static = lines
