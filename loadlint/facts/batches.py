@@ -153,6 +153,11 @@ def index_dataset(call: LoaderCall, names: NameFacts) -> bool:
     return _index_tensor(target, owner, names.imports)
 
 
+def index_value(node: cst.BaseExpression, scope: Scope | None, imports: ImportTable) -> bool:
+    """An expression that ``index_dataset`` accepts as a dataset."""
+    return _index_tensor(node, scope, imports)
+
+
 def _index_tensor(node: cst.BaseExpression, scope: Scope | None, imports: ImportTable, depth: int = 0) -> bool:
     if depth > _MAX_DEPTH:
         return False

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from loadlint.cst.walk import find_all
 from loadlint.facts.cursor import Provider
 from loadlint.facts.loaders import LoaderCall
 from loadlint.facts.names import ClassFacts, FunctionFacts, NameFacts
@@ -313,6 +314,8 @@ def in_memory_value(expr: cst.BaseExpression, scope: Scope, names: NameFacts, de
             in_memory_value(c.iter, scope, names, depth + 1) and all(_pure(i, names, scope) for i in c.ifs)
             for c in clauses
         )
+    if type(expr) is cst.IfExp:
+        return all(in_memory_value(e, scope, names, depth + 1) for e in (expr.body, expr.orelse))
     if isinstance(expr, (cst.BinaryOperation, cst.UnaryOperation)):
         parts = [expr.left, expr.right] if isinstance(expr, cst.BinaryOperation) else [expr.expression]
         return all(in_memory_value(p, scope, names, depth + 1) for p in parts)
@@ -359,6 +362,21 @@ def _attribute_in_memory(attr: str, hierarchy: list[ClassFacts], facts: DatasetF
     return all(value is not None and in_memory_value(value, fn.scope, names) for fn, value in assignments)
 
 
+def _passed_through(fn: FunctionFacts, attr: str, hierarchy: list[ClassFacts], facts: DatasetFacts) -> bool:
+    """``self.<attr>``, set in ``__init__`` only, is only handed on as it is
+    (``example["prompt"] = self.prompt``), never indexed, called or read
+    into: whatever it holds, reading it does no work."""
+    assignments = [a for klass in hierarchy for a in facts.attr_values.get((klass.name, attr), ())]
+    if not assignments or any(method.name != "__init__" for method, _ in assignments):
+        return False
+    def used(value: cst.BaseExpression) -> bool:
+        return type(value) is cst.Attribute and value.attr.value == attr and type(value.value) is cst.Name and (
+            value.value.value == "self")
+    return not (any(used(n.value) for n in find_all(fn.node, cst.Subscript))
+                or any(used(n.value) for n in find_all(fn.node, cst.Attribute))
+                or any(used(n.func) for n in find_all(fn.node, cst.Call)))
+
+
 def in_memory_class(names: NameFacts, facts: DatasetFacts, cls: ClassFacts) -> bool:
     """A local map-style Dataset whose ``__getitem__`` only indexes containers
     that ``__init__`` builds from in-memory values: no file, network, decode,
@@ -379,23 +397,10 @@ def in_memory_class(names: NameFacts, facts: DatasetFacts, cls: ClassFacts) -> b
     return all(
         _calls_only_pure(fn, facts, factories=False)
         and not _reads_module_data(fn, names)
-        and all(_attribute_in_memory(attr, hierarchy, facts, names) for attr in facts.self_attrs.get(fn, ()))
+        and all(_attribute_in_memory(attr, hierarchy, facts, names) or _passed_through(fn, attr, hierarchy, facts)
+                for attr in facts.self_attrs.get(fn, ()))
         for fn in getters
     )
-
-
-def in_memory_dataset(names: NameFacts, facts: DatasetFacts, call: LoaderCall) -> bool:
-    """The loader's dataset is held in memory, so that workers would only add
-    overhead: a ``TensorDataset``, ``range(...)``, a list or tuple of
-    in-memory values, a tensor from a torch factory, or a local class that
-    ``in_memory_class`` accepts.  Apart from ``TensorDataset``, a custom
-    ``collate_fn`` may do the heavy work, so it keeps the loader out."""
-    known = facts.in_memory.get(id(call))
-    if known is not None and known[0] is call:
-        return known[1]
-    answer = _in_memory_dataset(names, facts, call)
-    facts.in_memory[id(call)] = (call, answer)
-    return answer
 
 
 def imported_dataset_class(names: NameFacts, call: LoaderCall) -> str | None:
@@ -424,22 +429,11 @@ def in_memory_classes(names: NameFacts, facts: DatasetFacts) -> list[str]:
     )
 
 
-def _in_memory_dataset(names: NameFacts, facts: DatasetFacts, call: LoaderCall) -> bool:
-    if is_tensor_dataset(names, call):
-        return True
-    if call.subclass is not None and call.subclass.startswith("torch_geometric."):
-        # Graph datasets: 112 of PyG's 114 built-in ones are InMemoryDataset,
-        # read through ``.shuffle()`` and slices that are not followed here.
-        return True
-    collate = call.value("collate_fn")
-    expr = call.expr("dataset")
-    if (collate is not MISSING and collate is not None) or expr is None:
-        return False
-    target, scope = follow_name(expr, call.scope)
-    if scope is None:
-        return False
-    _, cls = dataset_class(names, call)
-    if cls is not None and type(target) is cst.Call:
+def held_in_memory(names: NameFacts, facts: DatasetFacts, target: cst.BaseExpression, scope: Scope) -> bool:
+    """A value held in memory: ``in_memory_value``, or a local class that
+    ``in_memory_class`` accepts built from pure arguments."""
+    if type(target) is cst.Call and type(target.func) is cst.Name and target.func.value in names.classes:
+        cls = names.classes[target.func.value]
         return all(_pure(arg.value, names, scope) for arg in target.args) and in_memory_class(names, facts, cls)
     return in_memory_value(target, scope, names)
 

@@ -21,7 +21,8 @@ from loadlint.facts.accelerator import AcceleratorFacts
 from loadlint.facts.alive import AliveGroup, alive_groups
 from loadlint.facts.cli_args import CliFacts
 from loadlint.facts.collect import ModuleFacts
-from loadlint.facts.datasets import DatasetFacts, dataset_class, in_memory_dataset, is_iterable_dataset
+from loadlint.facts.datasets import DatasetFacts, dataset_class, is_iterable_dataset
+from loadlint.facts.in_memory import in_memory_dataset, loading_pipeline
 from loadlint.facts.distributed import DistributedFacts, conditional_start, lightning_hook
 from loadlint.facts.iteration import Iteration, IterationFacts
 from loadlint.facts.live_source import live_source
@@ -233,6 +234,11 @@ class Context:
     def in_memory_dataset(self, call: LoaderCall) -> bool:
         """The dataset is held in memory (workers would only add overhead)."""
         return in_memory_dataset(self.names, self.datasets, call)
+
+    def loading_pipeline(self, call: LoaderCall) -> bool:
+        """Workers would have loading work to take over: the dataset is not
+        held in memory, pre-tokenized rows or a live source (``loadlint.facts.in_memory``)."""
+        return loading_pipeline(self.names, self.datasets, call)
 
     def pretokenized_rows(self, call: LoaderCall) -> bool:
         """The loader pads pre-tokenized Hugging Face rows (``loadlint.facts.pretokenized``)."""

@@ -190,7 +190,7 @@ class SynchronousLoading(Rule):
             value = call.value("num_workers")
             if value is not MISSING and (type(value) is not int or value != 0):
                 continue
-            if ctx.in_memory_dataset(call) or ctx.pretokenized_rows(call):
+            if not ctx.loading_pipeline(call):
                 continue
             found = call.origin("num_workers")
             what = "`num_workers` is not set" if value is MISSING else "`num_workers=0`" + origin_note(found)

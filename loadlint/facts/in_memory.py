@@ -1,0 +1,160 @@
+"""Whether a loader's dataset is a loading pipeline at all: the one test
+that the rules about loading work read (LL201 suggests no workers where it
+is not).
+
+It is not one when every value the dataset may be is held in memory (a
+``TensorDataset``, a range or tensor of indices, literals, a local class
+that only indexes such values), pads pre-tokenized rows
+(``loadlint.facts.pretokenized``), or is a live source: a dataset fed by a
+generator method of the object that builds the loader (lightning-bolts'
+``ExperienceSourceDataset(self.train_batch)``, which steps the environment
+with the policy being trained).  Workers would run frozen copies of that
+object.
+
+A dataset name is followed through each of its bindings (a name bound
+to ``TensorDataset(...)`` in two branches), a parameter through the calls
+of this module that pass it, and a helper of this module through its
+returns (``gen_tensor_dataset(features)``).  A value that is not traced
+keeps the loader a pipeline.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from loadlint.cst.walk import find_all
+from loadlint.facts.batches import index_value
+from loadlint.facts.datasets import (
+    DatasetFacts, held_in_memory, helper, passed_for,
+)
+from loadlint.facts.loaders import LoaderCall
+from loadlint.facts.names import NameFacts
+from loadlint.facts.pretokenized import pretokenized
+from loadlint.facts.resolve import MISSING, Scope, canonical, follow_name
+
+_MAX_DEPTH = 12
+_TENSOR_DATASET = "torch.utils.data.TensorDataset"
+#: Methods of an index tensor that give a part of it (a rank's share).
+_PARTS = frozenset({"split", "chunk", "tensor_split"})
+
+Value = tuple[cst.BaseExpression, Scope]
+
+
+def loading_pipeline(names: NameFacts, facts: DatasetFacts, call: LoaderCall) -> bool:
+    """False when workers have no loading work to take over (see the module's docstring)."""
+    return not (in_memory_dataset(names, facts, call) or pretokenized(names, facts, call)
+                or live_generator(names, call) is not None)
+
+
+def in_memory_dataset(names: NameFacts, facts: DatasetFacts, call: LoaderCall) -> bool:
+    """Every value the dataset may be is held in memory.  Apart from a
+    ``TensorDataset``, a custom ``collate_fn`` may do the heavy work, so it
+    keeps the loader out."""
+    known = facts.in_memory.get(id(call))
+    if known is not None and known[0] is call:
+        return known[1]
+    answer = _in_memory(names, facts, call)
+    facts.in_memory[id(call)] = (call, answer)
+    return answer
+
+
+def _in_memory(names: NameFacts, facts: DatasetFacts, call: LoaderCall) -> bool:
+    if call.subclass is not None and call.subclass.startswith("torch_geometric."):
+        # Graph datasets: 112 of PyG's 114 built-in ones are InMemoryDataset,
+        # read through ``.shuffle()`` and slices that are not followed here.
+        return True
+    expr, scope = call.expr("dataset"), call.scope_of("dataset")
+    if expr is None or scope is None:
+        return False
+    values = dataset_values(names, facts, expr, scope)
+    if not values:
+        return False
+    if all(_tensor_dataset(names, value) for value, _ in values):
+        return True
+    collate = call.value("collate_fn")
+    if collate is not MISSING and collate is not None:
+        return False
+    if _index(names, facts, expr, scope, frozenset()):
+        return True
+    return all(held_in_memory(names, facts, value, owner) for value, owner in values)
+
+
+def _tensor_dataset(names: NameFacts, value: cst.BaseExpression) -> bool:
+    return type(value) is cst.Call and canonical(names.imports.qualify(value.func)) == _TENSOR_DATASET
+
+
+def _index(
+    names: NameFacts, facts: DatasetFacts, value: cst.BaseExpression, scope: Scope, seen: frozenset[str]
+) -> bool:
+    """A range or a tensor of indices: ``range(t.size(0))`` (whatever its
+    bounds, it is built once), ``mask.nonzero().view(-1)``, a rank's part
+    of one (``idx.split(n)[rank]``)."""
+    if len(seen) > _MAX_DEPTH:
+        return False
+    if type(value) is cst.Call and type(value.func) is cst.Name and value.func.value == "range":
+        return scope.lookup("range") is None
+    if type(value) is cst.Subscript and type(value.value) is cst.Call and type(value.value.func) is cst.Attribute:
+        if value.value.func.attr.value in _PARTS:
+            value = value.value.func.value
+    if type(value) is cst.Name:
+        if value.value in seen:
+            return True  # ``idx = idx.split(n)[rank]``: its other values decide
+        found = dataset_values(names, facts, value, scope)
+        return bool(found) and all(_index(names, facts, v, s, seen | {value.value}) for v, s in found)
+    return index_value(value, scope, names.imports)
+
+
+def dataset_values(names: NameFacts, facts: DatasetFacts, expr: cst.BaseExpression, scope: Scope) -> list[Value]:
+    """The expressions the dataset may be, each with its scope; empty when
+    one of them is not traced (see the module's docstring)."""
+    out: list[Value] = []
+    return out if _values(names, facts, expr, scope, out, set(), 0) else []
+
+
+def _values(
+    names: NameFacts, facts: DatasetFacts, expr: cst.BaseExpression, scope: Scope | None,
+    out: list[Value], seen: set[tuple[int, str]], depth: int,
+) -> bool:
+    if depth > _MAX_DEPTH or scope is None:
+        return False
+    if type(expr) is cst.Name:
+        found = scope.lookup(expr.value)
+        if found is None:
+            return False
+        owner, bindings = found
+        key = (id(owner), expr.value)
+        if key in seen:
+            return True  # ``idx = idx.split(n)[rank]``: its other values are followed already
+        seen.add(key)
+        if all(b.value is not None for b in bindings):
+            return all(_values(names, facts, b.value, owner, out, seen, depth + 1) for b in bindings if b.value)
+        passed = passed_for(names, facts, expr.value, scope)
+        return bool(passed) and all(_values(names, facts, v, s, out, seen, depth + 1) for v, s in passed)
+    built_by = helper(names, expr, scope)
+    if built_by is not None:
+        returned = facts.returns.get(built_by, [])
+        return bool(returned) and all(
+            value is not None and _values(names, facts, value, built_by.scope, out, seen, depth + 1)
+            for value in returned
+        )
+    out.append((expr, scope))
+    return True
+
+
+def live_generator(names: NameFacts, call: LoaderCall) -> str | None:
+    """``self.<method>`` when the dataset is built from a generator method
+    of the class that builds the loader."""
+    if call.class_name is None:
+        return None
+    expr = call.expr("dataset")
+    target, _ = follow_name(expr, call.scope_of("dataset")) if expr is not None else (None, None)
+    cls = names.classes.get(call.class_name)
+    if type(target) is not cst.Call or cls is None:
+        return None
+    for arg in target.args:
+        value = arg.value
+        if type(value) is cst.Attribute and type(value.value) is cst.Name and value.value.value == "self":
+            method = names.method_of(cls, value.attr.value)
+            if method is not None and next(iter(find_all(method.node, cst.Yield)), None) is not None:
+                return f"self.{value.attr.value}"
+    return None
