@@ -43,7 +43,7 @@ Value = tuple[cst.BaseExpression, Scope]
 def loading_pipeline(names: NameFacts, facts: DatasetFacts, call: LoaderCall) -> bool:
     """False when workers have no loading work to take over (see the module's docstring)."""
     return not (in_memory_dataset(names, facts, call) or pretokenized(names, facts, call)
-                or live_generator(names, call) is not None)
+                or live_generator(names, facts, call) is not None)
 
 
 def in_memory_dataset(names: NameFacts, facts: DatasetFacts, call: LoaderCall) -> bool:
@@ -141,13 +141,18 @@ def _values(
     return True
 
 
-def live_generator(names: NameFacts, call: LoaderCall) -> str | None:
+def live_generator(names: NameFacts, facts: DatasetFacts, call: LoaderCall) -> str | None:
     """``self.<method>`` when the dataset is built from a generator method
-    of the class that builds the loader."""
+    of the class that builds the loader (directly, through a name or through
+    a ``self.<attr>`` the class sets once)."""
     if call.class_name is None:
         return None
     expr = call.expr("dataset")
     target, _ = follow_name(expr, call.scope_of("dataset")) if expr is not None else (None, None)
+    if type(target) is cst.Attribute and type(target.value) is cst.Name and target.value.value == "self":
+        stored = [value for _, value in facts.attr_values.get((call.class_name, target.attr.value), [])
+                  if not (type(value) is cst.Name and value.value == "None")]  # ``self.dataset = None`` first
+        target = stored[0] if len(stored) == 1 else None
     cls = names.classes.get(call.class_name)
     if type(target) is not cst.Call or cls is None:
         return None

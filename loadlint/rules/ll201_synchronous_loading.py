@@ -6,8 +6,9 @@ from loadlint.facts.loaders import LoaderCall
 from loadlint.facts.values import MISSING, Origin
 from loadlint.rules import unimportable_dataset, worker_hazards
 from loadlint.rules.base import Context, FixSpec, Invalid, Report, Rule, Valid
+from loadlint.rules.trainer_workers import training_arguments
 from loadlint.rules.shared import (
-    measured_defers, origin_note, set_workers_fix, suggested_workers, trainer_workers, unguarded_script, use_workers,
+    measured_defers, origin_note, set_workers_fix, suggested_workers, unguarded_script, use_workers,
     WORKERS_CONSTANT, waits,
 )
 from loadlint.types import HardwareProfile
@@ -39,25 +40,6 @@ def _workers_fix(ctx: Context, call: LoaderCall, n: int, found: Origin | None, h
     return fix
 
 
-def _training_arguments(ctx: Context) -> Iterator[Report]:
-    """``TrainingArguments(...)`` without loader workers: the Trainer's
-    loaders load in the training process."""
-    for call in ctx.values.training_arguments:
-        value = call.value("dataloader_num_workers")
-        if value is not MISSING and (type(value) is not int or value != 0):
-            continue
-        n = trainer_workers(ctx, call)
-        found = call.origin("dataloader_num_workers")
-        what = ("`dataloader_num_workers` is not set" if value is MISSING
-                else "`dataloader_num_workers=0`" + origin_note(found))
-        message = (
-            f"{what}: the Trainer loads every batch in the training process, {waits(ctx)}; "
-            f"{use_workers(ctx, 'dataloader_num_workers', n)}"
-        )
-        fix = set_workers_fix(ctx, call.node, "dataloader_num_workers", n, found)
-        yield Report(call.node, message, fix)
-
-
 class SynchronousLoading(Rule):
     """
     ## What it does
@@ -81,19 +63,25 @@ class SynchronousLoading(Rule):
     this machine as a hint.
 
     The rule stays silent when `num_workers` cannot be resolved statically,
-    and for datasets held in memory, where workers only add overhead: a
-    `TensorDataset`; `range(...)`, a list or tuple literal or a
-    comprehension over in-memory values (without a custom `collate_fn`); a
-    tensor from `torch.arange`/`randn`/`rand`/`zeros`/`ones`/`tensor`; and a
-    `Dataset` class of the module whose `__getitem__` only indexes
-    containers that its `__init__` builds from such values.  Any other call
-    in `__getitem__` (beyond `len`, `int` and the like), a file read in
-    `__init__`, or a container passed in from outside keeps the finding.
-    Project analysis applies the same test to a class imported from another
-    module of the project (`DataLoader(RandomDataset(32, 64))` with
-    `from helpers.datasets import RandomDataset`): the finding is taken back,
-    and `fix` leaves that loader alone.  A class from an installed package
-    is not read, and keeps the finding.
+    and where the dataset is not a loading pipeline (`facts/in_memory.py`),
+    workers only adding overhead: a `TensorDataset`; a range or tensor of
+    indices (`range(t.size(0))`, `mask.nonzero().view(-1)`, a rank's
+    `split`); a list, tuple or comprehension of in-memory values or a tensor
+    from `torch.arange`/`randn`/`zeros`/... (without a custom `collate_fn`);
+    a `Dataset` class of the module whose `__getitem__` only indexes what
+    its `__init__` builds from such values, or hands on as it is what
+    `__init__` stored (a prompt).  The dataset is followed through each
+    binding of its name, the callers passing a parameter and a helper's
+    returns.  Any other call in `__getitem__`, a file read in `__init__`,
+    or a container passed in from outside keeps the finding.  A dataset
+    fed by a generator method of the object building the loader
+    (lightning-bolts' `ExperienceSourceDataset(self.train_batch)`, stepping
+    the environment with the policy being trained) is a live source: no
+    finding, since workers would run frozen copies of the model.
+    Project analysis applies the class test to a class imported from
+    another module of the project (`from helpers.datasets import
+    RandomDataset`): the finding is taken back, and `fix` leaves that
+    loader alone.  A class from an installed package keeps the finding.
 
     Pre-tokenized Hugging Face rows padded into batches stay silent too: a
     `collate_fn` that is a `transformers` data collator
@@ -216,7 +204,7 @@ class SynchronousLoading(Rule):
             fix = _workers_fix(ctx, call, n, found, worker_hazards(ctx, call))
             fix.withheld = unguarded_script(ctx, call) or unimportable_dataset(ctx, call)
             yield Report(call.node, message, fix)
-        yield from _training_arguments(ctx)
+        yield from training_arguments(ctx)
 
     VALID = [
         # Set again after the config is made: unknown.
