@@ -11,7 +11,9 @@ namespace changed after parsing (``args.workers = ...``, ``setattr``,
 
 ``finish`` binds the namespaces to the names that hold them
 (``Scope.namespaces``), which ``loadlint.facts.resolve.evaluate`` reads; the
-module's plain values are exported for the project-wide join.
+module's plain values are exported for the project-wide join.  A change is
+kept with its program point (``resolve.Flow``): a read resolves to the
+default unless a change may run before it.
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ import libcst as cst
 
 from loadlint.cst.codegen import code_for_node
 from loadlint.facts.cursor import Cursor, Provider
+from loadlint.facts.cli_options import argparse_option, dataclass_fields, keyword_value
 from loadlint.facts.names import ClassFacts, FunctionFacts, NameFacts
-from loadlint.facts.resolve import MISSING, UNKNOWN, Namespace, Option, Origin, Scope, evaluate, is_known, origin
+from loadlint.facts.resolve import MISSING, UNKNOWN, Flow, Namespace, Option, Origin, Point, Scope, evaluate, is_known, origin
 
 _PARSERS = {
     "argparse.ArgumentParser": "argparse",
@@ -45,10 +48,7 @@ FRAMEWORK_ARGUMENTS = {
 }
 _ALIASING = {"add_argument_group", "add_mutually_exclusive_group", "add_subparsers", "add_parser"}
 _PARSE = {"parse_args", "parse_known_args", "parse_args_into_dataclasses"}
-_CONVERT = {"int": int, "float": float, "str": str}
-_VARS_WRITE = re.compile(r"\bvars\(\s*(\w+)\s*\)(?!\s*\[)")
 _WORD = re.compile(r"\w+")
-_DICT = re.compile(r"\b(\w+)\.__dict__\b")
 
 #: A binding place: the scope a name is bound in, and the name.
 Place = tuple[Scope, str]
@@ -113,8 +113,16 @@ class CliProvider(Provider[CliFacts]):
         self._assigns: list[tuple[cst.BaseExpression, cst.BaseExpression, Scope]] = []
         self._returns: dict[FunctionFacts, list[tuple[cst.BaseExpression, Scope]]] = {}
         self._calls: dict[str, list[tuple[cst.Call, Scope]]] = {}
-        self._changed_attrs: set[str] = set()
-        self._changed_names: set[str] = set()
+        #: Attribute (any receiver) or name -> the points where it changes.
+        self._changed_attrs: dict[str, list[Point]] = {}
+        self._changed_names: dict[str, list[tuple[int | None, Point]]] = {}
+        self._reads: dict[int, Point] = {}
+        self._tick = 0
+        #: Attributes an assignment statement writes, recorded as it ends.
+        self._pending: list[str] = []
+        #: ``vars(x)`` calls read by a constant key (``vars(args)["workers"]``): reads, not changes.
+        self._vars_reads: set[int] = set()
+        self._parsed: set[int] = set()
         self._module = cst.Module([])
         self._code: str | None = None
         self._words: Counter[str] | None = None
@@ -132,8 +140,9 @@ class CliProvider(Provider[CliFacts]):
         elif qualified in _DATACLASS_CLI:
             self._parses[id(node)] = _Parse(node, cursor.scope, qualified, None)
         elif type(func) is cst.Name:
-            if func.value == "setattr" and node.args and type(node.args[0].value) is cst.Name:
-                self._changed_names.add(node.args[0].value.value)
+            if func.value in ("setattr", "vars") and node.args and type(node.args[0].value) is cst.Name:
+                if id(node) not in self._vars_reads:
+                    self._name_changed(node.args[0].value.value)
             elif node.args:
                 self._calls.setdefault(func.value, []).append((node, cursor.scope))
         if type(func) is not cst.Attribute:
@@ -178,6 +187,45 @@ class CliProvider(Provider[CliFacts]):
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         self._assigned(node.target)
 
+    def leave_Assign(self, original_node: cst.Assign) -> None:
+        self._flush()
+
+    def leave_AnnAssign(self, original_node: cst.AnnAssign) -> None:
+        self._flush()
+
+    def leave_AugAssign(self, original_node: cst.AugAssign) -> None:
+        self._flush()
+
+    def _flush(self) -> None:
+        # An assignment changes the attribute once its statement has run.
+        if self._pending:
+            point = self._point()
+            for attr in self._pending:
+                self._changed_attrs.setdefault(attr, []).append(point)
+            self._pending.clear()
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if type(node.value) is cst.Name:
+            if node.attr.value == "__dict__":
+                self._name_changed(node.value.value)
+            else:
+                self._reads[id(node)] = self._point()
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        value = node.value
+        if type(value) is cst.Call and type(value.func) is cst.Name and value.func.value == "vars":
+            self._vars_reads.add(id(value))
+            self._reads[id(node)] = self._point()
+
+    def _name_changed(self, name: str) -> None:
+        # Kept with the scope the name is bound in (None: not known yet, any).
+        found = self.cursor.scope.lookup(name)
+        self._changed_names.setdefault(name, []).append((id(found[0]) if found else None, self._point()))
+
+    def _point(self) -> Point:
+        self._tick += 1
+        return self._tick, id(self.cursor.scope), tuple(id(frame.node) for frame in self.cursor.loops)
+
     def visit_Return(self, node: cst.Return) -> None:
         fn = self.cursor.function
         if fn is not None and node.value is not None:
@@ -186,7 +234,7 @@ class CliProvider(Provider[CliFacts]):
     def _assigned(self, target: cst.BaseExpression) -> None:
         # ``args.workers = 8`` anywhere: that option's default is not what runs.
         if type(target) is cst.Attribute and type(target.value) is cst.Name:
-            self._changed_attrs.add(target.attr.value)
+            self._pending.append(target.attr.value)
         elif type(target) is cst.Tuple or type(target) is cst.List:
             for element in target.elements:
                 self._assigned(element.value)
@@ -203,10 +251,6 @@ class CliProvider(Provider[CliFacts]):
         """Bind every parsed namespace to the names that hold it; ``text`` is
         the module's source (printed from the tree when not given)."""
         self._module, self._code = module, text
-        if self._parses:
-            # ``vars(args).update(...)``, ``args.__dict__``: the namespace changes.
-            code = self._source()
-            self._changed_names.update(_VARS_WRITE.findall(code), _DICT.findall(code))
         for method, receiver, node, scope in self._members:
             parser = self._parser_of(receiver, scope, 0)
             if parser is None:
@@ -278,7 +322,7 @@ class CliProvider(Provider[CliFacts]):
             returns = self._returns.get(fn, []) if fn is not None else []
             return self._result(returns[0][0], returns[0][1], depth + 1) if len(returns) == 1 else None
         if parse.receiver is None:
-            return self._dataclass_result(value, scope)
+            return self._made(self._dataclass_result(value, scope))
         # Arguments given to the parse call replace the command line.
         if value.args:
             return None
@@ -286,11 +330,16 @@ class CliProvider(Provider[CliFacts]):
         if parser is None:
             return None
         if parse.method == "parse_args_into_dataclasses":
-            return self._dataclass_namespaces(parser, value)
+            return self._made(self._dataclass_namespaces(parser, value))
         if parser.kind != "argparse":
             return None
         ns = self._argparse_namespace(parser)
-        return [ns] if ns is not None else None
+        return self._made([ns] if ns is not None else None)
+
+    def _made(self, result: list[Namespace] | None) -> list[Namespace] | None:
+        """Namespaces a parse call makes: their reads follow the flow."""
+        self._parsed.update(id(ns) for ns in result or ())
+        return result
 
     def _dataclass_result(self, call: cst.Call, scope: Scope) -> list[Namespace] | None:
         if not call.args or call.args[0].keyword is not None:
@@ -324,18 +373,16 @@ class CliProvider(Provider[CliFacts]):
             return None
         ns = Namespace()
         for klass in reversed(self._names.class_hierarchy(cls)):
-            ns.options.update(_dataclass_fields(klass, self._names.module_scope))
-        for name in self._changed_attrs:
-            ns.options.pop(name, None)
+            ns.options.update(dataclass_fields(klass, self._names.module_scope))
         return ns
 
     def _argparse_namespace(self, parser: _Parser, depth: int = 0) -> Namespace | None:
         options: dict[str, Option | Namespace] = {}
-        for element in getattr(_keyword(parser.node, "parents"), "elements", ()) if depth < 8 else ():  # theirs first
+        for element in getattr(keyword_value(parser.node, "parents"), "elements", ()) if depth < 8 else ():  # theirs first
             parent = self._parser_of(element.value, parser.scope, 0)
             options.update(getattr(parent and parent.kind == "argparse" and self._argparse_namespace(parent, depth + 1), "options", {}))
         for node, scope in parser.options:
-            parsed = _argparse_option(node, scope)
+            parsed = argparse_option(node, scope)
             if parsed is None:
                 continue
             dest, option = parsed
@@ -351,15 +398,13 @@ class CliProvider(Provider[CliFacts]):
                 key, value = arg.keyword.value, evaluate(arg.value, scope)
                 options[key] = Option(value, Origin(f"with the default `{key}={value!r}`", arg.value))
         for node, scope in parser.dataclasses:
-            dest_expr = _keyword(node, "dest")
+            dest_expr = keyword_value(node, "dest")
             name = evaluate(dest_expr, scope) if dest_expr is not None else None
             if not node.args or not isinstance(name, str):
                 continue
             inner = self._dataclass_namespace(node.args[0].value, scope, node)
             if inner is not None:
                 options[name] = inner
-        for name in self._changed_attrs:
-            options.pop(name, None)
         return Namespace(options)
 
     def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression, scope: Scope) -> None:
@@ -378,9 +423,15 @@ class CliProvider(Provider[CliFacts]):
         else:
             return
         for name_node, ns in pairs:
-            if type(name_node) is cst.Name and name_node.value not in self._changed_names:
+            if type(name_node) is cst.Name:
                 found = scope.lookup(name_node.value)
                 owner = found[0] if found else scope.function
+                whole = [p for o, p in self._changed_names.get(name_node.value, ()) if o is None or o == id(owner)]
+                if id(ns) in self._parsed or ns.flow is not None:
+                    before = ns.flow.whole if ns.flow is not None else []
+                    ns = Namespace(ns.options, Flow([*before, *whole], self._changed_attrs, self._reads))
+                elif whole:
+                    continue  # a config tree changed as a whole: unknown
                 owner.namespaces[name_node.value] = ns
 
     def _flow_into_parameters(self) -> None:
@@ -461,14 +512,16 @@ class CliProvider(Provider[CliFacts]):
                 if is_known(value) and type(value) in (int, float, str, bool, type(None)):
                     values.constants[name] = value
         for name, ns in module.namespaces.items():
-            values.namespaces[name] = _plain(ns)
+            # Another module's read has no point here: any change counts.
+            if ns.flow is None or not ns.flow.whole:
+                values.namespaces[name] = {k: v for k, v in _plain(ns).items() if k not in self._changed_attrs}
         for fn, returns in self._returns.items():
             if fn.nested or fn.class_name is not None or len(returns) != 1:
                 continue
             parser = self._parser_of(returns[0][0], returns[0][1], 0)
             built = self._argparse_namespace(parser) if parser is not None and parser.kind == "argparse" else None
             if built is not None:
-                values.parser_functions[fn.name] = _plain(built)
+                values.parser_functions[fn.name] = {k: v for k, v in _plain(built).items() if k not in self._changed_attrs}
 
 
 def _parameters(fn: FunctionFacts) -> list[cst.Param]:
@@ -494,68 +547,6 @@ def _plain(ns: Namespace) -> dict[str, tuple[object, str]]:
         for name, option in ns.options.items()
         if isinstance(option, Option) and is_known(option.value) and option.origin is not None
     }
-
-
-def _keyword(call: cst.Call, name: str) -> cst.BaseExpression | None:
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == name:
-            return arg.value
-    return None
-
-
-def _argparse_option(call: cst.Call, scope: Scope) -> tuple[str, Option] | None:
-    """(dest, default) of one ``add_argument`` call."""
-    flags = [evaluate(a.value, scope) for a in call.args if a.keyword is None and not a.star]
-    if not flags or not all(isinstance(f, str) for f in flags):
-        return None
-    long = [f for f in flags if f.startswith("--")]
-    flag = long[0] if long else flags[0]
-    dest_expr = _keyword(call, "dest")
-    dest = evaluate(dest_expr, scope) if dest_expr is not None else flag.lstrip("-").replace("-", "_")
-    if not isinstance(dest, str):
-        return None
-    action = evaluate(_keyword(call, "action"), scope) if _keyword(call, "action") is not None else "store"
-    default_expr = _keyword(call, "default")
-    if not flag.startswith("-") or evaluate(_keyword(call, "required"), scope) is True:
-        return dest, Option(UNKNOWN)
-    if action in ("store_true", "store_false") and default_expr is None:
-        value = action == "store_false"
-        return dest, Option(value, Origin(f"without `{flag}`"))
-    if action != "store" or default_expr is None:
-        return dest, Option(UNKNOWN)
-    value = evaluate(default_expr, scope)
-    type_expr = _keyword(call, "type")
-    if isinstance(value, str) and type_expr is not None:
-        # argparse converts a string default with ``type``.
-        convert = _CONVERT.get(type_expr.value) if type(type_expr) is cst.Name else None
-        try:
-            value = convert(value) if convert is not None else UNKNOWN
-        except ValueError:
-            value = UNKNOWN
-    return dest, Option(value, Origin(f"with the default `{flag} {value}`", default_expr))
-
-
-def _dataclass_fields(cls: ClassFacts, scope: Scope) -> dict[str, Option | Namespace]:
-    """Field name -> default of a dataclass body (``x: int = 4``,
-    ``x: int = field(default=4)``); a field without one is unknown."""
-    out: dict[str, Option | Namespace] = {}
-    body = cls.node.body
-    statements = body.body if type(body) is cst.IndentedBlock else ()
-    for statement in statements:
-        if type(statement) is not cst.SimpleStatementLine:
-            continue
-        for small in statement.body:
-            if type(small) is not cst.AnnAssign or type(small.target) is not cst.Name:
-                continue
-            name, default = small.target.value, small.value
-            if type(default) is cst.Call and type(default.func) is cst.Name and default.func.value == "field":
-                default = _keyword(default, "default")
-            if default is None:
-                out[name] = Option(UNKNOWN)
-                continue
-            value = evaluate(default, scope)
-            out[name] = Option(value, Origin(f"with the default `{cls.name}.{name} = {value!r}`", default))
-    return out
 
 
 #: The loader settings of Hugging Face's ``TrainingArguments`` (transformers 5.x defaults).

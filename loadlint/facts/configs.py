@@ -500,8 +500,13 @@ def namespace_options(ns: Namespace, ref_of: Callable[[cst.CSTNode], int], prefi
     """A tree's known defaults as plain data for another module: dotted
     attribute path -> value, how a message names it, and where it is."""
     out: dict[str, Any] = {}
+    flow = ns.flow
+    if flow is not None and flow.whole:
+        return out  # changed as a whole: another module's read has no program point here
     for name, item in ns.options.items():
         dotted = f"{prefix}{name}"
+        if flow is not None and flow.anywhere(name):
+            continue
         if isinstance(item, Namespace):
             if depth < _MAX_DEPTH:
                 out.update(namespace_options(item, ref_of, dotted + ".", depth + 1))

@@ -84,6 +84,44 @@ class Namespace:
     namespace, or a dataclass instance a command-line parser fills."""
 
     options: dict[str, Option | Namespace] = field(default_factory=dict)
+    #: Where the object changes after it is made (None: nowhere known).
+    flow: Flow | None = None
+
+
+#: A program point: (its rank in source order, id of its scope, ids of the
+#: loops around it in that scope).
+Point = tuple[int, int, tuple[int, ...]]
+
+
+def reaches(change: Point, read: Point) -> bool:
+    """A change may have happened when the read runs: it comes first in the
+    same scope, or shares a loop with the read (the next pass), or sits in
+    another scope (when it runs is not known)."""
+    return change[1] != read[1] or change[0] < read[0] or bool(set(change[2]) & set(read[2]))
+
+
+@dataclass(eq=False)
+class Flow:
+    """The changes to a value after it is made, for reads resolved at their
+    own program point: what is changed after a read does not change what it
+    reads; what is changed before it, or in a loop around both, does."""
+
+    #: The value as a whole: ``vars(args)``, ``setattr(args, ...)``, ``args.__dict__``.
+    whole: list[Point]
+    #: Attribute name -> where ``<name>.<attribute> = ...`` is written (any receiver).
+    attrs: dict[str, list[Point]]
+    #: id of a read node (``args.workers``, ``vars(args)["workers"]``) -> its point.
+    reads: dict[int, Point]
+
+    def changed(self, parts: list[str], read: cst.BaseExpression) -> bool:
+        """Whether a change may reach the read of ``parts`` at ``read``."""
+        changes = [*self.whole, *(p for part in parts for p in self.attrs.get(part, ()))]
+        point = self.reads.get(id(read))
+        return bool(changes) if point is None else any(reaches(change, point) for change in changes)
+
+    def anywhere(self, attr: str) -> bool:
+        """Whether the value, or the attribute, changes anywhere (a read in another module)."""
+        return bool(self.whole or self.attrs.get(attr))
 
 
 @dataclass(eq=False)
@@ -365,6 +403,9 @@ def option_of(node: cst.BaseExpression | None, scope: Scope | None) -> Option | 
     if found is None or len(found[1]) != 1:
         return None
     item: Option | Namespace | None = found[0].namespaces.get(head)
+    flow = item.flow if isinstance(item, Namespace) else None
+    if flow is not None and flow.changed(parts, node):
+        return None
     for part in parts:
         if not isinstance(item, Namespace):
             return None
