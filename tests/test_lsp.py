@@ -355,7 +355,8 @@ CAPABILITIES = types.ClientCapabilities(
 #: cell magic; a shell line, a markdown cell and a %%bash cell are skipped.
 CELLS = [
     ("markdown", "markdown", "# Training\n\nDataLoader( in prose\n"),
-    ("code", "python", "!pip install torch\nimport torch\nfrom torch.utils.data import DataLoader\n"),
+    # The dataset comes from a module: spawned workers can import it (LL201's fix is offered).
+    ("code", "python", "!pip install torch\nimport torch\nfrom torch.utils.data import DataLoader\nfrom data import ds\n"),
     ("code", "python", "%%time\nloader = DataLoader(ds, batch_size=32)\nfor x in loader:\n    model(x.cuda())"),
     ("code", "python", "%%bash\necho 'DataLoader(ds)'\n"),
 ]
