@@ -9,7 +9,7 @@ from typing import Any
 
 import libcst as cst
 
-from loadlint.facts.cursor import Cursor, Provider
+from loadlint.facts.cursor import Cursor, Provider, callee_name
 from loadlint.facts.scopes import literal_members, member
 from loadlint.facts.names import Key, LoopFrame
 from loadlint.cst.walk import find_all
@@ -135,6 +135,8 @@ class LoaderFacts:
 
 #: Methods that read a container without changing it.
 _READS = frozenset({"values", "items", "keys", "get", "copy", "index", "count"})
+#: Wrappers that yield the loader's batches as they are (a progress bar).
+_PROGRESS_BARS = frozenset({"tqdm", "track", "progress_bar"})
 
 
 class LoaderProvider(Provider[LoaderFacts]):
@@ -182,6 +184,8 @@ class LoaderProvider(Provider[LoaderFacts]):
             if len(node.targets) == 1:
                 self._record_holder(self.cursor.key_of(node.targets[0].target), node.value)
         elif len(node.targets) == 1:
+            if type(node.value) is cst.IfExp:
+                self._record_progress_alias(node.targets[0].target, node.value)
             self._record_container(node.targets[0].target, node.value)
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
@@ -392,6 +396,20 @@ class LoaderProvider(Provider[LoaderFacts]):
                 dest_key = key_of(dest)
                 if dest_key is not None and source is not None and dest_key != source:
                     self.facts.aliases[dest_key] = source
+
+    def _record_progress_alias(self, target: cst.BaseExpression, value: cst.IfExp) -> None:
+        # ``it = tqdm(loader) if is_main_process() else loader`` (NVIDIA's BERT run_squad.py)
+        key_of = self.cursor.key_of
+        sources = set()
+        for branch in (value.body, value.orelse):
+            if type(branch) is cst.Call and callee_name(branch.func) in _PROGRESS_BARS and branch.args:
+                branch = branch.args[0].value
+            sources.add(key_of(branch))
+        dest = key_of(target)
+        if len(sources) == 1 and dest is not None:
+            source = sources.pop()
+            if source is not None and source != dest:
+                self.facts.aliases[dest] = source
 
     def _record_loader(self, node: cst.Call, subclass: str | None = None) -> None:
         cursor = self.cursor

@@ -43,7 +43,9 @@ class MissingSetEpoch(Rule):
     multiple epochs. Otherwise, the same ordering will be always used."
 
     A sampler chosen in branches counts like one assigned once: the loader
-    draws from the `DistributedSampler` whenever the run is distributed.
+    draws from the `DistributedSampler` whenever the run is distributed.  A
+    loader iterated through a progress bar on one branch
+    (`it = tqdm(loader) if is_main_process() else loader`) is the loader.
 
     The rule is silent with `shuffle=False`, when a framework drives the
     loop (Lightning and accelerate call `set_epoch` themselves), and when
@@ -333,6 +335,35 @@ class MissingSetEpoch(Rule):
                         step(batch)
             """,
             line=7,
+        ),
+        # The loader wrapped in a progress bar on the main process only (NVIDIA's BERT `run_squad.py`).
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            from torch.utils.data.distributed import DistributedSampler
+            from tqdm import tqdm
+            def main(args, train_data):
+                train_sampler = DistributedSampler(train_data)
+                train_dataloader = DataLoader(train_data, sampler=train_sampler, batch_size=32)
+                for epoch in range(args.epochs):
+                    train_iter = tqdm(train_dataloader, desc="Iteration") if is_main_process() else train_dataloader
+                    for step, batch in enumerate(train_iter):
+                        step(batch)
+            """,
+            fixed="""
+            from torch.utils.data import DataLoader
+            from torch.utils.data.distributed import DistributedSampler
+            from tqdm import tqdm
+            def main(args, train_data):
+                train_sampler = DistributedSampler(train_data)
+                train_dataloader = DataLoader(train_data, sampler=train_sampler, batch_size=32)
+                for epoch in range(args.epochs):
+                    train_sampler.set_epoch(epoch)
+                    train_iter = tqdm(train_dataloader, desc="Iteration") if is_main_process() else train_dataloader
+                    for step, batch in enumerate(train_iter):
+                        step(batch)
+            """,
+            line=5,
         ),
         # An epoch loop without a loop variable: reported, no fix.
         Invalid(
