@@ -310,9 +310,13 @@ class CliProvider(Provider[CliFacts]):
             return None
         if type(value) is cst.Name:
             found = scope.lookup(value.value)
-            if found is None or len(found[1]) != 1 or value.value in self._changed_names:
+            if found is None or len(found[1]) != 1:
                 return None
+            # A parsed one is bound with its own changes (``_bind``), which the new name's add to.
             ns = found[0].namespaces.get(value.value)
+            if ns is not None and ns.flow is None and any(
+                    o is None or o == id(found[0]) for o, _ in self._changed_names.get(value.value, ())):
+                return None
             return [ns] if ns is not None else None
         if type(value) is not cst.Call:
             return None

@@ -101,3 +101,14 @@ def test_a_constant_key_read_of_vars_is_a_read() -> None:
     body = "    loader = DataLoader(ds, num_workers=vars(args)['workers'])\n    vars(args).update(workers=2)\n"
     messages = ll203(body)
     assert len(messages) == 1 and messages[0].startswith(FOUND)
+
+
+def test_a_namespace_returned_by_a_helper_keeps_the_default_until_changed() -> None:
+    # diffusers' train_text_to_image.py: ``args = parse_args()`` in main(),
+    # ``tracker_config = dict(vars(args))`` after the loader.
+    source = textwrap.dedent(HEAD).replace("return parser.parse_args()", "args = parser.parse_args()\n    return args")
+    body = READ + "    tracker_config = dict(vars(args))\n"
+    findings = check_source(source + body, "train.py", settings=Settings(select=("LL203",)), profile=PROFILE)
+    assert [f.message[:len(FOUND)] for f in findings] == [FOUND]
+    before = source + "    tracker_config = dict(vars(args))\n" + READ
+    assert check_source(before, "train.py", settings=Settings(select=("LL203",)), profile=PROFILE) == []
