@@ -336,7 +336,26 @@ def _in_memory_call(call: cst.Call, scope: Scope, names: NameFacts, depth: int) 
 
 def _calls_only_pure(fn: FunctionFacts, facts: DatasetFacts, factories: bool) -> bool:
     calls = facts.method_calls.get(fn, ())
-    return all(_pure_call(qualified, node, fn.scope, factories) for qualified, node in calls)
+    cached = set() if factories else _cached_calls(fn)
+    return all(_pure_call(qualified, node, fn.scope, factories or id(node) in cached) for qualified, node in calls)
+
+
+def _cached_calls(fn: FunctionFacts) -> set[int]:
+    """Calls whose result the method stores on its first run only (``if
+    self.x is None: self.x = torch.randn(...)``, composer's test datasets):
+    built once, like in ``__init__``."""
+    out = set()
+    for node in find_all(fn.node, cst.If):
+        test = node.test
+        if not (type(test) is cst.Comparison and len(test.comparisons) == 1
+                and type(test.comparisons[0].operator) is cst.Is and type(test.comparisons[0].comparator) is cst.Name
+                and test.comparisons[0].comparator.value == "None"):
+            continue
+        attr = dotted_name(test.left)
+        for assign in find_all(node.body, cst.Assign) if attr and attr.startswith("self.") else ():
+            if len(assign.targets) == 1 and dotted_name(assign.targets[0].target) == attr and type(assign.value) is cst.Call:
+                out.add(id(assign.value))
+    return out
 
 
 def _reads_module_data(fn: FunctionFacts, names: NameFacts) -> bool:

@@ -69,7 +69,8 @@ class SynchronousLoading(Rule):
     `split`); a list, tuple or comprehension of in-memory values or a tensor
     from `torch.arange`/`randn`/`zeros`/... (without a custom `collate_fn`);
     a `Dataset` class of the module whose `__getitem__` only indexes what
-    its `__init__` builds from such values, or hands on as it is what
+    its `__init__` (or its own first read: `if self.x is None: self.x =
+    torch.randn(...)`) builds from such values, or hands on as it is what
     `__init__` stored (a prompt).  The dataset is followed through each
     binding of its name, the callers passing a parameter and a helper's
     returns.  Any other call in `__getitem__`, a file read in `__init__`,
