@@ -26,7 +26,7 @@ import libcst as cst
 
 from loadlint.cst.codegen import code_for_node
 from loadlint.facts.cursor import Cursor, Provider
-from loadlint.facts.cli_options import argparse_option, dataclass_fields, keyword_value
+from loadlint.facts.cli_options import argparse_option, dataclass_fields, keyword_value, parameters, passes, spawned_call
 from loadlint.facts.names import ClassFacts, FunctionFacts, NameFacts
 from loadlint.facts.resolve import MISSING, UNKNOWN, Flow, Namespace, Option, Origin, Point, Scope, evaluate, is_known, origin
 
@@ -46,6 +46,9 @@ FRAMEWORK_ARGUMENTS = {
     "transformers.training_args.TrainingArguments",
     "transformers.training_args_seq2seq.Seq2SeqTrainingArguments",
 }
+#: Process starts whose target receives ``args=``: ``spawn`` prepends the process index.
+_SPAWN = {"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes"}
+_PROCESS = {"multiprocessing.Process", "torch.multiprocessing.Process", "multiprocessing.process.Process"}
 _ALIASING = {"add_argument_group", "add_mutually_exclusive_group", "add_subparsers", "add_parser"}
 _PARSE = {"parse_args", "parse_known_args", "parse_args_into_dataclasses"}
 _WORD = re.compile(r"\w+")
@@ -133,6 +136,10 @@ class CliProvider(Provider[CliFacts]):
         cursor = self.cursor
         qualified = cursor.qualified
         func = node.func
+        if qualified in _SPAWN or qualified in _PROCESS:
+            spawned = spawned_call(node, qualified in _SPAWN)
+            if spawned is not None and type(spawned.func) is cst.Name:
+                self._calls.setdefault(spawned.func.value, []).append((spawned, cursor.scope))
         if qualified in FRAMEWORK_ARGUMENTS:
             self._record_training_arguments(node, qualified)
         elif qualified in _PARSERS:
@@ -261,7 +268,7 @@ class CliProvider(Provider[CliFacts]):
         for _ in range(2):
             for target, value, scope in self._assigns:
                 self._bind(target, value, scope)
-        self._flow_into_parameters()
+        self._flow_intoparameters()
         self._parameter_defaults()
         self._export()
 
@@ -438,7 +445,7 @@ class CliProvider(Provider[CliFacts]):
                     continue  # a config tree changed as a whole: unknown
                 owner.namespaces[name_node.value] = ns
 
-    def _flow_into_parameters(self) -> None:
+    def _flow_intoparameters(self) -> None:
         """``main(args)``: a parameter every call in the module passes the
         same namespace to holds that namespace."""
         for _ in range(3):
@@ -463,7 +470,7 @@ class CliProvider(Provider[CliFacts]):
         for fn in self._names.functions:
             calls = [(c, s) for c, s in self._calls.get(fn.name, ()) if self._local_function(c, s) is fn]
             # Only a function the module calls, and never refers to otherwise (the def names it once).
-            if fn.class_name is not None or not calls or not any(p.default for p in _parameters(fn)):
+            if fn.class_name is not None or not calls or not any(p.default for p in parameters(fn)):
                 continue
             # The def and the calls are the only mentions (a function passed around is called elsewhere too).
             if self._mentions()[fn.name] != len(calls) + 1:
@@ -477,7 +484,7 @@ class CliProvider(Provider[CliFacts]):
                     continue
                 name = param.name.value
                 at = index if index < len(positional) else None
-                if any(_passes(call, at, name) for call, _ in calls):
+                if any(passes(call, at, name) for call, _ in calls):
                     continue
                 value = evaluate(param.default, fn.scope.parent)
                 text = f"with the default `{name}={_code(param.default)}` of `{fn.name}()`"
@@ -526,19 +533,6 @@ class CliProvider(Provider[CliFacts]):
             built = self._argparse_namespace(parser) if parser is not None and parser.kind == "argparse" else None
             if built is not None:
                 values.parser_functions[fn.name] = {k: v for k, v in _plain(built).items() if k not in self._changed_attrs}
-
-
-def _parameters(fn: FunctionFacts) -> list[cst.Param]:
-    params = fn.node.params
-    return [*params.posonly_params, *params.params, *params.kwonly_params]
-
-
-def _passes(call: cst.Call, index: int | None, name: str) -> bool:
-    """The call gives the parameter at ``index`` (positional) or named ``name``."""
-    positional = sum(1 for arg in call.args if arg.keyword is None)
-    return (index is not None and index < positional) or any(
-        arg.keyword is not None and arg.keyword.value == name for arg in call.args
-    )
 
 
 def _code(node: cst.BaseExpression) -> str:

@@ -1,12 +1,13 @@
-"""One option of a command-line parser, read from its source: an
+"""Command-line options and calls, read from the source: an
 ``add_argument`` call's destination and default, a dataclass body's fields
-and their defaults."""
+and their defaults, the parameters a call gives, the call a process start
+makes."""
 
 from __future__ import annotations
 
 import libcst as cst
 
-from loadlint.facts.names import ClassFacts
+from loadlint.facts.names import ClassFacts, FunctionFacts
 from loadlint.facts.resolve import UNKNOWN, Namespace, Option, Origin, Scope, evaluate
 
 _CONVERT = {"int": int, "float": float, "str": str}
@@ -72,3 +73,36 @@ def dataclass_fields(cls: ClassFacts, scope: Scope) -> dict[str, Option | Namesp
             value = evaluate(default, scope)
             out[name] = Option(value, Origin(f"with the default `{cls.name}.{name} = {value!r}`", default))
     return out
+
+
+def parameters(fn: FunctionFacts) -> list[cst.Param]:
+    params = fn.node.params
+    return [*params.posonly_params, *params.params, *params.kwonly_params]
+
+
+def passes(call: cst.Call, index: int | None, name: str) -> bool:
+    """The call gives the parameter at ``index`` (positional) or named ``name``."""
+    positional = sum(1 for arg in call.args if arg.keyword is None)
+    return (index is not None and index < positional) or any(
+        arg.keyword is not None and arg.keyword.value == name for arg in call.args
+    )
+
+
+def spawned_call(node: cst.Call, spawn: bool) -> cst.Call | None:
+    """The call a process start makes, as if written: the target's
+    parameters receive what ``args=`` passes (``mp.spawn``'s first one is
+    the process index); None when the target or what it gets is not plain."""
+    positional = [a.value for a in node.args if a.keyword is None and not a.star]
+    target = keyword_value(node, "fn" if spawn else "target")
+    given = keyword_value(node, "args")
+    if spawn:
+        target = target if target is not None else (positional[0] if positional else None)
+        given = given if given is not None else (positional[1] if len(positional) > 1 else None)
+    if type(target) is not cst.Name or any(a.star for a in node.args) or keyword_value(node, "kwargs") is not None:
+        return None
+    if given is not None and not (isinstance(given, (cst.Tuple, cst.List))
+                                  and all(type(e) is cst.Element for e in given.elements)):
+        return None
+    args = [cst.Arg(cst.Integer("0"))] if spawn else []
+    args += [cst.Arg(e.value) for e in getattr(given, "elements", ())]
+    return cst.Call(func=cst.Name(target.value), args=args)
