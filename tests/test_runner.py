@@ -157,15 +157,18 @@ def test_a_dead_worker_loses_no_file(tmp_path, monkeypatch):
 
 
 def test_profile_is_resolved_once_in_the_parent(tmp_path, monkeypatch):
+    from loadlint.hardware import detect
+
     root = write_tree(tmp_path / "tree")
     calls = []
+    resolve = detect.rules_profile
 
-    class Counting(ProfileCache):
-        def _detect(self, **kwargs):
-            calls.append(os.getpid())
-            return HardwareProfile(usable_cpus=8, logical_cpus=8, gpu_count=2)
+    def counting(target=None):
+        calls.append(os.getpid())
+        return resolve(target)
 
-    runner.lint_candidates(candidates(root), jobs=2, profiles=Counting(), pool_min_saving=0)
+    monkeypatch.setattr(detect, "rules_profile", counting)
+    runner.lint_candidates(candidates(root), jobs=2, profiles=ProfileCache(), pool_min_saving=0)
     assert calls == [os.getpid()]
 
 
