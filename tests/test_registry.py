@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from loadlint.engine.analysis import analyse
+from loadlint.engine.withhold import declared
 
 from loadlint.types import Options
 from loadlint.facts.collect import collect
@@ -123,7 +124,9 @@ def _first_finding(rule: type[Rule], example: Invalid, profile_reads: list[int])
         return example.profile or EXAMPLE_PROFILE
 
     options = Options(select=frozenset({rule.code}), profile_factory=profile)
-    findings, _ = analyse(dedent(example.code), example.path, options, notebook=example.path.endswith(".ipynb"))
+    findings, analysis = analyse(dedent(example.code), example.path, options, notebook=example.path.endswith(".ipynb"))
+    if analysis is not None:
+        declared(findings, analysis.reports)  # a fix the rule withholds is not offered
     return next(f for f in findings if f.code == rule.code)
 
 
@@ -167,7 +170,8 @@ def test_worker_hazards_are_the_rules_that_declare_them():
 def test_the_rules_declared_across_files_are_those_the_project_analysis_reports():
     project = RULES_DIR.parent / "project"
     reported = {a or b for path in project.glob("*.py") for a, b in re.findall(r'_add\([^()"]*"(LL\d{3})"|Finding\("(LL\d{3})", name_of\("LL\d{3}"\), (?!"")', path.read_text(encoding="utf-8"))}
-    assert reported == {rule.code for rule in all_rules() if rule.across_files} == {"LL013", "LL014", "LL102", "LL202", "LL204", "LL205", "LL207"}
+    # LL900 there is the phase's own unfinished work (project/budget.py), not a rule's half.
+    assert reported - {"LL900"} == {rule.code for rule in all_rules() if rule.across_files} == {"LL013", "LL014", "LL102", "LL202", "LL204", "LL205", "LL207"}
 
 
 #: What only the facts layer may do: resolve values, walk nodes, match them.

@@ -177,7 +177,7 @@ class MissingMainGuard(Rule):
     needs_hardware = True
     # Offered everywhere, withheld with its reason where a worker could miss
     # something (as LL203 counts its machine-bound withholding).
-    fix_availability = "always"
+    fix_availability = "sometimes"
     # Guarding reshapes the script: only where this finding already is.
     implied_fix = False
 
