@@ -281,13 +281,16 @@ Scalar = Union[int, float, str, bool, None]
 #: ``{"lambda": true}``, or ``{}`` (unknown).  ``note`` says where a value
 #: comes from; ``at`` numbers a constant's node; ``default`` marks a
 #: parameter's default and ``unbound`` a parameter no caller gave a value
-#: (both added by the project walk, never stored).
+#: (both added by the project walk, never stored).  ``{"param": "args",
+#: "attribute": "n_cpu"}`` reads an attribute of a parameter; ``{"options":
+#: {...}}`` is a parsed namespace passed as an argument (``from``: the module
+#: that passed it, added by the walk).
 Descriptor = TypedDict(
     "Descriptor",
     {
         "value": Scalar, "cpu_count": bool, "param": str, "loader": int, "call": int, "index": Union[int, str, None],
         "import": str, "sampler": int, "device": str, "lambda": bool, "note": str, "at": int, "default": bool,
-        "unbound": bool, "options": dict[str, Any], "text": str, "tree": Any,
+        "unbound": bool, "options": dict[str, Any], "text": str, "tree": Any, "attribute": str, "from": str,
     },
     total=False,
 )

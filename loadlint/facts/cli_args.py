@@ -80,6 +80,8 @@ class CliFacts:
     values: ModuleValues = field(default_factory=ModuleValues)
     #: ``TrainingArguments(...)`` calls, whose loaders the Trainer builds.
     training_arguments: list[TrainingArgumentsCall] = field(default_factory=list)
+    #: Attributes written anywhere in the module (``<name>.<attribute> = ...``).
+    written: set[str] = field(default_factory=set)
 
 
 @dataclass(eq=False)
@@ -258,6 +260,7 @@ class CliProvider(Provider[CliFacts]):
         """Bind every parsed namespace to the names that hold it; ``text`` is
         the module's source (printed from the tree when not given)."""
         self._module, self._code = module, text
+        self.facts.written = set(self._changed_attrs)
         for method, receiver, node, scope in self._members:
             parser = self._parser_of(receiver, scope, 0)
             if parser is None:

@@ -34,6 +34,7 @@ import libcst as cst
 from loadlint.facts.calls import CallSite
 from loadlint.facts.names import ClassFacts, FunctionFacts, NameFacts
 from loadlint.facts.resolve import UNKNOWN, Namespace, Option, Origin, Scope, dotted_name, evaluate
+from loadlint.types import Descriptor
 
 #: The classes whose instances are yacs-style trees of attributes.
 CFG_NODES = frozenset({"yacs.config.CfgNode", "fvcore.common.config.CfgNode"})
@@ -523,3 +524,21 @@ def namespace_options(ns: Namespace, ref_of: Callable[[cst.CSTNode], int], prefi
 
 def _plain(value: object) -> bool:
     return value is None or type(value) in (int, float, str, bool)
+
+
+def passed_namespace(
+    expr: cst.BaseExpression, scope: Scope, is_param: Callable[[str], bool], ref_of: Callable[[cst.CSTNode], int],
+    written: set[str],
+) -> Descriptor:
+    """An argument for another module's function: ``args.n_cpu`` of a
+    parameter that this module never writes (the namespace its caller
+    passes decides), or a parsed namespace passed whole (its defaults that
+    no change touches)."""
+    if type(expr) is cst.Attribute and type(expr.value) is cst.Name and is_param(expr.value.value):
+        return {"param": expr.value.value, "attribute": expr.attr.value} if expr.attr.value not in written else {}
+    if type(expr) is not cst.Name:
+        return {}
+    found = scope.lookup(expr.value)
+    ns = found[0].namespaces.get(expr.value) if found is not None and len(found[1]) == 1 else None
+    options = namespace_options(ns, ref_of) if ns is not None and ns.flow is not None else {}
+    return {"options": options} if options else {}

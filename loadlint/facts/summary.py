@@ -35,7 +35,7 @@ from typing import Any, Callable, cast
 import libcst as cst
 
 from loadlint.facts.accelerator import device_kind
-from loadlint.facts.configs import CONFIG_FILES, bind_files, namespace_options
+from loadlint.facts.configs import CONFIG_FILES, bind_files, namespace_options, passed_namespace
 from loadlint.facts.calls import CallSite
 from loadlint.facts.collect import ModuleFacts
 from loadlint.facts.datasets import imported_dataset_class, in_memory_classes
@@ -60,7 +60,7 @@ MODULE = "<module>"
 #: The loader arguments project analysis reasons about (absent: torch's default).
 _LOADER_SETTINGS = ("num_workers", "persistent_workers", "pin_memory", "multiprocessing_context", "sampler")
 #: Bumped when the shape changes, so cached summaries are not misread.
-VERSION = 8
+VERSION = 9
 
 
 def summarise(facts: ModuleFacts, ref_of: RefOf) -> Summary:
@@ -309,6 +309,9 @@ class _Function:
         if type(expr) is cst.Lambda:
             # Passed to another module's factory: its workers must pickle it (LL007).
             return {"lambda": True}
+        passed = passed_namespace(expr, scope, self.is_param, self.ref_of, self.facts.cli.written) if scope is self.scope else {}
+        if passed:
+            return passed
         value = evaluate(expr, scope)
         if value is not UNKNOWN and _jsonable(value):
             return {"value": value}

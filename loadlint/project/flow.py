@@ -16,6 +16,7 @@ from typing import Callable, Union
 
 # A module's summary, typed in ``loadlint.types`` (``loadlint.facts.summary``
 # makes it, not imported: a warm run never needs libcst).
+from loadlint.project.modules import shown_path
 from loadlint.types import CallSummary, Descriptor, FunctionSummary, LoaderSummary, SamplerSummary, Summary, Use
 
 MODULE = "<module>"
@@ -129,7 +130,17 @@ Value = Union[Descriptor, LoaderRef, SamplerRef, tuple["Value", ...], None, _Mis
 def resolve(descriptor: Descriptor, frame: Frame, loaders: list[LoaderRef], results: list[Value]) -> Value:
     """A summary's value descriptor as a value in ``frame``."""
     if "param" in descriptor:
-        return frame.env.get(descriptor["param"], UNBOUND)
+        given = frame.env.get(descriptor["param"], UNBOUND)
+        if "attribute" not in descriptor:
+            return given
+        # ``args.n_cpu`` of the namespace a caller passed: its default.
+        options = given.get("options") if isinstance(given, dict) else None
+        option = options.get(descriptor["attribute"]) if isinstance(options, dict) else None
+        if not isinstance(given, dict) or not isinstance(option, dict) or "value" not in option:
+            return None
+        return {"value": option["value"], "note": f"{option.get('text')} of the namespace {shown_path(given.get('from', ''))} passes"}
+    if "options" in descriptor and "from" not in descriptor:
+        return {**descriptor, "from": frame.path}
     if "loader" in descriptor:
         index = descriptor["loader"]
         return loaders[index] if 0 <= index < len(loaders) else None
