@@ -382,18 +382,25 @@ def _attribute_in_memory(attr: str, hierarchy: list[ClassFacts], facts: DatasetF
 
 
 def _passed_through(fn: FunctionFacts, attr: str, hierarchy: list[ClassFacts], facts: DatasetFacts) -> bool:
-    """``self.<attr>``, set in ``__init__`` only, is only handed on as it is
-    (``example["prompt"] = self.prompt``), never indexed, called or read
-    into: whatever it holds, reading it does no work."""
+    """``self.<attr>``, set in ``__init__`` only, is only handed on as it is:
+    returned, put in a literal or a subscript (``example["prompt"] =
+    self.prompt``) or passed to a call (checked apart), never indexed,
+    called, read into or bound to a name.  Whatever it holds, reading it
+    does no work."""
     assignments = [a for klass in hierarchy for a in facts.attr_values.get((klass.name, attr), ())]
     if not assignments or any(method.name != "__init__" for method, _ in assignments):
         return False
-    def used(value: cst.BaseExpression) -> bool:
-        return type(value) is cst.Attribute and value.attr.value == attr and type(value.value) is cst.Name and (
-            value.value.value == "self")
-    return not (any(used(n.value) for n in find_all(fn.node, cst.Subscript))
-                or any(used(n.value) for n in find_all(fn.node, cst.Attribute))
-                or any(used(n.func) for n in find_all(fn.node, cst.Call)))
+    root = fn.node
+    handed = {id(n.value) for n in find_all(root, cst.Return)}
+    handed.update(id(n.value) for n in find_all(root, cst.Element))
+    handed.update(id(n.value) for n in find_all(root, cst.DictElement))
+    handed.update(id(n.value) for n in find_all(root, cst.Arg))
+    handed.update(id(n.value) for n in find_all(fn.node, cst.Assign)
+                  if len(n.targets) == 1 and type(n.targets[0].target) is cst.Subscript)
+    return all(
+        id(node) in handed for node in find_all(fn.node, cst.Attribute)
+        if node.attr.value == attr and type(node.value) is cst.Name and node.value.value == "self"
+    )
 
 
 def in_memory_class(names: NameFacts, facts: DatasetFacts, cls: ClassFacts) -> bool:

@@ -35,6 +35,15 @@ def rows(body: str) -> list[int]:
 
 
 SILENT = {
+    "a stored prompt returned with the index": """
+        from torch.utils.data import Dataset
+        class D(Dataset):
+            def __init__(self, prompt):
+                self.prompt = prompt
+            def __getitem__(self, i):
+                return self.prompt, i
+        loader = DataLoader(D(args.prompt))
+    """,
     "TensorDataset in both branches": """
         def main(args, a, b):
             if args.x:
@@ -76,6 +85,36 @@ SILENT = {
 }
 
 REPORTED = {
+    "a stored container bound to a name, then indexed": """
+        from torch.utils.data import Dataset
+        class D(Dataset):
+            def __init__(self, rows):
+                self.rows = rows
+            def __getitem__(self, i):
+                rows = self.rows
+                return rows[i]
+        loader = DataLoader(D(args.rows))
+    """,
+    "a stored object read into": """
+        from torch.utils.data import Dataset
+        class D(Dataset):
+            def __init__(self, table):
+                self.table = table
+            def __getitem__(self, i):
+                return self.table.rows
+        loader = DataLoader(D(args.table))
+    """,
+    "a stored object set again outside __init__": """
+        from torch.utils.data import Dataset
+        class D(Dataset):
+            def __init__(self, prompt):
+                self.prompt = prompt
+            def reload(self):
+                self.prompt = read()
+            def __getitem__(self, i):
+                return self.prompt, i
+        loader = DataLoader(D(args.prompt))
+    """,
     "TensorDataset in one branch, a folder in the other": """
         def main(args, a, folder):
             ds = TensorDataset(a)
