@@ -295,7 +295,7 @@ def test_paths_in_messages_are_relative_to_the_current_folder(tmp_path, capsys):
     args = ["check", "--no-cache", "--select", "LL204", "--target", "cpus=8,gpus=1"]
     _, out, _ = _main([*args, "ex/modular/data_setup.py"], root, capsys)
     assert (
-        "ex/modular/data_setup.py:39:20: LL204 [*] `persistent_workers` is not set: the cpu_count() workers of this "
+        "ex/modular/data_setup.py:39:20: LL204 [*] `persistent_workers` is not set: `os.cpu_count()` workers of this "
         "loader are started again at every epoch; set `persistent_workers=True` (iterated every epoch by "
         "`train_step` (ex/modular/engine.py:9) called from ex/modular/engine.py:32, from ex/modular/train.py:16)\n"
     ) in out

@@ -310,7 +310,7 @@ def test_a_worker_count_written_as_a_call_stays_a_value_beside_a_helpers_sampler
         """,
     })
     out = check(root, "--no-cache", ".")
-    assert out.startswith("train.py:7:14: LL204 [*] `persistent_workers` is not set: the cpu_count() workers")
+    assert out.startswith("train.py:7:14: LL204 [*] `persistent_workers` is not set: `os.cpu_count()` workers")
     summary = summarise_text((root / "train.py").read_text())
     assert summary is not None
     assert summary["functions"]["main"]["loaders"][0]["values"]["num_workers"] == {"cpu_count": True}

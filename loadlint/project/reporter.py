@@ -69,7 +69,7 @@ def _workers(ref: LoaderRef) -> str | None:
         if type(count) is int and count > 0:
             return str(count)
         if value.get("cpu_count"):
-            return "the cpu_count()"
+            return "`os.cpu_count()`"
     return None
 
 
