@@ -8,16 +8,15 @@ prints it, without this module's frames) and 130 after Ctrl-C.
 
 from __future__ import annotations
 
-import builtins
 import json
 import os
 import sys
 import traceback
-import types
 from typing import Any
 
 from loadlint.monitor.instrument import LoaderLog, Monitor, copy_hook, install
 from loadlint.monitor.sampling import Sampler, status_stream
+from loadlint.verify.child.capture import CHILD_DIR, script_main
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -100,21 +99,9 @@ def tuning(torch: Any, monitor: Monitor) -> Any:
 
 
 def run_script(path: str, args: list[str]) -> int:
-    """coverage.py's exec runner, reduced: a fresh ``__main__`` that stays in
-    ``sys.modules`` so that spawn workers find the script's classes."""
-    path = os.path.abspath(path)
-    main = types.ModuleType("__main__")
-    main.__file__ = path
-    main.__builtins__ = builtins  # type: ignore[attr-defined]
-    main.__spec__ = None
-    main.__package__ = None
-    main.__loader__ = None
-    sys.modules["__main__"] = main
-    sys.argv = [path, *args]
-    sys.path[0] = os.path.dirname(path)
+    """Run the script as ``python`` would (verify's runner); returns its exit status."""
     try:
-        with open(path, "rb") as fh:
-            code = compile(fh.read(), path, "exec", dont_inherit=True)
+        main, code = script_main(path, args)
         exec(code, main.__dict__)
     except SystemExit as exc:
         if exc.code is None:
@@ -134,6 +121,6 @@ def run_script(path: str, args: list[str]) -> int:
 
 def _print(exc: BaseException) -> None:
     tb = exc.__traceback__
-    while tb is not None and os.path.dirname(os.path.abspath(tb.tb_frame.f_code.co_filename)) == HERE:
+    while tb is not None and os.path.dirname(os.path.abspath(tb.tb_frame.f_code.co_filename)) in (HERE, CHILD_DIR):
         tb = tb.tb_next
     traceback.print_exception(type(exc), exc, tb)

@@ -22,6 +22,20 @@ from loadlint.verify.child.capture import call_site, describe
 SINGLE, MULTI = "_SingleProcessDataLoaderIter", "_MultiProcessingDataLoaderIter"
 #: The keywords the report gives as a loader's configuration.
 CONFIG_KEYS = ("num_workers", "persistent_workers", "prefetch_factor", "pin_memory")
+
+
+def config_text(config: dict[str, Any]) -> str:
+    """A configuration as the report and the status line show it."""
+    parts = [f"num_workers={config.get('num_workers')}"]
+    if config.get("num_workers"):
+        parts.append(f"prefetch_factor={config.get('prefetch_factor') or 2}")
+        if config.get("persistent_workers"):
+            parts.append("persistent_workers=True")
+    if config.get("pin_memory"):
+        parts.append("pin_memory=True")
+    return ", ".join(parts)
+
+
 #: Every this many batches (and the first of each pass) a batch is looked at
 #: for pinned memory and its size: looking costs microseconds, not nothing.
 PIN_EVERY = 64

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from loadlint.facts.signature import TUNABLE_DEFAULTS
+from loadlint.monitor.instrument import config_text
 from loadlint.trace.findings import TraceFinding, diagnose
 from loadlint.trace.metrics import Rank, Step
 from loadlint.trace.report import finding_lines, summary
@@ -257,17 +258,6 @@ def as_json(report: dict[str, Any]) -> dict[str, Any]:
 
 
 # -- text ------------------------------------------------------------------
-
-
-def config_text(config: dict[str, Any]) -> str:
-    parts = [f"num_workers={config.get('num_workers')}"]
-    if config.get("num_workers"):
-        parts.append(f"prefetch_factor={config.get('prefetch_factor') or 2}")
-        if config.get("persistent_workers"):
-            parts.append("persistent_workers=True")
-    if config.get("pin_memory"):
-        parts.append("pin_memory=True")
-    return ", ".join(parts)
 
 
 def _size(n: int | None) -> str:

@@ -23,7 +23,7 @@ import time
 from collections import deque
 from typing import Any
 
-from loadlint.monitor.instrument import CONFIG_KEYS, MULTI, SINGLE, LoaderLog, Monitor
+from loadlint.monitor.instrument import CONFIG_KEYS, MULTI, SINGLE, LoaderLog, Monitor, config_text
 from loadlint.monitor.runners import END, Feed, InProcess, Shadow
 from loadlint.verify import measure
 
@@ -495,10 +495,10 @@ class Tuner:
     def state_text(self) -> str:
         if self.state == "tuning":
             cid = self.current_id
-            return f"tuning: trying {_short(self.configs[cid])}" if cid else "tuning: as written"
+            return f"tuning: trying {config_text(self.configs[cid])}" if cid else "tuning: as written"
         if self.state == "failed":
             return "tuning stopped"
-        return f"tuned: {_short(self.configs[self.final])}"
+        return f"tuned: {config_text(self.configs[self.final])}"
 
     def as_json(self) -> dict[str, Any]:
         written_rates = [w["batches_per_s"] for w in self.windows if w["config"] == 0]
@@ -533,14 +533,3 @@ class Tuner:
             "windows": self.windows,
             "failed": self.failed,
         }
-
-
-def _short(config: dict[str, Any]) -> str:
-    parts = [f"num_workers={config.get('num_workers')}"]
-    if config.get("num_workers"):
-        parts.append(f"prefetch_factor={config.get('prefetch_factor') or 2}")
-        if config.get("persistent_workers"):
-            parts.append("persistent_workers=True")
-    if config.get("pin_memory"):
-        parts.append("pin_memory=True")
-    return ", ".join(parts)

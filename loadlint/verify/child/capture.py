@@ -223,10 +223,11 @@ def _user_frame(exc: BaseException, spec: dict[str, Any]) -> str | None:
     return f"{os.path.relpath(best.filename, spec.get('cwd') or os.getcwd())}:{best.lineno}"
 
 
-def _run_script(path: str, args: list[str]) -> None:
+def script_main(path: str, args: list[str]) -> tuple[types.ModuleType, Any]:
     """coverage.py's exec runner, reduced: a fresh ``__main__`` that stays
     in ``sys.modules`` so that spawn/forkserver workers find the script's
-    classes by re-running it as ``__mp_main__``."""
+    classes by re-running it as ``__mp_main__``; returns it and the
+    script's compiled code (``monitor`` runs the same way)."""
     path = os.path.abspath(path)
     main = types.ModuleType("__main__")
     main.__file__ = path
@@ -239,7 +240,11 @@ def _run_script(path: str, args: list[str]) -> None:
     sys.path[0] = os.path.dirname(path)
     with open(path, "rb") as fh:
         source = fh.read()
-    code = compile(source, path, "exec", dont_inherit=True)
+    return main, compile(source, path, "exec", dont_inherit=True)
+
+
+def _run_script(path: str, args: list[str]) -> None:
+    main, code = script_main(path, args)
     exec(code, main.__dict__)
 
 
