@@ -24,7 +24,7 @@ import click
 from loadlint.sources.source import visible, visible_json, visible_lines
 from loadlint.verify.runner import TOKEN_ENV, cleanup
 
-BOOT = str(Path(__file__).with_name("_boot.py"))
+BOOT = str(Path(__file__).parent.parent / "verify" / "_boot.py")
 EXIT_ERROR = 2
 
 
@@ -96,7 +96,7 @@ def _run_child(spec_path: str) -> tuple[int, bool]:
     """The child's exit status, and whether Ctrl-C came while it ran."""
     token = uuid.uuid4().hex
     env = dict(os.environ, **{TOKEN_ENV: token})
-    proc = subprocess.Popen([sys.executable, BOOT, spec_path], env=env)
+    proc = subprocess.Popen([sys.executable, BOOT, spec_path, "loadlint.monitor.child"], env=env)
     interrupted = False
     while True:
         try:

@@ -1,4 +1,6 @@
-"""Entry point of a verify subprocess: ``python _boot.py SPEC.json``.
+"""Entry point of a verify or monitor subprocess:
+``python _boot.py SPEC.json [MODULE]``, MODULE's ``main(SPEC.json)``
+(default verify's child).
 
 Started by path rather than with ``-m`` so that the child lives under its
 package name, not as ``__main__`` (which the user's script replaces), and
@@ -17,6 +19,8 @@ if sys.path and os.path.abspath(sys.path[0] or ".") == os.path.dirname(os.path.a
 if _root not in sys.path:
     sys.path.append(_root)
 
-from loadlint.verify.child.main import main  # noqa: E402
+import importlib  # noqa: E402
 
-main(sys.argv[1])
+# Only loadlint's own children: the argument never names another module.
+_entry = sys.argv[2] if len(sys.argv) > 2 and sys.argv[2] == "loadlint.monitor.child" else "loadlint.verify.child.main"
+importlib.import_module(_entry).main(sys.argv[1])
