@@ -153,7 +153,7 @@ def analyse(
         from loadlint.facts.summary import inject
 
         inject(info, bindings)
-    if not info.calls and not info.distributed.samplers and not info.cli.training_arguments:
+    if not info.calls and not info.launch.samplers and not info.cli.training_arguments:
         return [], None
 
     positions = parsed.positions if isinstance(parsed, Analysis) else Positions(module, text, piece, info.units)

@@ -126,7 +126,7 @@ class AcceleratorProvider(Provider[AcceleratorFacts]):
         if type(root) is cst.Name and root.value in cursor.imports.names and _uses_cuda(cursor.qualify(node)):
             self._cuda_here()
 
-    def finish(self) -> None:
+    def finish(self, module: cst.Module, text: str | None) -> None:
         facts, imports = self.facts, self.cursor.imports
         for expr, scope in facts.devices:
             kind = device_kind(expr, scope, imports)

@@ -107,6 +107,8 @@ class _Parse:
 class CliProvider(Provider[CliFacts]):
     """Records parsers, their options and the parse calls; ``finish`` binds namespaces."""
 
+    binds_names = True
+
     def __init__(self, cursor: Cursor, facts: CliFacts) -> None:
         super().__init__(cursor, facts)
         self._names: NameFacts = cursor.names

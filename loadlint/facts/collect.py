@@ -9,8 +9,8 @@ a provider's ``finish`` from its records, without a second pass.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any, Callable, Sequence, TypeVar
 
 import libcst as cst
 
@@ -19,7 +19,7 @@ from loadlint.facts.alive import AliveFacts, collect_alive
 from loadlint.facts.calls import CallFacts, CallProvider
 from loadlint.facts.cli_args import CliFacts, CliProvider
 from loadlint.facts.configs import ConfigRead, bind_configs
-from loadlint.facts.cursor import Cursor
+from loadlint.facts.cursor import Cursor, Provider
 from loadlint.facts.datasets import DatasetFacts, DatasetProvider
 from loadlint.facts.distributed import DistributedFacts, DistributedProvider
 from loadlint.facts.iteration import IterationFacts, IterationProvider
@@ -30,21 +30,45 @@ from loadlint.cst.slicing import prepare as prepare_parser
 from loadlint.cst.walk import Unit, prepare_walkers, walk_units
 
 
+F = TypeVar("F")
+
+
+def provided(provider: type[Provider[F]], facts: Callable[[], F]) -> F:
+    """A provider's registration: its facts' field, made empty by ``facts``
+    for each module and filled by ``provider`` in the one traversal."""
+    spec: F = field(metadata={"provider": provider, "facts": facts})
+    return spec
+
+
+@dataclass(eq=False, repr=False, kw_only=True)
+class ProvidedFacts:
+    """The providers' facts, one field each, in hook order: a field is a
+    provider's one registration, and ``ModuleFacts`` and the rules'
+    ``Context`` both read its facts under the field's name."""
+
+    loaders: LoaderFacts = provided(LoaderProvider, LoaderFacts)
+    iteration: IterationFacts = provided(IterationProvider, IterationFacts)
+    loops: LoopFacts = provided(LoopProvider, LoopFacts)
+    #: Distributed evidence, samplers and frameworks.
+    launch: DistributedFacts = provided(DistributedProvider, DistributedFacts)
+    accelerator: AcceleratorFacts = provided(AcceleratorProvider, AcceleratorFacts)
+    datasets: DatasetFacts = provided(DatasetProvider, DatasetFacts)
+    #: Calls between functions, returns, relative imports (project analysis).
+    calls_between: CallFacts = provided(CallProvider, CallFacts)
+    #: Command-line defaults, the framework argument calls and the module's exported values.
+    cli: CliFacts = provided(CliProvider, CliFacts)
+
+
+def provided_names(facts: type[ProvidedFacts]) -> tuple[str, ...]:
+    """The providers' field names, in hook order."""
+    return tuple(spec.name for spec in fields(facts) if "provider" in spec.metadata)
+
+
 @dataclass
-class ModuleFacts:
-    """Every provider's facts about one module."""
+class ModuleFacts(ProvidedFacts):
+    """Every provider's facts about one module, and what the traversal itself finds."""
 
     names: NameFacts
-    loaders: LoaderFacts
-    iteration: IterationFacts
-    loops: LoopFacts
-    distributed: DistributedFacts
-    accelerator: AcceleratorFacts
-    datasets: DatasetFacts
-    #: Calls between functions, returns, relative imports (project analysis).
-    calls_between: CallFacts
-    #: Command-line defaults and the module's exported values.
-    cli: CliFacts
     #: Each node's innermost statement unit (``walk.statement_units``),
     #: found by the same traversal: locating a finding needs it.
     units: tuple[dict[int, int], list[Unit]]
@@ -60,11 +84,12 @@ class ModuleFacts:
         return self.loaders.calls
 
 
+_REGISTERED = tuple((spec.name, spec.metadata["provider"], spec.metadata["facts"])
+                    for spec in fields(ProvidedFacts) if "provider" in spec.metadata)
 #: In hook order.  A provider reads only the cursor and its own records.
-PROVIDERS = (
-    LoaderProvider, IterationProvider, LoopProvider, DistributedProvider, AcceleratorProvider, DatasetProvider,
-    CallProvider, CliProvider,
-)
+PROVIDERS: tuple[type[Provider[Any]], ...] = tuple(provider for _, provider, _ in _REGISTERED)
+#: Indices into PROVIDERS in finishing order: those whose ``finish`` binds names the others read first.
+FINISH_ORDER = sorted(range(len(PROVIDERS)), key=lambda index: not PROVIDERS[index].binds_names)
 
 Hook = Callable[[Any, cst.CSTNode], Any]
 
@@ -121,42 +146,27 @@ def collect(module: cst.Module, text: str | None = None) -> ModuleFacts:
     """The facts of one parsed module, from one traversal; ``text`` is its
     source when the caller has it (printing the tree again is slow)."""
     collector = _COLLECTOR()
-    loaders = LoaderProvider(collector, LoaderFacts())
-    iteration = IterationProvider(collector, IterationFacts())
-    loops = LoopProvider(collector, LoopFacts())
-    distributed = DistributedProvider(collector, DistributedFacts())
-    accelerator = AcceleratorProvider(collector, AcceleratorFacts())
-    datasets = DatasetProvider(collector, DatasetFacts())
-    between = CallProvider(collector, CallFacts())
-    cli = CliProvider(collector, CliFacts())
     # In the order of PROVIDERS, which the chained hooks index.
-    collector.providers = (loaders, iteration, loops, distributed, accelerator, datasets, between, cli)
+    providers = tuple(provider(collector, facts()) for _, provider, facts in _REGISTERED)
+    collector.providers = providers
     # Our walker, not module.visit(): libcst's rebuilds every node it passes.
     units = walk_units(module, collector)
     # Namespaces first: a device may be a command-line default; config
     # objects before them, so that ``main(cfg)`` flows as ``main(args)`` does.
     config_reads = bind_configs(module, collector.names, text)
-    cli.finish(module, text)
-    loaders.finish()
-    accelerator.finish()
-    distributed.finish()
+    for index in FINISH_ORDER:
+        providers[index].finish(module, text)
     # The providers point back at the collector: left joined, that cycle
     # (and through the facts, the whole tree) would wait for the cyclic
     # collector, which walks every node of a live tree again and again
     # (a twentieth of a run); broken, the tree is freed when the caller drops it.
     collector.providers = ()
+    found = {name: provider.facts for (name, _, _), provider in zip(_REGISTERED, providers)}
     return ModuleFacts(
-        collector.names,
-        loaders.facts,
-        iteration.facts,
-        loops.facts,
-        distributed.facts,
-        accelerator.facts,
-        datasets.facts,
-        between.facts,
-        cli.facts,
-        units,
-        collect_alive(module, collector.names, loaders.facts, iteration.facts),
-        config_reads,
-        module.body,
+        names=collector.names,
+        units=units,
+        alive=collect_alive(module, collector.names, found["loaders"], found["iteration"]),
+        config_reads=config_reads,
+        statements=module.body,
+        **found,
     )

@@ -11,7 +11,7 @@ here.
 
 from __future__ import annotations
 
-from typing import Generic, TypeVar
+from typing import ClassVar, Generic, TypeVar
 
 import libcst as cst
 
@@ -175,6 +175,13 @@ class Provider(Generic[Facts]):
     """A fact provider: its ``visit_*``/``leave_*`` hooks run in the one
     traversal, after (on the way up: before) the cursor's, and fill ``facts``."""
 
+    #: Its ``finish`` binds names that the others' read (command-line
+    #: namespaces hold devices): it finishes first.
+    binds_names: ClassVar[bool] = False
+
     def __init__(self, cursor: Cursor, facts: Facts) -> None:
         self.cursor = cursor
         self.facts = facts
+
+    def finish(self, module: cst.Module, text: str | None) -> None:
+        """Settle, after the traversal, what needs the whole module."""

@@ -124,7 +124,7 @@ class DistributedProvider(Provider[DistributedFacts]):
                     self.facts.evidence.append(f"os.environ[{index.value.value}]")
                     self.facts.env_evidence += 1
 
-    def finish(self) -> None:
+    def finish(self, module: cst.Module, text: str | None) -> None:
         """A rank read from the environment alone is no torch.distributed
         training in a module that trains with JAX: Flax scripts read
         ``LOCAL_RANK`` as boilerplate, and JAX runs one process per host."""

@@ -327,7 +327,7 @@ class LoaderProvider(Provider[LoaderFacts]):
         self.facts.spread.setdefault(dest, set()).update(sources)
         self._spread_from.setdefault(dest, []).append(origin)
 
-    def finish(self) -> None:
+    def finish(self, module: cst.Module, text: str | None) -> None:
         """Forget members of containers that change, and spreads over anything but loaders."""
         self._holder_aliases()
         doubtful = self._changed | self._passed | {key for key, count in self._bound.items() if count > 1}

@@ -84,7 +84,7 @@ def summarise(facts: ModuleFacts, ref_of: RefOf) -> Summary:
         "cuda": accelerator.cuda,
         "cuda_code": bool(accelerator.cuda_code),
         "set_epoch": facts.loops.set_epoch_called,
-        "frameworks": bool(facts.distributed.frameworks),
+        "frameworks": bool(facts.launch.frameworks),
         "start_methods": sorted(facts.loaders.start_methods),
         # A loop or iterator at module level outside the main guard: LL013's
         # fix would guard it, which changes what an importer of the module sees.
@@ -204,7 +204,7 @@ class _Groups:
         for site in facts.calls_between.sites:
             self.sites.setdefault(id(site.function), []).append(site)
         self.samplers: dict[int, list[SamplerCall]] = {}
-        for sampler in facts.distributed.samplers:
+        for sampler in facts.launch.samplers:
             self.samplers.setdefault(id(sampler.scope.function), []).append(sampler)
         self.by_key: dict[int, list[tuple[UseKind, Any]]] = {}
         iteration = facts.iteration

@@ -17,17 +17,15 @@ from typing import Any, Callable, ClassVar, Iterator, Literal
 
 import libcst as cst
 
-from loadlint.facts.accelerator import AcceleratorFacts
 from loadlint.facts.alive import AliveGroup, alive_groups
-from loadlint.facts.cli_args import CliFacts
-from loadlint.facts.collect import ModuleFacts
-from loadlint.facts.datasets import DatasetFacts, dataset_class, is_iterable_dataset
+from loadlint.facts.collect import ModuleFacts, ProvidedFacts, provided_names
+from loadlint.facts.datasets import dataset_class, is_iterable_dataset
 from loadlint.facts.in_memory import in_memory_dataset, loading_pipeline
-from loadlint.facts.distributed import DistributedFacts, conditional_start, lightning_hook
-from loadlint.facts.iteration import Iteration, IterationFacts
+from loadlint.facts.distributed import conditional_start, lightning_hook
+from loadlint.facts.iteration import Iteration
 from loadlint.facts.live_source import live_source
-from loadlint.facts.loaders import LoaderCall, LoaderFacts
-from loadlint.facts.loops import LoopFacts, epoch_uses
+from loadlint.facts.loaders import LoaderCall
+from loadlint.facts.loops import epoch_uses
 from loadlint.facts.names import ClassFacts, Key, LoopFrame, NameFacts
 from loadlint.facts.pretokenized import pretokenized
 from loadlint.facts.resolve import dotted_name, evaluate, follow_name
@@ -142,7 +140,7 @@ class ProfileNotDeclared(RuntimeError):
     """A rule read the hardware profile without declaring ``needs_hardware``."""
 
 
-class Context:
+class Context(ProvidedFacts):
     """What a rule may read about one module: its facts, by provider, and
     the run's settings.  The hardware profile is readable only where
     ``hardware`` is set: the engine gives each rule the context that matches
@@ -157,22 +155,15 @@ class Context:
         self.is_notebook = is_notebook
         #: Whether reading ``profile`` is allowed.
         self.hardware = hardware
-        # The facts, by provider.
+        # The facts, by provider, under ``ProvidedFacts``'s names.
+        for name in provided_names(type(facts)):
+            setattr(self, name, getattr(facts, name))
         #: Every loader, the known subclasses included (``facts.signature.SUBCLASSES``):
         #: for rules that read only the keywords those forward to torch's.
         self.all_calls: list[LoaderCall] = facts.loaders.calls
         #: torch's own DataLoader: for rules that rely on its exact signature.
         self.calls: list[LoaderCall] = [call for call in self.all_calls if call.subclass is None]
         self.names: NameFacts = facts.names
-        self.loaders: LoaderFacts = facts.loaders
-        self.iteration: IterationFacts = facts.iteration
-        self.loops: LoopFacts = facts.loops
-        #: Distributed evidence, samplers and frameworks.
-        self.launch: DistributedFacts = facts.distributed
-        self.accelerator: AcceleratorFacts = facts.accelerator
-        self.datasets: DatasetFacts = facts.datasets
-        #: Command-line defaults and the framework argument calls.
-        self.values: CliFacts = facts.cli
         self._alive = facts.alive
         #: The module's top-level statements.
         self.statements = facts.statements

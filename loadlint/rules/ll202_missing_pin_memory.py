@@ -11,7 +11,7 @@ from loadlint.rules.shared import dataset_touches_cuda, origin_note, set_argumen
 
 def _training_arguments(ctx: Context) -> Iterator[Report]:
     """``TrainingArguments(dataloader_pin_memory=False)`` in a module that uses the GPU."""
-    for call in ctx.values.training_arguments:
+    for call in ctx.cli.training_arguments:
         if call.value("dataloader_pin_memory") is not False or call.value("use_cpu") is True:
             continue
         found = call.origin("dataloader_pin_memory")

@@ -27,7 +27,7 @@ def _training_arguments(ctx: Context) -> Iterator[Report]:
     usable = declared_cpus(ctx)
     if usable is None:
         return  # a count is too high only against the CPUs of a declared target
-    for call in ctx.values.training_arguments:
+    for call in ctx.cli.training_arguments:
         value = call.value("dataloader_num_workers")
         per_node = ranks(ctx)
         if type(value) is not int or value * per_node <= usable:

@@ -16,7 +16,7 @@ from loadlint.rules.shared import (
 def _training_arguments(ctx: Context) -> Iterator[Report]:
     """``TrainingArguments`` with workers that are not persistent: the
     Trainer iterates its training loader once per epoch."""
-    for call in ctx.values.training_arguments:
+    for call in ctx.cli.training_arguments:
         n = call.effective("dataloader_num_workers")
         value = call.value("dataloader_persistent_workers")
         if type(n) is not int or n <= 0 or (value is not MISSING and value is not False):

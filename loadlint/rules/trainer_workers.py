@@ -13,7 +13,7 @@ from loadlint.rules.shared import origin_note, set_workers_fix, trainer_workers,
 def training_arguments(ctx: Context) -> Iterator[Report]:
     """``TrainingArguments(...)`` without loader workers: the Trainer's
     loaders load in the training process."""
-    for call in ctx.values.training_arguments:
+    for call in ctx.cli.training_arguments:
         value = call.value("dataloader_num_workers")
         if value is not MISSING and (type(value) is not int or value != 0):
             continue
