@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from loadlint.sources.files import KeptBytes, read_resolved, read_source, stage, staging, unified_diff, write_fixes
+from loadlint.sources.files import KeptBytes, Staging, read_resolved, read_source, unified_diff, write_fixes
 
 
 def test_diff_splits_lines_as_python_does():
@@ -65,7 +65,8 @@ def test_kept_bytes_are_read_as_the_disk_would_be_within_a_folder(tmp_path: Path
     (inside / "a.py").write_bytes(b"kept\n")
     (outside / "b.py").write_bytes(b"secret\n")
     (inside / "link.py").symlink_to(outside / "b.py")
-    kept = KeptBytes(budget=15)
+    staging = Staging()
+    kept = KeptBytes(budget=15, staging=staging)
     kept.keep(inside / "a.py", *read_resolved(inside / "a.py", str(inside)))
     (inside / "a.py").write_bytes(b"changed on disk\n")
     assert kept.read(str(inside / "a.py"), str(inside)) == b"kept\n"
@@ -83,6 +84,37 @@ def test_kept_bytes_are_read_as_the_disk_would_be_within_a_folder(tmp_path: Path
     kept.keep(inside / "d.py", None, b"d\n")
     assert list(kept.files) == [str(inside / "a.py"), str(inside / "link.py")]
     # A dry run's staged bytes win over what was kept.
-    with staging():
-        stage(inside / "a.py", b"staged\n")
-        assert kept.read(str(inside / "a.py"), str(inside)) == b"staged\n"
+    staging.stage(inside / "a.py", b"staged\n")
+    assert kept.read(str(inside / "a.py"), str(inside)) == b"staged\n"
+    # Another run's kept bytes never see this run's staging.
+    other = KeptBytes(budget=15)
+    other.keep(inside / "c.py", *read_resolved(inside / "c.py", str(inside)))
+    assert other.read(str(inside / "a.py"), str(inside)) == b"changed on disk\n"
+
+
+def test_two_runs_do_not_see_each_others_staging(tmp_path: Path):
+    (tmp_path / "a.py").write_bytes(b"disk\n")
+    first, second = Staging(), Staging()
+    first.stage(tmp_path / "a.py", b"first\n")
+    assert first.read(tmp_path / "a.py") == b"first\n"
+    assert second.read(tmp_path / "a.py") == b"disk\n"
+    assert read_source(tmp_path / "a.py") == b"disk\n"
+    second.stage(tmp_path / "a.py", b"second\n")
+    assert (first.read(tmp_path / "a.py"), second.read(tmp_path / "a.py")) == (b"first\n", b"second\n")
+    # Staged under the real path: a link to the file reads the same bytes.
+    (tmp_path / "link.py").symlink_to(tmp_path / "a.py")
+    assert first.read_resolved(tmp_path / "link.py", str(tmp_path)) == (str(tmp_path / "a.py"), b"first\n")
+
+
+def test_a_staged_read_still_refuses_a_link_out_of_the_folder(tmp_path: Path):
+    inside, outside = tmp_path / "repo", tmp_path / "elsewhere"
+    inside.mkdir()
+    outside.mkdir()
+    (outside / "b.py").write_bytes(b"secret\n")
+    (inside / "link.py").symlink_to(outside / "b.py")
+    staging = Staging()
+    staging.stage(outside / "b.py", b"staged\n")
+    with pytest.raises(OSError) as refused:
+        staging.read(inside / "link.py", str(inside))
+    assert refused.value.errno == errno.EACCES
+    assert staging.read(inside / "link.py") == b"staged\n"

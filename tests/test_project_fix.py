@@ -203,6 +203,21 @@ def test_the_cache_keeps_what_the_project_takes_back(tmp_path: Path) -> None:
     assert sum("LL201" in line for line in findings(run(folder, "check", *cache)[0])) == 3
 
 
+def test_the_cache_keeps_what_the_project_holds_back_and_takes_back_by_kind(tmp_path: Path) -> None:
+    import json
+
+    for case, kind in (("workers_would_crash", "held"), ("in_memory_elsewhere", "withdrawn")):
+        folder = copy_of(case, tmp_path / case)
+        cache = ["--cache-dir", str(tmp_path / case / "cache"), "--output-format", "json"]
+        cold = run(folder, "check", *cache)
+        assert run(folder, "check", *cache) == cold == run(folder, "check", "--no-cache", "--output-format", "json")
+        [entry] = (tmp_path / case / "cache").rglob("project-*.pjson")
+        stored = json.loads(entry.read_text())["findings"]
+        # Each kind under its own name, keyed by the file's real path.
+        assert sorted(stored) == ["findings", "held", "withdrawn"]
+        assert stored[kind] and all(os.path.isfile(path) for found in stored.values() for path in found)
+
+
 def test_a_fix_adding_workers_that_would_crash_elsewhere_is_withheld(tmp_path: Path) -> None:
     import json
 
@@ -232,10 +247,20 @@ def test_a_project_fix_is_not_written_to_a_file_changed_since(tmp_path: Path) ->
     run_ = check_paths([root], Overrides(target=parse_target(TARGET)), isolated=True)
     assert [f.code for f in run_.findings if f.fix is not None] == ["LL205", "LL205"]
     steps = root / "steps.py"
+    # As the run's project phase read the files.
+    read_as = {str(p): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.glob("*.py")}
     changed = "# a line more: every offset moves\n" + steps.read_text()
     steps.write_text(changed)
-    assert write(run_.results, unsafe=False) is False
+    assert write(run_.results, False, read_as) is False
     assert steps.read_text() == changed
+    # Without a record of the file as read (another run's table is not this one's): not written either.
+    steps.write_text(PINNED_ELSEWHERE["steps.py"])
+    assert write(run_.results, False, {}) is False
+    assert steps.read_text() == PINNED_ELSEWHERE["steps.py"]
+    # As read, it is: the fixes are made from these bytes.
+    read_as = {str(steps): (steps.stat().st_size, steps.stat().st_mtime_ns)}
+    assert write(run_.results, False, read_as) is True
+    assert 'model(x.cuda(non_blocking=True), y.to("cuda", non_blocking=True))' in steps.read_text()
 
 
 def _snapshot(folder: Path) -> dict[str, str]:

@@ -24,26 +24,37 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
 from loadlint.sources.files import read_source
 from loadlint.workspace.config import is_test_file
-from loadlint.project.budget import UNFINISHED
 from loadlint.project.flow import Walk
 from loadlint.project.lightning import CODES as LIGHTNING_CODES, gpu_trainers
 from loadlint.project.modules import Resolver, project_root
 from loadlint.project.reporter import NOTEBOOK, Reporter
 from loadlint.types import Finding, Flags, Location, Options, Summary
 
-__all__ = ["Project", "project_root"]
+__all__ = ["Project", "ProjectResult", "project_root"]
 
-#: Phase 2's LL201 fixes to withhold (adding workers would introduce a
-#: finding elsewhere), kept beside its findings under this prefix and the path.
-HELD = "\0held\0"
 #: Files searched for imports of a loader-building module, at most.
 MAX_FILES = 20000
+
+
+@dataclass
+class ProjectResult:
+    """What phase 2 found, each kind by absolute path."""
+
+    #: New findings to report.
+    findings: dict[str, list[Finding]] = field(default_factory=dict)
+    #: The places of the file's findings whose fixes to withhold (adding
+    #: workers would introduce a finding elsewhere), each with the reason.
+    held: dict[str, list[Finding]] = field(default_factory=dict)
+    #: The file's own findings to take back.
+    withdrawn: dict[str, list[Finding]] = field(default_factory=dict)
+    #: Whether the phase stopped short: such a result is never cached.
+    unfinished: bool = False
 
 
 @dataclass
@@ -70,7 +81,7 @@ class Project:
     #: A project file's bytes, read within a folder (the run's, when it kept them).
     read_bytes: Callable[[str, str | None], bytes] = read_source
 
-    def findings(self, report_in: Iterable[str]) -> dict[str, list[Finding]]:
+    def findings(self, report_in: Iterable[str]) -> ProjectResult:
         """New findings for the files in ``report_in`` (absolute paths)."""
         wanted = set(report_in)
         known: dict[str, Summary | None] = dict(self.summaries)
@@ -110,22 +121,19 @@ class Project:
             gpu_trainers(self.summaries, summary_of, self.importers, resolver, flags, report)
         unfinished = report.unfinished()
         found = report.done()
-        if unfinished:
-            found[UNFINISHED] = []
-        for path, held in report.held().items():
-            found[HELD + path] = held
+        result = ProjectResult(found, report.held(), unfinished=unfinished)
         # A script whose module-level call reaches a loop elsewhere is guarded
         # by the fix of its project finding: importers count there too.
         reaching = {path for path, findings in found.items() if any(f.code == "LL013" for f in findings)}
         imported = self._imported_scripts(reaching)
         for path, held in imported.items():
-            found.setdefault(HELD + path, []).extend(held)
+            result.held.setdefault(path, []).extend(held)
         if report.changes:
             from loadlint.project.fixing import decide
 
             unguardable = {path: str(held[0].fix_withheld) for path, held in imported.items()}
             decide(found, report.changes, self.read_text, self.options_for, unguardable)
-        return found
+        return result
 
     def mentions(self, word: bytes) -> bool:
         """Whether any project file contains ``word`` (a byte search, for a

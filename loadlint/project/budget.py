@@ -25,8 +25,6 @@ from loadlint.types import Location
 PROJECT_TIME_LIMIT = 60.0
 #: Distinct sets of values one factory is analysed again with, at most.
 MAX_VALUE_SETS = 32
-#: In the phase's findings when it stopped short: they are never cached.
-UNFINISHED = "\0unfinished"
 #: Set to stop every project phase at its next step (a server shutting down).
 STOP = threading.Event()
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from loadlint.engine.analysis import analyse, guard_options
-from loadlint.sources.files import read_source, stage, write_fixes
+from loadlint.sources.files import Staging, read_source, write_fixes
 from loadlint.sources.source import DecodeError, decode
 from loadlint.engine.summaries import numbered_facts
 from loadlint.types import Edit, FileResult, Finding, Fix, Options
@@ -30,10 +30,6 @@ if TYPE_CHECKING:
 NOTEBOOK = ".ipynb"
 #: (path, code, row, column) of a project finding.
 Key = tuple[str, str, int, int]
-#: By absolute path, the (size, modification time) of each file as the last
-#: join read it: a project fix is written only to a file still so (another
-#: process may have changed it, and the fix's offsets with it).
-read_as: dict[str, tuple[int, int] | None] = {}
 
 
 def decide(
@@ -120,12 +116,17 @@ def _decide_file(
             guarded_as = (finding.fix, finding.fix_withheld)
 
 
-def write(results: list[FileResult], unsafe: bool, *, dry_run: bool = False) -> bool:
+def write(
+    results: list[FileResult], unsafe: bool, read_as: dict[str, tuple[int, int] | None], staging: Staging | None = None
+) -> bool:
     """Apply the fixes ``results``' findings carry to the files on disk (at
     most one per call: the next round renders the others again on the
     fixed text); counted on each result's ``applied``.  Whether any file
-    was written.  ``dry_run``: staged (``loadlint.sources.files.stage``)
-    instead of written."""
+    was written.  ``read_as``: by absolute path, the (size, modification
+    time) of each file as the run's last join read it: a project fix is
+    written only to a file still so (another process may have changed it,
+    and the fix's offsets with it).  ``staging``: a dry run's, which gets
+    the writes instead of the disk."""
     wrote = False
     for result in results:
         notebook = result.path.endswith(NOTEBOOK)
@@ -137,11 +138,11 @@ def write(results: list[FileResult], unsafe: bool, *, dry_run: bool = False) -> 
             continue
         path = Path(result.path)
         try:
-            data = read_source(path)
+            data = staging.read(path) if staging is not None else read_source(path)
             st = os.stat(path)
         except OSError:
             continue
-        if not dry_run and read_as.get(os.path.abspath(path)) != (st.st_size, st.st_mtime_ns):
+        if staging is None and read_as.get(os.path.abspath(path)) != (st.st_size, st.st_mtime_ns):
             continue  # changed since the fixes were made: the next run makes them again
         edits: list[Edit] = []
         applied: list[Finding] = []
@@ -158,8 +159,8 @@ def write(results: list[FileResult], unsafe: bool, *, dry_run: bool = False) -> 
         if made is None:
             continue
         text, new = made
-        if dry_run:
-            stage(path, new)
+        if staging is not None:
+            staging.stage(path, new)
             error = None
         else:
             error = write_fixes(path, data, new)
@@ -190,17 +191,17 @@ def _apply(data: bytes, edits: list[Edit], notebook: bool) -> tuple[str, bytes] 
         return None
 
 
-def stage_fixed(results: list[FileResult]) -> None:
+def stage_fixed(results: list[FileResult], staging: Staging) -> None:
     """In a dry run: what the per-file pass fixed is what the project phase
     and the next round read."""
     for result in results:
         if result.fixed is None:
             continue
         if result.path.endswith(NOTEBOOK):
-            stage(result.path, result.fixed.encode("utf-8"))
+            staging.stage(result.path, result.fixed.encode("utf-8"))
         elif result.source is not None:
             try:
-                stage(result.path, result.source.encode(result.fixed))
+                staging.stage(result.path, result.source.encode(result.fixed))
             except UnicodeEncodeError:
                 continue
 

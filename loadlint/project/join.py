@@ -21,11 +21,10 @@ from loadlint.workspace.config import Settings
 from loadlint.workspace.discover import Candidate
 from loadlint.sources.prefilter import passes_prefilter
 from loadlint.engine.summaries import summarise_text
-from loadlint.sources.files import KeptBytes, read_source
+from loadlint.sources.files import KeptBytes, Staging, read_source
 from loadlint.engine.notebook import joined_text, to_cells
 from loadlint.engine.pipeline import ProfileCache, options_for
-from loadlint.project import HELD, MAX_FILES, Project
-from loadlint.project.budget import UNFINISHED
+from loadlint.project import MAX_FILES, Project, ProjectResult
 from loadlint.project.handles import handles_elsewhere
 from loadlint.project.modules import Resolver, project_root
 from loadlint.project.config_files import files_read, project_config_findings
@@ -41,9 +40,6 @@ SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", "venv", "
 #: The cache's configuration fingerprint for a summary made on demand.
 SUMMARY_ONLY = "project-summary"
 NOTEBOOK = ".ipynb"
-#: Phase 2's findings to take back from a file's own, kept beside the ones it
-#: adds (and cached with them) under this prefix and the file's path.
-WITHDRAWN = "\0withdrawn\0"
 
 
 class Listing:
@@ -106,11 +102,17 @@ def join_project(
     cache: Callable[[], Cache] | None,
     withdrawn: dict[str, frozenset[tuple[str, int, int]]] | None = None,
     kept: KeptBytes | None = None,
+    *,
+    staging: Staging | None = None,
+    read_as: dict[str, tuple[int, int] | None] | None = None,
 ) -> None:
     """Add project findings to ``results`` (parallel to ``candidates``;
     None where the run's pre-filter skipped the file); the (code, row,
     column) of the findings it takes back go to ``withdrawn``, by absolute
-    path.  ``kept``: the bytes the run read, for the byte searches."""
+    path.  ``kept``: the bytes the run read, for the byte searches;
+    ``staging``: a dry run's writes, which the reads see; ``read_as``: gets
+    the (size, modification time) of each file with findings, as read
+    (``fixing.write`` writes only to a file still so)."""
     groups: dict[Path, list[int]] = {}
     roots: dict[str, Path] = {}
     above: dict[str, Path | None] = {}
@@ -130,7 +132,7 @@ def join_project(
         if not any(builds.get(path, True) for path in listing.files(root)):
             continue
         try:
-            _join_one(root, indexes, candidates, results, profiles, cache, withdrawn, listing, kept)
+            _join_one(root, indexes, candidates, results, profiles, cache, withdrawn, listing, kept, staging, read_as)
         except (OSError, ValueError, RecursionError, MemoryError):
             # Project findings are extra: a project that cannot be read
             # whole still gets every file's own findings.
@@ -161,9 +163,13 @@ def _join_one(
     withdrawn: dict[str, frozenset[tuple[str, int, int]]] | None = None,
     listing: Listing | None = None,
     kept: KeptBytes | None = None,
+    staging: Staging | None = None,
+    read_as: dict[str, tuple[int, int] | None] | None = None,
 ) -> None:
     original: dict[str, int] = {os.path.abspath(candidates[i].path): i for i in indexes}
-    read_bytes: Callable[[str, str | None], bytes] = kept.read if kept is not None else read_source
+    read_bytes: Callable[[str, str | None], bytes] = (
+        kept.read if kept is not None else staging.read if staging is not None else read_source
+    )
     listing = listing or Listing()
     files = listing.files(root)
     first = candidates[indexes[0]]
@@ -174,37 +180,35 @@ def _join_one(
     settings_key = f"{first.settings.fingerprint(str(root / '__init__.py'))}\0{first.settings.target!r}\0{os.getcwd()}"
     # The YAML files the run's modules read are part of the key: editing one changes their findings.
     key = project_key(root, files + files_read(_given_summaries(original, results), root), settings_key, listing)
-    found: dict[str, list[Finding]] | None = None
+    found: ProjectResult | None = None
     if opened is not None:
         from loadlint.workspace.cache import ProjectCache
 
-        found = ProjectCache(opened).load(str(root), key)
+        stored = ProjectCache(opened).load(str(root), key)
+        if stored is not None:
+            found = ProjectResult(stored.get("findings", {}), stored.get("held", {}), stored.get("withdrawn", {}))
     if found is None:
         found = _analyse(root, files, original, candidates, _given_summaries(original, results), profiles, opened, phase1, results,
                          read_bytes)
-        if opened is not None and UNFINISHED not in found:  # a phase stopped short is tried again next run
-            ProjectCache(opened).store(str(root), key, found)
-    from loadlint.project.fixing import read_as
-
-    for path in found:
-        if not path.startswith("\0"):  # not the prefixed places taken back or withheld
+        if opened is not None and not found.unfinished:  # a phase stopped short is tried again next run
+            ProjectCache(opened).store(str(root), key, {"findings": found.findings, "held": found.held, "withdrawn": found.withdrawn})
+    if read_as is not None:
+        for path in found.findings:
             read_as[path] = listing.stat(path)
-    for path, findings in found.items():
-        if path.startswith(WITHDRAWN):
-            index = original.get(path[len(WITHDRAWN):])
-            if index is not None:
-                _withdraw(results[index], findings)
-                if withdrawn is not None:
-                    withdrawn[path[len(WITHDRAWN):]] = withdrawn.get(path[len(WITHDRAWN):], frozenset()) | {
-                        _place(f) for f in findings
-                    }
-        elif path.startswith(HELD):
-            index = original.get(path[len(HELD):])
-            held = _hold(results[index], findings) if index is not None else set()
-            if held and withdrawn is not None:
-                withdrawn[path[len(HELD):]] = withdrawn.get(path[len(HELD):], frozenset()) | held
-        elif path in original:
+    for path, findings in found.findings.items():
+        if path in original:
             _add(results, original[path], candidates, findings, read_bytes)
+    for path, findings in found.held.items():
+        index = original.get(path)
+        held = _hold(results[index], findings) if index is not None else set()
+        if held and withdrawn is not None:
+            withdrawn[path] = withdrawn.get(path, frozenset()) | held
+    for path, findings in found.withdrawn.items():
+        index = original.get(path)
+        if index is not None:
+            _withdraw(results[index], findings)
+            if withdrawn is not None:
+                withdrawn[path] = withdrawn.get(path, frozenset()) | {_place(f) for f in findings}
 
 
 def _given_summaries(original: dict[str, int], results: list[FileResult | None]) -> dict[str, Summary]:
@@ -230,7 +234,7 @@ def _analyse(
     phase1: Cache | None,
     results: list[FileResult | None],
     read_bytes: Callable[[str, str | None], bytes],
-) -> dict[str, list[Finding]]:
+) -> ProjectResult:
     """Phase 2 over the whole project: findings for every file of it."""
     first = candidates[next(iter(original.values()))]
     texts: dict[str, str | None] = {}
@@ -317,7 +321,8 @@ def _analyse(
     codes = frozenset().union(*(s.codes() for s in settings.values()))
     project = Project(root, resolved, resolved_summary_of, read_text, lambda: iter(files), options, own_findings,
                       codes, read_bytes)
-    found = project.findings(set(files) | set(original))
+    result = project.findings(set(files) | set(original))
+    found = result.findings
     for path, summary in sorted(summaries.items()):
         for finding in _constant_findings(path, summary, constants, read_text, options, own_findings):
             if not any(_same_place(finding, f) for f in found.get(path, [])):
@@ -336,8 +341,8 @@ def _analyse(
         places = {_place(f) for f in gone}
         if path in found:
             found[path] = [f for f in found[path] if _place(f) not in places]
-        found[WITHDRAWN + path] = gone
-    return found
+        result.withdrawn[path] = gone
+    return result
 
 
 def _place(finding: Finding) -> tuple[str, int, int]:

@@ -27,7 +27,7 @@ from loadlint.workspace.config import Resolver
 from loadlint.run.pool import OUT_OF_TIME, POOL_MIN_SAVING, Work, run_pool
 from loadlint.workspace.discover import Candidate, discover
 from loadlint.sources.prefilter import passes_prefilter, undecodable
-from loadlint.sources.files import KeptBytes, read_resolved, staging, staging_now
+from loadlint.sources.files import KeptBytes, Staging, read_resolved
 from loadlint.engine.pipeline import ProfileCache, Target, options_for
 from loadlint.run.progress import Progress
 from loadlint.cst.slicing import fast_nodes
@@ -73,6 +73,11 @@ class _Setup:
     progress: Progress | None
     profiles: ProfileCache
     pool_min_saving: int
+    #: A dry run's writes, which its reads see (None: not a dry run).
+    staging: Staging | None = None
+    #: A fix's record of each file's (size, modification time) as the last
+    #: project phase read it (``project.fixing.write``); None in a check.
+    read_as: dict[str, tuple[int, int] | None] | None = None
 
     def quiet(self) -> _Setup:
         """The same without progress: a pass whose files are not the ones reported."""
@@ -107,12 +112,11 @@ def lint_candidates(
         return _fix_rounds(candidates, request, setup)
     # A dry run (--diff) goes through the same rounds, its writes staged in
     # memory, so that its diff holds the project's fixes too.
-    with staging() as staged:
-        run = _fix_rounds(candidates, request, setup)
-        written = dict(staged)
+    staging = Staging()
+    run = _fix_rounds(candidates, request, dataclasses.replace(setup, staging=staging))
     from loadlint.project.fixing import diff_from_disk
 
-    diff_from_disk(run.results, written)  # read outside the staging: the disk
+    diff_from_disk(run.results, staging.files)  # read outside the staging: the disk
     return run
 
 
@@ -120,6 +124,8 @@ def _fix_rounds(candidates: list[Candidate], request: FixRequest, setup: _Setup)
     # A fix the project takes back (LL201 on a dataset held in memory by
     # another module) is not for the per-file pass to apply.
     withdrawn: dict[str, frozenset[tuple[str, int, int]]] = {}
+    read_as: dict[str, tuple[int, int] | None] = {}
+    setup = dataclasses.replace(setup, read_as=read_as)
     checked = _lint_once(candidates, None, setup.quiet(), withdrawn=withdrawn)
     # What check offered: the summary says how many more the fixes made possible.
     offered = sum(1 for f in checked.findings if f.fix and (request.unsafe or f.fix.applicability == "safe"))
@@ -131,7 +137,7 @@ def _fix_rounds(candidates: list[Candidate], request: FixRequest, setup: _Setup)
     # What earlier rounds applied, by path: the last round's results say the rest.
     earlier: dict[str, FileResult] = {}
     for _ in range(FIX_ROUNDS):
-        if not write(run.results, request.unsafe, dry_run=request.dry_run):
+        if not write(run.results, request.unsafe, read_as, setup.staging):
             # The files are as the last project phase read them: a fix it no longer
             # holds back (workers that would crash a script since guarded) is free.
             if all(places <= held.get(path, frozenset()) for path, places in request.skip.items()):
@@ -180,16 +186,18 @@ def _lint_once(
         return key
 
     # Not in a dry run: its staged texts are not on disk.
-    away = TurnedAway(open_cache := cache()) if cache is not None and not staging_now() else None
+    staging = setup.staging
+    away = TurnedAway(open_cache := cache()) if cache is not None and staging is None else None
     # The project phase searches the same files' bytes; not when fixing, which rewrites them.
-    kept = KeptBytes(KEEP_BYTES) if project and request is None else None
+    kept = KeptBytes(KEEP_BYTES, staging) if project and request is None else None
+    read = staging.read_resolved if staging is not None else read_resolved
     for index, candidate in enumerate(candidates):
         path = str(candidate.path)
         notebook = path.endswith(".ipynb")
         if away is not None and not notebook and away.still(path):
             continue
         try:
-            real, data = read_resolved(candidate.path, within=candidate.within)
+            real, data = read(candidate.path, within=candidate.within)
         except OSError as exc:
             results[index] = pipeline.unreadable(path, exc, options_for(candidate.settings, path, profiles))
             continue
@@ -239,15 +247,15 @@ def _lint_once(
             )
     if progress is not None:
         progress.close()
-    if staging_now() and request is not None:
+    if staging is not None and request is not None:
         from loadlint.project.fixing import stage_fixed
 
-        stage_fixed([r for r in results if r is not None])
+        stage_fixed([r for r in results if r is not None], staging)
     if project:
         from loadlint.project.join import join_project
 
         with fewer_collections():
-            join_project(candidates, results, profiles, cache, withdrawn, kept)
+            join_project(candidates, results, profiles, cache, withdrawn, kept, staging=staging, read_as=setup.read_as)
 
     run = Run.of([r for r in results if r is not None])
     run.files = len(candidates)

@@ -12,9 +12,7 @@ import errno
 import os
 import re
 import stat
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from loadlint.sources.boundary import is_inside, project_root
 from loadlint.sources.source import lines_with_breaks
@@ -26,33 +24,32 @@ from loadlint.sources.source import lines_with_breaks
 MAX_READ_BYTES = 64 * 1024 * 1024
 
 
-#: What a dry run (``fix --diff``) has written instead of the disk: real
-#: path -> bytes.  Reads see these, so the rounds of a fix (the project's
-#: included) build on one another while no file changes.
-_staged: dict[str, bytes] = {}
-_staging_depth = 0
+class Staging:
+    """What one dry run (``fix --diff``) has written instead of the disk:
+    real path -> bytes.  Reads through it see these, so the rounds of a fix
+    (the project's included) build on one another while no file changes;
+    each run makes its own, so no other run sees them."""
 
+    def __init__(self) -> None:
+        self.files: dict[str, bytes] = {}
 
-@contextmanager
-def staging() -> Iterator[dict[str, bytes]]:
-    """Within: writes go to the returned mapping (``stage``) and reads
-    (``read_source``) see them."""
-    global _staging_depth
-    _staged.clear()
-    _staging_depth += 1
-    try:
-        yield _staged
-    finally:
-        _staging_depth -= 1
-        _staged.clear()
+    def stage(self, path: Path | str, data: bytes) -> None:
+        self.files[os.path.realpath(path)] = data
 
+    def read_resolved(self, path: Path | str, within: str | None = None, limit: int = MAX_READ_BYTES) -> tuple[str | None, bytes]:
+        """``read_resolved``, the staged bytes winning over the disk's."""
+        if not self.files:
+            return read_resolved(path, within, limit)
+        real = None
+        if within is not None:
+            real = os.path.realpath(path)
+            if not is_inside(real, within, resolved=True):
+                raise OSError(errno.EACCES, "link leads outside the project", os.fspath(path))
+        staged = self.files.get(real if real is not None else os.path.realpath(path))
+        return (real, staged) if staged is not None else read_resolved(path, within, limit)
 
-def staging_now() -> bool:
-    return bool(_staged) or _staging_depth > 0
-
-
-def stage(path: Path | str, data: bytes) -> None:
-    _staged[os.path.realpath(path)] = data
+    def read(self, path: Path | str, within: str | None = None, limit: int = MAX_READ_BYTES) -> bytes:
+        return self.read_resolved(path, within, limit)[1]
 
 
 def read_source(path: Path | str, within: str | None = None, limit: int = MAX_READ_BYTES) -> bytes:
@@ -76,10 +73,6 @@ def read_resolved(path: Path | str, within: str | None = None, limit: int = MAX_
         real = target = os.path.realpath(target)
         if not is_inside(target, within, resolved=True):
             raise OSError(errno.EACCES, "link leads outside the project", os.fspath(path))
-    if _staged:
-        staged = _staged.get(os.path.realpath(target))
-        if staged is not None:
-            return real, staged
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
     if within is not None:
         # Resolved above: a link swapped in since then is not followed.
@@ -116,10 +109,12 @@ class KeptBytes:
     """The files a run read, kept for the project phase's byte searches of
     the same files: reading each again (resolving its links, opening it)
     cost Lightning's cold run 0.06 s.  Up to ``budget`` bytes; a file beyond
-    it, or read without a folder to stay within, is read again when asked."""
+    it, or read without a folder to stay within, is read again when asked
+    (through ``staging``, a dry run's, whose bytes win over what was kept)."""
 
-    def __init__(self, budget: int) -> None:
+    def __init__(self, budget: int, staging: Staging | None = None) -> None:
         self.budget = budget
+        self.staging = staging
         self.files: dict[str, tuple[str, bytes]] = {}
 
     def keep(self, path: Path | str, real: str | None, data: bytes) -> None:
@@ -129,9 +124,10 @@ class KeptBytes:
 
     def read(self, path: Path | str, within: str | None = None) -> bytes:
         """``read_source(path, within)``, from what was kept when it can."""
-        kept = None if _staged else self.files.get(os.path.abspath(path))
+        staged = self.staging is not None and bool(self.staging.files)
+        kept = None if staged else self.files.get(os.path.abspath(path))
         if kept is None:
-            return read_source(path, within)
+            return self.staging.read(path, within) if self.staging is not None else read_source(path, within)
         real, data = kept
         if within is not None and not is_inside(real, within, resolved=True):
             raise OSError(errno.EACCES, "link leads outside the project", os.fspath(path))

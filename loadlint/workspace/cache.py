@@ -406,26 +406,24 @@ class ProjectCache:
     def __init__(self, cache: Cache) -> None:
         self.cache = cache
 
-    def load(self, root: str, key: str) -> dict[str, list[Finding]] | None:
-        """Findings by absolute path, if stored for this key."""
+    def load(self, root: str, key: str) -> dict[str, dict[str, list[Finding]]] | None:
+        """Findings by kind (``ProjectResult``'s fields), then absolute path, if stored for this key."""
         try:
             raw = self.cache.read(_project_entry(root))
             data = json.loads(raw)
             _expect(data, dict)
             if data.get("key") != key or data.get("stamp") != self.cache.stamp:
                 return None
-            found = _expect(data.get("findings"), dict)
-            return {path: [_read_finding(f, path) for f in _expect(items, list)] for path, items in found.items()}
+            kinds = _expect(data.get("findings"), dict).items()
+            return {kind: {path: [_read_finding(f, path) for f in _expect(items, list)] for path, items in _expect(found, dict).items()}
+                    for kind, found in kinds}
         except Exception:  # a corrupt or crafted record is a miss, whatever it raises
             return None
 
-    def store(self, root: str, key: str, findings: dict[str, list[Finding]]) -> None:
+    def store(self, root: str, key: str, findings: dict[str, dict[str, list[Finding]]]) -> None:
         """Remember the findings for this key (never raises)."""
-        payload = {
-            "key": key,
-            "stamp": self.cache.stamp,
-            "findings": {path: [_finding_to_json(f) for f in items] for path, items in findings.items()},
-        }
+        payload = {"key": key, "stamp": self.cache.stamp, "findings": {
+            kind: {path: [_finding_to_json(f) for f in items] for path, items in found.items()} for kind, found in findings.items()}}
         self.cache.write(_project_entry(root), json.dumps(payload, separators=(",", ":")).encode())
 
 
