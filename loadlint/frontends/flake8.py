@@ -12,6 +12,7 @@ here (TorchFix yields the 1-based one and reports one column too far).
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
@@ -57,8 +58,10 @@ class Plugin:
         text = "".join(self.lines)
         if not may_construct_loader(text):
             return
-        resolver, profiles = self._shared()
         path = self.filename if self.filename not in ("stdin", "-", None) else "stdin.py"
+        if path != "stdin.py" and _leaves_project(path):
+            return  # as ``check`` passes over it: what a link leads to outside the project is not the project's
+        resolver, profiles = self._shared()
         try:
             settings = resolver.for_path(Path(path))
         except ConfigError as exc:
@@ -70,3 +73,13 @@ class Plugin:
         options = dataclasses.replace(options_for(settings, path, profiles), noqa=False)
         for finding in check_text(text, path, options):
             yield finding.location.row, finding.location.column - 1, f"{finding.code} {visible(finding.message)}", type(self)
+
+
+def _leaves_project(path: str) -> bool:
+    """Whether ``path`` reaches, through a link, a file outside its project
+    (flake8 read it already: the lines it hands over must not be analysed)."""
+    from loadlint.sources.boundary import is_inside, project_root
+
+    link = os.path.abspath(path)
+    real = os.path.realpath(path)
+    return real != link and not is_inside(real, str(project_root(Path(link).parent)), resolved=True)
