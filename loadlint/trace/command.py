@@ -128,7 +128,9 @@ def _plot(diagnoses: list[Diagnosis], path: str) -> None:
     from loadlint.trace.plot import draw
 
     try:
-        draw(diagnoses, Path(path))
+        note = draw(diagnoses, Path(path))
     except ImportError as exc:
         _fail(f"--plot needs the 'plot' extra: pip install 'loadlint[plot]' ({exc})")
+    if note is not None:
+        click.echo(f"loadlint: warning: --plot: {note}", err=True)
     click.echo(f"loadlint: wrote {visible(path)}", err=True)

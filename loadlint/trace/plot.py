@@ -12,6 +12,7 @@ steps as at 2k.
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import tempfile
@@ -19,6 +20,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from loadlint.sources.source import visible
 from loadlint.trace.analyse import Diagnosis
 from loadlint.trace.metrics import Step
 
@@ -62,14 +64,52 @@ def groups(steps: list[Step], most: int = MAX_BARS) -> tuple[list[float], list[f
     return edges, wait, busy
 
 
-def draw(diagnoses: list[Diagnosis], path: Path) -> None:
+def draw(diagnoses: list[Diagnosis], path: Path) -> str | None:
+    """Draw the plot; what matplotlib warned of meanwhile (a glyph missing
+    from its font...) as one escaped line, None when nothing."""
     plt = _pyplot()
     import matplotlib
 
-    with matplotlib.rc_context():
+    notes: list[str] = []
+    # Its warnings would print matplotlib's paths and the trace's raw text.
+    with matplotlib.rc_context(), warnings.catch_warnings(record=True) as caught, _logged(notes):
+        warnings.simplefilter("always")
         matplotlib.rcdefaults()
         matplotlib.rcParams["text.usetex"] = False
         _draw(plt, diagnoses, path)
+    for message in [str(w.message) for w in caught] + notes:
+        if message not in notes:
+            notes.append(message)
+    if not notes:
+        return None
+    more = f" (and {len(notes) - 1} more)" if len(notes) > 1 else ""
+    return visible(" ".join(notes[0].split())) + more
+
+
+class _Collect(logging.Handler):
+    def __init__(self, into: list[str]) -> None:
+        super().__init__(logging.WARNING)
+        self.into = into
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.into.append(record.getMessage())
+
+
+class _logged:
+    """matplotlib's log records of warning level and above go to ``into``, not stderr."""
+
+    def __init__(self, into: list[str]) -> None:
+        self.handler = _Collect(into)
+        self.logger = logging.getLogger("matplotlib")
+
+    def __enter__(self) -> None:
+        self.propagate = self.logger.propagate
+        self.logger.propagate = False
+        self.logger.addHandler(self.handler)
+
+    def __exit__(self, *exc: object) -> None:
+        self.logger.removeHandler(self.handler)
+        self.logger.propagate = self.propagate
 
 
 def _draw(plt: Any, diagnoses: list[Diagnosis], path: Path) -> None:
@@ -90,7 +130,8 @@ def _draw(plt: Any, diagnoses: list[Diagnosis], path: Path) -> None:
         title = f"rank {rank.rank}: " if rank.rank is not None else ""
         codes = ", ".join(f.code for f in d.findings) or "no findings"
         grouped = f", {len(edges) - 1} bars" if len(edges) - 1 < len(rank.steps) else ""
-        ax.set_title(f"{title}{Path(rank.path).name} ({rank.device}, {len(rank.steps)} steps{grouped}) - {codes}",
+        # Hidden characters shown escaped, as in every line printed (no font has a glyph for them).
+        ax.set_title(f"{title}{visible(Path(rank.path).name)} ({visible(rank.device)}, {len(rank.steps)} steps{grouped}) - {codes}",
                      fontsize=9, usetex=False, parse_math=False)
         ax.set_ylim(0, 105)
         ax.set_ylabel("% of step")
