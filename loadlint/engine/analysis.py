@@ -554,6 +554,12 @@ def _fix_external(
 def _compiles(text: str, path: str) -> bool:
     from loadlint.cst.walk import python_tree
 
+    piece = sliced(text)
+    if piece is not None and not piece.too_large and "barry_as_FLUFL" not in text:
+        # Python's grammar judges top-level statements one by one, and the
+        # slicer kept the first dropped one it rejects: compiling the kept
+        # ones answers for the text without a syntax tree of a huge table.
+        return python_tree(piece.blanked())[1]
     return python_tree(text)[1]
 
 

@@ -111,12 +111,17 @@ def add_noqa(text: str, codes_by_row: Mapping[int, AbstractSet[str]]) -> tuple[s
     codes.  A row that does not end outside a string (inside a
     triple-quoted string, after a backslash) is refused, and so is every
     row of a text tokenize refuses."""
+    ends: dict[int, int] = {}
+    comments: dict[int, tokenize.TokenInfo] = {}
     try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+        # Only what the rows need is kept: a table of millions of tokens costs no memory.
+        for t in tokenize.generate_tokens(io.StringIO(text).readline):
+            if t.type in (tokenize.NEWLINE, tokenize.NL):
+                ends[t.start[0]] = t.start[1]
+            elif t.type == tokenize.COMMENT:
+                comments[t.start[0]] = t
     except (tokenize.TokenError, SyntaxError):
         return text, 0, sorted(codes_by_row)
-    ends = {t.start[0]: t.start[1] for t in tokens if t.type in (tokenize.NEWLINE, tokenize.NL)}
-    comments = {t.start[0]: t for t in tokens if t.type == tokenize.COMMENT}
     lines = text.splitlines(keepends=True)
     added = 0
     refused = []
