@@ -554,13 +554,10 @@ def _fix_external(
 def _compiles(text: str, path: str) -> bool:
     from loadlint.cst.walk import python_tree
 
+    # Python's grammar judges top-level statements one by one and the slicer kept the first dropped one it
+    # rejects: the kept ones answer for a huge table without its syntax tree.
     piece = sliced(text)
-    if piece is not None and not piece.too_large and "barry_as_FLUFL" not in text:
-        # Python's grammar judges top-level statements one by one, and the
-        # slicer kept the first dropped one it rejects: compiling the kept
-        # ones answers for the text without a syntax tree of a huge table.
-        return python_tree(piece.blanked())[1]
-    return python_tree(text)[1]
+    return python_tree(text if piece is None or piece.too_large or "barry_as_FLUFL" in text else piece.blanked())[1]
 
 
 def _check_parses(

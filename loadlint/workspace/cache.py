@@ -86,12 +86,6 @@ def content_hash(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=20).hexdigest()
 
 
-def _path_bytes(text: str) -> bytes:
-    # A file name that is not UTF-8 arrives holding lone surrogates; any
-    # other name keeps the key it always had.
-    return text.encode("utf-8", "surrogatepass")
-
-
 def profile_key(profile: HardwareProfile) -> str:
     """The profile as far as findings can depend on it.
 
@@ -147,7 +141,8 @@ class Cache:
 
     @staticmethod
     def entry_name(path: str, fingerprint: str) -> str:
-        return content_hash(_path_bytes(f"{os.path.abspath(path)}\0{fingerprint}")) + ".json"
+        # A name that is not UTF-8 holds lone surrogates; any other keeps the key it always had.
+        return content_hash(f"{os.path.abspath(path)}\0{fingerprint}".encode("utf-8", "surrogatepass")) + ".json"
 
     # -- reading ---------------------------------------------------------
 
@@ -395,7 +390,7 @@ def _create(path: Path, data: bytes) -> None:
 
 
 def _project_entry(root: str) -> str:
-    return "project-" + content_hash(_path_bytes(os.path.abspath(root)))[:32] + ".pjson"
+    return "project-" + content_hash(os.path.abspath(root).encode("utf-8", "surrogatepass"))[:32] + ".pjson"
 
 
 class ProjectCache:
