@@ -424,7 +424,6 @@ def hardware_command(as_json: bool, targets: tuple[str, ...]) -> None:
     from loadlint.hardware.detect import TargetError, resolve_profile
     from loadlint.hardware.present import format_profile, profile_to_dict
     from loadlint.hardware.target import format_target, target_profile, target_to_dict
-
     from loadlint.workspace.config import ConfigError, Overrides, Resolver
 
     try:
@@ -448,6 +447,7 @@ def init_command(targets: tuple[str, ...], force: bool) -> None:
     """Declare the training machine in pyproject.toml ([tool.loadlint.target])."""
     from loadlint.hardware.detect import TargetError
     from loadlint.hardware.target import TargetExists, detected_target, write_target
+
     try:
         target = _parse_targets(targets) or detected_target()
         table = write_target(Path("pyproject.toml"), target, force=force)
