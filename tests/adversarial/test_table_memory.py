@@ -6,39 +6,19 @@ compiled or tokenized the whole table: 1 MB took 720 MB and 15 MB over
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from loadlint.cst import slicing, walk
 from loadlint.engine import analysis
+from tests.adversarial.peak import peak_run
 
 LOADER = "from torch.utils.data import DataLoader\n\n\ndef make(ds):\n    return DataLoader(ds, batch_size=8, prefetch_factor=2)\n"
 TABLE = "TABLE = [" + "1," * 500_000 + "]\n" + LOADER
-PEAK = (
-    "import atexit, resource, runpy, sys\n"
-    "atexit.register(lambda: print('PEAK_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr))\n"
-    "sys.argv = ['loadlint', *sys.argv[1:]]\n"
-    "runpy.run_module('loadlint', run_name='__main__', alter_sys=True)\n"
-)
-
-
-def _peak_run(cwd: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], int]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LOADLINT_")}
-    env["NO_COLOR"] = "1"
-    proc = subprocess.run([sys.executable, "-c", PEAK, *args], cwd=cwd, capture_output=True, text=True, timeout=300, env=env)
-    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
-    [peak] = [int(line.split()[1]) for line in proc.stderr.splitlines() if line.startswith("PEAK_KB ")]
-    return proc, peak // 1024
-
-
 def test_check_of_a_table_beside_a_fixable_loader(tmp_path):
     (tmp_path / "table.py").write_text(TABLE)
-    proc, peak = _peak_run(tmp_path, "check", "--no-cache", "--target", "cpus=4,gpus=1", "--output-format", "json", "table.py")
-    assert proc.returncode == 1, proc.stderr[-2000:]
+    proc, peak = peak_run(tmp_path, "check", "--no-cache", "--target", "cpus=4,gpus=1", "--output-format", "json", "table.py")
+    assert proc.returncode == 1, proc.stderr.decode()[-2000:]
     found = [(f["code"], f["location"]["row"], f["location"]["column"], f["fix"] is not None) for f in json.loads(proc.stdout)]
     assert found == [("LL001", 6, 12, True), ("LL201", 6, 12, True)]
     assert peak < 300, f"{peak} MiB"
@@ -46,8 +26,8 @@ def test_check_of_a_table_beside_a_fixable_loader(tmp_path):
 
 def test_add_noqa_on_a_table(tmp_path):
     (tmp_path / "table.py").write_text(TABLE)
-    proc, peak = _peak_run(tmp_path, "check", "--no-cache", "--target", "cpus=4,gpus=1", "--add-noqa", "table.py")
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    proc, peak = peak_run(tmp_path, "check", "--no-cache", "--target", "cpus=4,gpus=1", "--add-noqa", "table.py")
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
     assert (tmp_path / "table.py").read_text() == TABLE.replace("prefetch_factor=2)\n", "prefetch_factor=2)  # noqa: LL001, LL201\n")
     assert peak < 300, f"{peak} MiB"
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -18,31 +17,12 @@ from loadlint.api import check_source
 from loadlint.cst import slicing
 from loadlint.hardware.detect import parse_target, resolve_profile
 from loadlint.workspace.config import Settings
+from tests.adversarial.peak import peak_run
 
 FIXTURES = Path(__file__).parent / "fixtures"
 BASIC = (FIXTURES / "basic.py").read_bytes()
 TARGET = "cpus=4,gpus=1"
 PROFILE = resolve_profile(parse_target("cpus=8,gpus=4,memory=64,shm=16,platform=linux,python=3.12"))
-
-#: Runs loadlint in a process that reports its own peak memory last on stderr.
-PEAK = (
-    "import atexit, resource, runpy, sys\n"
-    "atexit.register(lambda: print('PEAK_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr))\n"
-    "sys.argv = ['loadlint', *sys.argv[1:]]\n"
-    "runpy.run_module('loadlint', run_name='__main__', alter_sys=True)\n"
-)
-
-
-def peak_run(cwd: Path, *args: str) -> tuple[subprocess.CompletedProcess, int]:
-    """The run of ``loadlint ARGS`` and its peak resident memory in MiB."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LOADLINT_")}
-    env["NO_COLOR"] = "1"
-    proc = subprocess.run([sys.executable, "-c", PEAK, *args], cwd=cwd, capture_output=True, timeout=300, env=env)
-    stderr = proc.stderr.decode()
-    assert "Traceback" not in stderr, stderr[-3000:]
-    [peak] = [int(line.split()[1]) for line in stderr.splitlines() if line.startswith("PEAK_KB ")]
-    return proc, peak // 1024
-
 
 # -- memory: the slicer's syntax check of dropped statements ----------------
 
