@@ -26,6 +26,18 @@ SCRIPT = (
 )
 
 
+def high_water_kb(pid: int) -> int:
+    """The running process ``pid``'s own peak resident memory in KiB (0 once gone)."""
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            for line in handle:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
 def peak_run(cwd: Path, *args: str, timeout: float = 300) -> tuple[subprocess.CompletedProcess[bytes], int]:
     """The run of ``loadlint ARGS`` in ``cwd`` and its peak resident memory in MiB."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOADLINT_")}

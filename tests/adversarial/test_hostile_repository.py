@@ -29,6 +29,7 @@ from typing import Any, Iterator
 import pytest
 
 from loadlint import __version__
+from tests.adversarial.peak import high_water_kb
 
 SECRET = "sk-live-7f3a9c"
 #: Peak resident memory of one run.
@@ -82,17 +83,6 @@ def _env() -> dict[str, str]:
     return out
 
 
-def _peak_kb(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/status") as handle:
-            for line in handle:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1])
-    except (OSError, ValueError):
-        pass
-    return 0
-
-
 def measure(label: str, cwd: Path, command: list[str], bound: float) -> Ran:
     """``command`` in ``cwd``, stdin a pipe held open, killed at ``bound``
     seconds; peak memory is the largest ``VmHWM`` of it and its children."""
@@ -104,7 +94,7 @@ def measure(label: str, cwd: Path, command: list[str], bound: float) -> Ran:
         killed = False
         try:
             while proc.poll() is None:
-                peak = max(peak, _peak_kb(proc.pid), *(_peak_kb(c) for c in _children(proc.pid)))
+                peak = max(peak, high_water_kb(proc.pid), *(high_water_kb(c) for c in _children(proc.pid)))
                 if time.perf_counter() - start > bound and not killed:
                     _kill_tree(proc.pid)
                     killed = True

@@ -25,6 +25,7 @@ import pytest
 
 from loadlint import __version__
 from loadlint.workspace.cache import content_hash
+from tests.adversarial.peak import high_water_kb
 
 SECRET = "sk-live-7f3a9c"
 #: Every output format; the default one is ``full``.
@@ -75,7 +76,7 @@ def run(cwd: Path, *args: str, timeout: float = TIME_BOUND, script: Path | None 
                 pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
                 if pid:
                     break
-                peak = max(peak, _high_water_kb(proc.pid))
+                peak = max(peak, high_water_kb(proc.pid))
                 if time.perf_counter() - start > timeout:
                     proc.kill()
                 time.sleep(0.01)
@@ -92,17 +93,6 @@ def run(cwd: Path, *args: str, timeout: float = TIME_BOUND, script: Path | None 
     assert "Traceback" not in ran.err, ran.err[-3000:]
     assert ran.peak_kb < MEMORY_BOUND_KB, f"peak memory {ran.peak_kb // 1024} MB"
     return ran
-
-
-def _high_water_kb(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/status") as handle:
-            for line in handle:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1])
-    except (OSError, ValueError):
-        pass
-    return 0
 
 
 def snapshot(folder: Path) -> dict[str, tuple[str, bytes | str]]:

@@ -28,6 +28,7 @@ import pytest
 
 from loadlint.frontends.cli import main
 from loadlint.trace import stream
+from tests.adversarial.peak import high_water_kb
 
 SECRET = "sk-live-7f3a9c"
 SINGLE = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
@@ -107,7 +108,7 @@ def run(cwd: Path, *args: str, script: Path | None = None, timeout: float = 120)
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
                 break
-            peak = max(peak, _high_water_kb(proc.pid))
+            peak = max(peak, high_water_kb(proc.pid))
             if time.perf_counter() - start > timeout:
                 proc.kill()
             time.sleep(0.01)
@@ -119,17 +120,6 @@ def run(cwd: Path, *args: str, script: Path | None = None, timeout: float = 120)
     assert ran.code >= 0 and ran.seconds < timeout, f"killed after {ran.seconds:.1f} s"
     assert "Traceback" not in ran.err, ran.err[-3000:]
     return ran
-
-
-def _high_water_kb(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/status") as handle:
-            for line in handle:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1])
-    except (OSError, ValueError):
-        pass
-    return 0
 
 
 @pytest.fixture
