@@ -96,8 +96,8 @@ def test_fixed_loaders_yield_a_batch(path: Path, process_group, monkeypatch) -> 
             "training_data": Tiny(), "test_data": Tiny(), "batch_size": 4,
             "buffer": None, "RLDataset": lambda buffer, size: Tiny(),
         }
-        # The run-time worker count a fix defines after the imports.
-        exec("\n".join(line for line in fixed.splitlines() if line.startswith("LOADER_WORKERS =")), namespace)
+        # The run-time worker count a fix defines after the imports (its CPUs, then its workers).
+        exec("\n".join(line for line in fixed.splitlines() if line.startswith(("LOADER_CPUS =", "LOADER_WORKERS ="))), namespace)
         namespace["WORKERS"] = eval(  # the module-level value LL203 rewrote, as fixed
             next((line.split("=", 1)[1] for line in fixed.splitlines() if line.startswith("WORKERS =")), "1"),
             namespace,
