@@ -229,7 +229,12 @@ def _base_spec(opts: dict[str, Any], mode: str) -> dict[str, Any]:
 
     target: dict[str, Any] = {"at": opts["at"], "finding_sites": None, "file": opts["script"]}
     if not opts["at"] and opts["script"]:
-        target["finding_sites"] = _within(finding_sites, opts["script"], min(opts["timeout"], 60.0))
+        sites = _within(finding_sites, opts["script"], min(opts["timeout"], 60.0))
+        if sites and mode.startswith("ddp"):
+            # A rank picks its loader as it is built, with no "else the first
+            # built" afterwards: only the script's own rows, or any loader.
+            sites = {k: v for k, v in sites.items() if k == os.path.abspath(opts["script"])} or None
+        target["finding_sites"] = sites
     p = opts["protocol"]
     return {
         "mode": mode, "script": opts["script"], "args": opts["args"], "entry": opts["entry"],
