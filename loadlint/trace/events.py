@@ -10,7 +10,10 @@ from math import isfinite
 from pathlib import Path
 from typing import Any
 
-from loadlint.trace.stream import TraceError, read_events
+from loadlint.trace.stream import MAX_KEPT_EVENTS, TraceError, read_events
+
+#: How often (in events read) the kept events are counted against their cap.
+KEPT_CHECK_EVERY = 1 << 16
 
 KNOWN_SCHEMAS = frozenset({1})
 DATALOADER_PREFIX = "enumerate(DataLoader)#"
@@ -65,6 +68,10 @@ class Events:
     names: dict[str, str] = field(default_factory=dict, repr=False)
     name_chars: int = 0
 
+    def held(self) -> int:
+        """How many events are kept for the diagnosis."""
+        return len(self.device) + len(self.copies) + len(self.frames) + len(self.steps) + len(self.loader) + len(self.runtime)
+
     def kept(self, name: str) -> str:
         """``name``, held once however often it comes; TraceError past ``MAX_NAME_CHARS``."""
         held = self.names.get(name)
@@ -78,6 +85,9 @@ class Events:
 
     def add(self, event: dict[str, Any]) -> None:
         self.events += 1
+        if not self.events % KEPT_CHECK_EVERY and self.held() > MAX_KEPT_EVENTS:
+            raise TraceError(f"{self.path}: the trace holds more than {MAX_KEPT_EVENTS:,} events loadlint keeps "
+                             "(GPU work, copies, runtime calls, frames, steps); profile fewer steps")
         if event.get("ph") != "X":
             return
         name, cat = event.get("name"), event.get("cat")

@@ -25,12 +25,15 @@ _WS = re.compile(r"[ \t\n\r]*")
 _CHUNK = 1 << 20
 #: The most a trace may make the reader decompress, hold and keep: JSON
 #: characters per file, characters of one value (an event, a header entry)
-#: and events (docs/trace.md).  A profile of a few steps is far below each;
+#: and events read (docs/trace.md).  A profile of a few steps is far below each;
 #: a few kilobytes of gzip can expand past any of them.
 MAX_TEXT_CHARS = 2 << 30
 MAX_ELEMENT_CHARS = 16 << 20
-MAX_EVENTS = 2_000_000
-#: Decode an element only when this much text is buffered after it (or the
+MAX_EVENTS = 50_000_000
+#: Events kept for the diagnosis (GPU work and copies, runtime calls, frames,
+#: steps): the memory a trace may take.  A profile recorded with stacks
+#: reads millions of events but keeps few (events.py counts them).
+MAX_KEPT_EVENTS = 2_000_000#: Decode an element only when this much text is buffered after it (or the
 #: file ends): an event longer than that is retried with more text.
 _AHEAD = 1 << 16
 

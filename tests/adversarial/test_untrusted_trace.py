@@ -223,6 +223,22 @@ def test_event_count_is_capped(tmp_path, capsys, monkeypatch):
     assert err == f"loadlint: error: {path}: the trace holds more than 120 events (the most loadlint reads); profile fewer steps\n"
 
 
+def test_kept_events_are_capped_not_the_events_read(tmp_path, capsys, monkeypatch):
+    # A profile recorded with stacks reads millions of events and keeps few:
+    # the memory cap counts what is kept.
+    from loadlint.trace import events
+
+    path = write(tmp_path / "t.json", trace_of(step_events(50)))
+    monkeypatch.setattr(events, "KEPT_CHECK_EVERY", 1)
+    monkeypatch.setattr(events, "MAX_KEPT_EVENTS", 120)
+    code, out, err = cli(capsys, str(path))
+    assert (code, out) == (2, "")
+    assert err == (f"loadlint: error: {path}: the trace holds more than 120 events loadlint keeps "
+                   "(GPU work, copies, runtime calls, frames, steps); profile fewer steps\n")
+    monkeypatch.setattr(events, "MAX_KEPT_EVENTS", 100_000)
+    assert cli(capsys, str(path))[0] in (0, 1)
+
+
 def test_deeply_nested_header_value_is_one_line(tmp_path, capsys):
     path = tmp_path / "t.json"
     path.write_text('{"distributedInfo": ' + "[" * 100_000 + "]" * 100_000 + ', "traceEvents": ' + json.dumps(list(step_events(4))) + "}")
