@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +23,7 @@ import pytest
 
 from loadlint import __version__
 from loadlint.workspace.cache import content_hash
-from tests.adversarial.peak import high_water_kb
+from tests.adversarial.peak import polled
 
 SECRET = "sk-live-7f3a9c"
 #: Every output format; the default one is ``full``.
@@ -67,28 +65,7 @@ def run(cwd: Path, *args: str, timeout: float = TIME_BOUND, script: Path | None 
     ``timeout``; its peak memory is its own ``VmHWM``, polled (``wait4``'s
     ``ru_maxrss`` keeps the forking test process's across ``exec``)."""
     command = [sys.executable, str(script)] if script else [sys.executable, "-m", "loadlint", *args]
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        start = time.perf_counter()
-        proc = subprocess.Popen(command, cwd=cwd, stdin=subprocess.PIPE, stdout=out, stderr=err, env=env())
-        peak = 0
-        try:
-            while True:
-                pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-                if pid:
-                    break
-                peak = max(peak, high_water_kb(proc.pid))
-                if time.perf_counter() - start > timeout:
-                    proc.kill()
-                time.sleep(0.01)
-        finally:
-            assert proc.stdin is not None
-            proc.stdin.close()
-        seconds = time.perf_counter() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
-        ran = Ran(proc.returncode, out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace"),
-                  seconds, peak, usage.ru_utime + usage.ru_stime)
+    ran = Ran(*polled(command, cwd, env(), timeout, hold_stdin=True))
     assert ran.code >= 0 and ran.seconds < timeout, f"killed after {ran.seconds:.1f} s (bound {timeout} s)"
     assert "Traceback" not in ran.err, ran.err[-3000:]
     assert ran.peak_kb < MEMORY_BOUND_KB, f"peak memory {ran.peak_kb // 1024} MB"

@@ -16,10 +16,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import subprocess
 import sys
-import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
@@ -28,7 +25,7 @@ import pytest
 
 from loadlint.frontends.cli import main
 from loadlint.trace import stream
-from tests.adversarial.peak import high_water_kb
+from tests.adversarial.peak import polled
 
 SECRET = "sk-live-7f3a9c"
 SINGLE = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
@@ -100,23 +97,8 @@ def run(cwd: Path, *args: str, script: Path | None = None, timeout: float = 120)
     """``python -m loadlint ARGS`` (or ``python script ARGS``) in ``cwd``;
     its own peak resident memory (``VmHWM``, polled) and CPU seconds."""
     command = [sys.executable, str(script), *args] if script else [sys.executable, "-m", "loadlint", *args]
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        start = time.perf_counter()
-        proc = subprocess.Popen(command, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env())
-        peak = 0
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            peak = max(peak, high_water_kb(proc.pid))
-            if time.perf_counter() - start > timeout:
-                proc.kill()
-            time.sleep(0.01)
-        out.seek(0)
-        err.seek(0)
-        ran = Ran(os.waitstatus_to_exitcode(status), out.read().decode("utf-8", "replace"),
-                  err.read().decode("utf-8", "replace"), time.perf_counter() - start, peak // 1024,
-                  usage.ru_utime + usage.ru_stime)
+    code, out, err, seconds, peak_kb, cpu = polled(command, cwd, env(), timeout)
+    ran = Ran(code, out, err, seconds, peak_kb // 1024, cpu)
     assert ran.code >= 0 and ran.seconds < timeout, f"killed after {ran.seconds:.1f} s"
     assert "Traceback" not in ran.err, ran.err[-3000:]
     return ran
