@@ -12,7 +12,7 @@ from loadlint.engine.fixes import Builder, apply_edits
 from loadlint.engine.positions import Positions
 from loadlint.facts.resolve import MISSING, UNKNOWN
 from loadlint.rules import worker_hazards
-from loadlint.rules.base import Context, FixSpec, Settings
+from loadlint.rules.base import Context, FixSpec, RuleSettings
 from loadlint.rules.ll007_unpicklable_worker_function import pickle_problems
 from loadlint.rules.ll103_worker_rng_duplication import shared_rng
 from loadlint.rules.ll104_unsharded_iterable_dataset import unsharded_iterable
@@ -294,7 +294,7 @@ def test_pickle_problems_and_captured_names():
                 return worker_id
             return DataLoader(ds, num_workers=2, collate_fn=collate, worker_init_fn=init)
     """)
-    collate, init = pickle_problems(Context(info, Settings(LINUX_311)), call)
+    collate, init = pickle_problems(Context(info, RuleSettings(LINUX_311)), call)
     assert collate.param == "collate_fn" and collate.captures == {"pad"}
     assert init.param == "worker_init_fn" and init.captures == frozenset()
     assert isinstance(init.movable, cst.FunctionDef)
@@ -308,7 +308,7 @@ def test_parameters_and_module_functions_are_picklable():
         def build(ds, worker_init_fn):
             return DataLoader(ds, num_workers=2, collate_fn=collate, worker_init_fn=worker_init_fn)
     """)
-    assert pickle_problems(Context(info, Settings(LINUX_311)), call) == []
+    assert pickle_problems(Context(info, RuleSettings(LINUX_311)), call) == []
 
 
 def test_worker_condition_helpers():
@@ -323,7 +323,7 @@ def test_worker_condition_helpers():
                 yield torch.zeros(2, device="cuda") + self.rng.random()
         DataLoader(Stream(), num_workers=2)
     """)
-    ctx = Context(info, Settings(LINUX_311))
+    ctx = Context(info, RuleSettings(LINUX_311))
     assert unsharded_iterable(ctx, call) == "Stream"
     assert cuda_in_worker(ctx, call) == "`Stream.__iter__`"
     assert shared_rng(ctx, call) == ("Stream.__iter__", "self.rng")
@@ -332,8 +332,8 @@ def test_worker_condition_helpers():
 def test_worker_hazards_agree_with_the_start_method():
     code = "from torch.utils.data import DataLoader\nDataLoader(ds, collate_fn=lambda b: b)"
     info, call = only_call(code)
-    assert worker_hazards(Context(info, Settings(LINUX_311)), call) == []
-    portable = Context(info, Settings(HardwareProfile(usable_cpus=4)))
+    assert worker_hazards(Context(info, RuleSettings(LINUX_311)), call) == []
+    portable = Context(info, RuleSettings(HardwareProfile(usable_cpus=4)))
     (reason,) = worker_hazards(portable, call)
     assert reason.startswith("`collate_fn` is a lambda")
 

@@ -14,7 +14,7 @@ import pytest
 
 import loadlint.facts.collect as collect_module
 from loadlint.facts.collect import ModuleFacts, collect, provided_names
-from loadlint.rules.base import Context, Settings
+from loadlint.rules.base import Context, RuleSettings
 
 CODE = textwrap.dedent("""\
     import torch
@@ -49,7 +49,7 @@ def unread_profile() -> object:
 
 
 def context(facts: ModuleFacts) -> Context:
-    return Context(facts, Settings(unread_profile), hardware=False)
+    return Context(facts, RuleSettings(unread_profile), hardware=False)
 
 
 def with_provider(monkeypatch: pytest.MonkeyPatch) -> ModuleType:

@@ -23,7 +23,7 @@ from loadlint.types import Options
 from loadlint.facts.collect import collect
 from loadlint.rules import CODES, all_rules, category_of, hazard_rules, rule_class
 from loadlint.rules.categories import CATEGORIES
-from loadlint.rules.base import Context, Invalid, ProfileNotDeclared, Rule, Settings, dedent
+from loadlint.rules.base import Context, Invalid, ProfileNotDeclared, Rule, RuleSettings, dedent
 from loadlint.testing import EXAMPLE_PROFILE
 
 RULES_DIR = Path(__file__).resolve().parent.parent / "loadlint" / "rules"
@@ -159,8 +159,8 @@ def test_an_undeclared_profile_read_raises():
 
     facts = collect(cst.parse_module("x = 1\n"))
     with pytest.raises(ProfileNotDeclared):
-        Reader().check(Context(facts, Settings(EXAMPLE_PROFILE), hardware=False))
-    assert list(Reader().check(Context(facts, Settings(EXAMPLE_PROFILE), hardware=True))) == []
+        Reader().check(Context(facts, RuleSettings(EXAMPLE_PROFILE), hardware=False))
+    assert list(Reader().check(Context(facts, RuleSettings(EXAMPLE_PROFILE), hardware=True))) == []
 
 
 def test_worker_hazards_are_the_rules_that_declare_them():

@@ -174,11 +174,11 @@ def _run_rules(
     nodes the facts hold but the text does not (``loadlint.engine.virtual``): a
     report on one raises ``Unlocated``."""
     from loadlint.engine.fixes import Builder
-    from loadlint.rules.base import Context, Settings
+    from loadlint.rules.base import Context, RuleSettings
     from loadlint.engine.virtual import Unlocated
 
     info, positions, text = analysis.info, analysis.positions, analysis.text
-    settings = Settings(options.profile)
+    settings = RuleSettings(options.profile)
     # A rule reads the profile only if it declares so (detection is lazy).
     contexts = {flag: Context(info, settings, path, notebook, hardware=flag) for flag in (False, True)}
     if "loadlint: measured" in text:  # fix --from-verify's mark: the rules that guess defer to it

@@ -120,7 +120,7 @@ class Report:
     fix: FixSpec | None = None
 
 
-class Settings:
+class RuleSettings:
     """Per-run options a rule may read (today: the target profile, given or
     detected on first read: most files never need it)."""
 
@@ -147,7 +147,7 @@ class Context(ProvidedFacts):
     its ``needs_hardware``."""
 
     def __init__(
-        self, facts: ModuleFacts, settings: Settings, path: str = "<stdin>", is_notebook: bool = False,
+        self, facts: ModuleFacts, settings: RuleSettings, path: str = "<stdin>", is_notebook: bool = False,
         *, hardware: bool = True,
     ) -> None:
         self.settings = settings
