@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from loadlint.frontends.cli import cli
 from loadlint.engine.summaries import summarise_text
-from loadlint.project.modules import Resolver, project_root
+from loadlint.project.modules import ModuleResolver, project_root
 
 PROJECTS = Path(__file__).parent / "fixtures" / "projects"
 EXAMPLE = Path(__file__).parents[1] / "examples" / "modular"
@@ -116,7 +116,7 @@ def test_same_module_name_in_two_folders_resolves_to_the_nearest(tmp_path: Path)
         (tmp_path / folder).mkdir()
         (tmp_path / folder / "data.py").write_text("def f(): pass\n")
         (tmp_path / folder / "train.py").write_text("import data\n")
-    resolver = Resolver(project_root(tmp_path / "one"))
+    resolver = ModuleResolver(project_root(tmp_path / "one"))
     assert resolver.module_file(str(tmp_path / "one" / "train.py"), "data.f") == (str(tmp_path / "one" / "data.py"), "f")
     assert resolver.module_file(str(tmp_path / "two" / "train.py"), "data.f") == (str(tmp_path / "two" / "data.py"), "f")
     assert resolver.module_file(str(tmp_path / "two" / "train.py"), "torch.utils.data.DataLoader") is None

@@ -205,12 +205,12 @@ def test_each_function_lists_the_imports_its_summary_reads() -> None:
 
 
 def test_resolving_enters_only_the_functions_that_read_an_import(tmp_path: Path) -> None:
-    from loadlint.project.modules import Resolver
+    from loadlint.project.modules import ModuleResolver
     from loadlint.project.values import Constants
 
     project = copy("constants", tmp_path)
     summaries = {str(p): summarise_text(p.read_text()) for p in project.glob("*.py")}
-    constants = Constants(project, Resolver(project), summaries.get, lambda p: Path(p).read_text())
+    constants = Constants(project, ModuleResolver(project), summaries.get, lambda p: Path(p).read_text())
     resolved = 0
     for path, summary in summaries.items():
         assert summary is not None

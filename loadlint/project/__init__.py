@@ -32,7 +32,7 @@ from loadlint.sources.files import read_source
 from loadlint.workspace.config import is_test_file
 from loadlint.project.flow import Walk
 from loadlint.project.lightning import CODES as LIGHTNING_CODES, gpu_trainers
-from loadlint.project.modules import Resolver, project_root
+from loadlint.project.modules import ModuleResolver, project_root
 from loadlint.project.reporter import NOTEBOOK, Reporter
 from loadlint.types import Finding, Flags, Location, Options, Summary
 
@@ -91,7 +91,7 @@ class Project:
                 known[path] = self.summary_of(path) if len(known) < MAX_FILES else None
             return known[path]
 
-        resolver = Resolver(self.root)
+        resolver = ModuleResolver(self.root)
 
         def callee(importer: str, name: str) -> tuple[str, str] | None:
             if name.startswith(":"):
@@ -162,7 +162,7 @@ class Project:
         if not scripts:
             return {}
         stems = re.compile(rb"\b(?:" + b"|".join(re.escape(os.fsencode(s)) for s in sorted(set(scripts.values()))) + rb")\b")
-        resolver = Resolver(self.root)
+        resolver = ModuleResolver(self.root)
         importer: dict[str, str] = {}
         for count, path in enumerate(self.files()):
             if count >= MAX_FILES or len(importer) == len(scripts):

@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 from loadlint.engine.summaries import locate
 from loadlint.engine.suppress import file_suppressions, suppressed_codes
-from loadlint.project.modules import Resolver
+from loadlint.project.modules import ModuleResolver
 from loadlint.rules import name_of
 from loadlint.types import Finding, Options, Summary
 
@@ -36,7 +36,7 @@ def handles_elsewhere(
     original: dict[str, int],
     options: Callable[[str], Options],
 ) -> dict[str, list[Finding]]:
-    resolver = Resolver(root)
+    resolver = ModuleResolver(root)
     out: dict[str, list[Finding]] = {}
     for path in original:
         summary = summaries.get(path)

@@ -26,7 +26,7 @@ from loadlint.engine.notebook import joined_text, to_cells
 from loadlint.engine.pipeline import ProfileCache, options_for
 from loadlint.project import MAX_FILES, Project, ProjectResult
 from loadlint.project.handles import handles_elsewhere
-from loadlint.project.modules import Resolver, project_root
+from loadlint.project.modules import ModuleResolver, project_root
 from loadlint.project.config_files import files_read, project_config_findings
 from loadlint.project.values import Constants, constant_findings
 from loadlint.sources.source import DecodeError, decode
@@ -309,7 +309,7 @@ def _analyse(
         result = results[original[path]] if path in original and not path.endswith(NOTEBOOK) else None
         return None if result is None or result.error is not None else list(result.findings)
 
-    constants = Constants(root, Resolver(root), summary_of, read_text, read_bytes)
+    constants = Constants(root, ModuleResolver(root), summary_of, read_text, read_bytes)
     resolved = {path: constants.resolve(path, summary) for path, summary in summaries.items()}
 
     def resolved_summary_of(path: str) -> Summary | None:
@@ -362,7 +362,7 @@ def _in_memory_elsewhere(
     data in memory (the test a class of the same module passes)."""
     from loadlint.engine.summaries import locate
 
-    resolver = Resolver(root)
+    resolver = ModuleResolver(root)
     out: dict[str, list[Finding]] = {}
     for path in original:
         summary = summaries.get(path)

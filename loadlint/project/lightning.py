@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
-from loadlint.project.modules import Resolver
+from loadlint.project.modules import ModuleResolver
 from loadlint.project.reporter import Reporter
 from loadlint.types import Flags, FunctionSummary, LoaderSummary, Summary
 
@@ -56,7 +56,7 @@ def gpu_trainers(
     summaries: dict[str, Summary],
     summary_of: Callable[[str], Summary | None],
     importers: Callable[[dict[str, set[str]]], Iterable[str]],
-    resolver: Resolver,
+    resolver: ModuleResolver,
     flags: Callable[[str], Flags],
     report: Reporter,
 ) -> None:

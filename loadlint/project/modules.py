@@ -28,10 +28,10 @@ def shown_path(path: str) -> str:
     return Path(path if shown.startswith("..") else shown).as_posix()
 
 
-__all__ = ["MAX_ASCENT", "ROOT_MARKERS", "Resolver", "project_root", "shown_path"]
+__all__ = ["MAX_ASCENT", "ROOT_MARKERS", "ModuleResolver", "project_root", "shown_path"]
 
 
-class Resolver:
+class ModuleResolver:
     """Resolves imports of project files to project files, with a memo."""
 
     def __init__(self, root: Path) -> None:

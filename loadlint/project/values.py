@@ -4,7 +4,7 @@ summaries and the rules of the modules that import them.
 Phase 1 describes a name imported from another module as
 ``{"import": "config.NUM_WORKERS"}`` and exports each module's constants
 (``loadlint.facts.summary``).  Here the import is resolved as Python would
-(``modules.Resolver``) and replaced by the constant's value with a note
+(``modules.ModuleResolver``) and replaced by the constant's value with a note
 saying where it comes from; a constant that is itself imported is followed
 (a bounded chain; a cycle stays unknown).  What cannot be resolved becomes
 unknown (``{}``), so the rules stay silent.
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from loadlint.engine.analysis import analyse
-from loadlint.project.modules import Resolver, shown_path
+from loadlint.project.modules import ModuleResolver, shown_path
 from loadlint.engine.summaries import locate
 from loadlint.sources.files import read_source
 from loadlint.types import Descriptor, Finding, FunctionSummary, Options, Summary
@@ -46,7 +46,7 @@ class Constants:
     def __init__(
         self,
         root: Path,
-        resolver: Resolver,
+        resolver: ModuleResolver,
         summary_of: Callable[[str], Summary | None],
         read_text: Callable[[str], str | None],
         read_bytes: Callable[[str, str | None], bytes] = read_source,
