@@ -434,7 +434,7 @@ TREE_GOALS = {"vs_torchfix": 40.0, "cpu_vs_parse": 1.5, "warm_seconds": 0.5, "on
 PARSE_SCRIPT = """
 import json, sys, time
 from pathlib import Path
-from loadlint.workspace.config import Overrides, Resolver
+from loadlint.workspace.config import Overrides, ConfigResolver
 from loadlint.workspace.discover import discover
 from loadlint.sources.prefilter import passes_prefilter
 from loadlint.sources.source import DecodeError, decode
@@ -443,7 +443,7 @@ texts, notebooks = [], 0
 if sys.argv[1].endswith(".json"):
     texts = json.load(open(sys.argv[1]))["texts"]
 else:
-    for candidate in discover([Path(sys.argv[1])], Resolver(Overrides()).for_path):
+    for candidate in discover([Path(sys.argv[1])], ConfigResolver(Overrides()).for_path):
         if str(candidate.path).endswith(".ipynb"):
             notebooks += 1
             continue

@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterable
 
-from loadlint.workspace.config import Overrides, Resolver, Settings
+from loadlint.workspace.config import Overrides, ConfigResolver, Settings
 from loadlint.workspace.discover import discover
 from loadlint.engine.analysis import Analysis, Chosen, SpecSource, analyse, fix_text
 from loadlint.engine.measured import MeasuredSite, load_verify_report, measured_specs
@@ -52,11 +52,11 @@ def check_paths(
     isolated: bool = False,
     force_exclude: bool = False,
     fix: FixRequest | None = None,
-    resolver: Resolver | None = None,
+    resolver: ConfigResolver | None = None,
     profiles: ProfileCache | None = None,
 ) -> Run:
     """Check (or fix) files and folders; one FileResult per file."""
-    resolver = resolver or Resolver(overrides or Overrides(), config, isolated)
+    resolver = resolver or ConfigResolver(overrides or Overrides(), config, isolated)
     candidates = discover(list(paths), resolver.for_path, force_exclude=force_exclude)
     # One process, no cache: a library call must not fork or write behind its caller's back.
     return lint_candidates(candidates, fix, jobs=1, profiles=profiles or ProfileCache())
@@ -114,7 +114,7 @@ def suggest_for_call(
     data = read_source(path)
     text = decode(data).text
     # The script verify measures is the user's choice, under tests/ or not: its LL2xx count.
-    settings = Resolver(Overrides(performance_in_tests=True)).for_path(Path(path))
+    settings = ConfigResolver(Overrides(performance_in_tests=True)).for_path(Path(path))
     options = options_with_profile(settings, path, profile)
     _, before = analyse(text, path, options)
     if before is None:
@@ -174,7 +174,7 @@ def _call_rows(analysis: Analysis) -> list[tuple[int, int]]:
 
 
 def fix_from_verify(
-    report: str, paths: Iterable[str], resolver: Resolver, *, dry_run: bool
+    report: str, paths: Iterable[str], resolver: ConfigResolver, *, dry_run: bool
 ) -> tuple[Run, list[str], Settings | None]:
     """``loadlint fix --from-verify REPORT``: write each confirmed call site's
     measured configuration into its call, under the same checks as any fix.
@@ -241,7 +241,7 @@ def uses_cuda(root: Path) -> bool:
 
     parsed = parsed_bytes = 0
     try:
-        for candidate in discover([root], Resolver(Overrides()).for_path):
+        for candidate in discover([root], ConfigResolver(Overrides()).for_path):
             if parsed >= _CUDA_SCAN_FILES or parsed_bytes >= _CUDA_SCAN_TOTAL:
                 break
             if candidate.path.suffix != ".py":

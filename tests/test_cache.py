@@ -18,7 +18,7 @@ import loadlint.engine.pipeline as pipeline
 from loadlint.api import ProfileCache
 from loadlint.workspace.cache import CACHEDIR_TAG, Cache
 from loadlint.frontends.cli import cli
-from loadlint.workspace.config import Overrides, Resolver, Settings
+from loadlint.workspace.config import Overrides, ConfigResolver, Settings
 from loadlint.workspace.discover import Candidate, discover
 from loadlint.types import HardwareProfile
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from loadlint.api import check_paths, check_source
-from loadlint.workspace.config import ConfigError, Overrides, Resolver, Settings, load_settings
+from loadlint.workspace.config import ConfigError, Overrides, ConfigResolver, Settings, load_settings
 
 TARGET = '[tool.loadlint.target]\ncpus = 4\ngpus = 1\n'
 SCRIPT = """\
@@ -31,7 +31,7 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
-def codes(resolver: Resolver, path: Path) -> list[str]:
+def codes(resolver: ConfigResolver, path: Path) -> list[str]:
     return sorted(resolver.for_path(path).codes_for(str(path)))
 
 
@@ -43,14 +43,14 @@ def test_closest_config_wins_per_file(tmp_path):
     write(tmp_path / "sub" / "loadlint.toml", 'select = ["LL202"]\n')
     # A pyproject.toml that does not configure loadlint is skipped.
     write(tmp_path / "other" / "pyproject.toml", "[tool.black]\nline-length = 100\n")
-    resolver = Resolver(Overrides())
+    resolver = ConfigResolver(Overrides())
     assert codes(resolver, tmp_path / "a.py") == ["LL201"]
     assert codes(resolver, tmp_path / "sub" / "a.py") == ["LL202"]
     assert codes(resolver, tmp_path / "sub" / "deeper" / "a.py") == ["LL202"]
     assert codes(resolver, tmp_path / "other" / "a.py") == ["LL201"]
     # Not merged: the nested config does not inherit the parent's target.
     write(tmp_path / "pyproject.toml", '[tool.loadlint]\nselect = ["LL201"]\n' + TARGET)
-    fresh = Resolver(Overrides())
+    fresh = ConfigResolver(Overrides())
     assert fresh.for_path(tmp_path / "a.py").target_dict() == {"cpus": 4, "gpus": 1}
     assert fresh.for_path(tmp_path / "sub" / "a.py").target_dict() == {}
 
@@ -58,9 +58,9 @@ def test_closest_config_wins_per_file(tmp_path):
 def test_one_file_per_folder_order(tmp_path):
     write(tmp_path / "pyproject.toml", '[tool.loadlint]\nselect = ["LL201"]\n')
     write(tmp_path / "loadlint.toml", 'select = ["LL202"]\n')
-    assert codes(Resolver(Overrides()), tmp_path / "a.py") == ["LL202"]
+    assert codes(ConfigResolver(Overrides()), tmp_path / "a.py") == ["LL202"]
     write(tmp_path / ".loadlint.toml", 'select = ["LL203"]\n')
-    assert codes(Resolver(Overrides()), tmp_path / "a.py") == ["LL203"]
+    assert codes(ConfigResolver(Overrides()), tmp_path / "a.py") == ["LL203"]
 
 
 def test_settings_are_cached_per_folder(tmp_path, monkeypatch):
@@ -70,7 +70,7 @@ def test_settings_are_cached_per_folder(tmp_path, monkeypatch):
     calls = []
     real = config.load_settings
     monkeypatch.setattr(config, "load_settings", lambda path, *a: calls.append(path) or real(path, *a))
-    resolver = Resolver(Overrides())
+    resolver = ConfigResolver(Overrides())
     first = resolver.for_path(tmp_path / "a.py")
     assert resolver.for_path(tmp_path / "b.py") is first
     assert resolver.for_path(tmp_path / "sub" / "c.py") is first
@@ -79,7 +79,7 @@ def test_settings_are_cached_per_folder(tmp_path, monkeypatch):
 
 def test_per_file_ignores_are_per_project(tmp_path):
     write(tmp_path / "pyproject.toml", '[tool.loadlint]\nper-file-ignores = { "tests/*" = ["LL201"], "conftest.py" = ["LL2"] }\n')
-    resolver = Resolver(Overrides())
+    resolver = ConfigResolver(Overrides())
     assert "LL201" in codes(resolver, tmp_path / "train.py")
     assert "LL201" not in codes(resolver, tmp_path / "tests" / "test_train.py")
     # A pattern without a slash matches the file name in any folder.
@@ -145,13 +145,13 @@ def test_extend_cycle_and_missing(tmp_path):
 )
 def test_cli_layers_over_config(tmp_path, config, overrides, enabled, disabled):
     write(tmp_path / "loadlint.toml", config + "\n")
-    got = set(codes(Resolver(overrides), tmp_path / "a.py"))
+    got = set(codes(ConfigResolver(overrides), tmp_path / "a.py"))
     assert enabled <= got and not (disabled & got)
 
 
 def test_cli_overrides_scalars_and_target(tmp_path):
     write(tmp_path / "loadlint.toml", 'unsafe-fixes = true\noutput-format = "json"\nrespect-gitignore = false\n[target]\ncpus = 8\ngpus = 2\n')
-    settings = Resolver(
+    settings = ConfigResolver(
         Overrides(unsafe_fixes=False, output_format="github", respect_gitignore=True, target={"cpus": 64})
     ).for_path(tmp_path / "a.py")
     assert (settings.unsafe_fixes, settings.output_format, settings.respect_gitignore) == (False, "github", True)
@@ -161,8 +161,8 @@ def test_cli_overrides_scalars_and_target(tmp_path):
 def test_config_flag_and_isolated(tmp_path):
     write(tmp_path / "loadlint.toml", 'select = ["LL202"]\n')
     other = write(tmp_path / "elsewhere.toml", 'select = ["LL203"]\n')
-    assert codes(Resolver(Overrides(), config=other), tmp_path / "a.py") == ["LL203"]
-    assert "LL201" in codes(Resolver(Overrides(), isolated=True), tmp_path / "a.py")
+    assert codes(ConfigResolver(Overrides(), config=other), tmp_path / "a.py") == ["LL203"]
+    assert "LL201" in codes(ConfigResolver(Overrides(), isolated=True), tmp_path / "a.py")
 
 
 # -- keys and errors -----------------------------------------------------------
@@ -250,7 +250,7 @@ def test_bad_config_exits_2_from_the_command_line(tmp_path):
 def test_invalid_toml(tmp_path):
     write(tmp_path / "loadlint.toml", "select = [\n")
     with pytest.raises(ConfigError, match="invalid TOML"):
-        Resolver(Overrides()).for_path(tmp_path / "a.py")
+        ConfigResolver(Overrides()).for_path(tmp_path / "a.py")
 
 
 # -- suppression and file selection ------------------------------------------
@@ -369,4 +369,4 @@ def test_performance_codes_are_not_reported_in_tests_by_default(tmp_path: Path) 
 def test_performance_in_tests_must_be_a_boolean(tmp_path: Path) -> None:
     write(tmp_path / "pyproject.toml", "[tool.loadlint]\nperformance-in-tests = \"yes\"\n")
     with pytest.raises(ConfigError, match="'performance-in-tests' must be true or false, not 'yes'"):
-        Resolver(Overrides()).for_path(tmp_path / "train.py")
+        ConfigResolver(Overrides()).for_path(tmp_path / "train.py")

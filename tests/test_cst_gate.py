@@ -164,12 +164,12 @@ def test_other_threads_nodes_are_checked_during_real_parses() -> None:
 
 def test_a_pool_leaves_what_its_host_froze_frozen(tmp_path: Path) -> None:
     from loadlint.run.runner import lint_candidates
-    from loadlint.workspace.config import Overrides, Resolver
+    from loadlint.workspace.config import Overrides, ConfigResolver
     from loadlint.workspace.discover import discover
 
     for i in range(4):
         (tmp_path / f"m{i}.py").write_text(CALL, encoding="utf-8")
-    resolver = Resolver(Overrides(), None, True)
+    resolver = ConfigResolver(Overrides(), None, True)
     candidates = discover([tmp_path], resolver.for_path)
     gc.freeze()
     try:

@@ -15,7 +15,7 @@ from loadlint.frontends.lsp.worker import fixed_in_project, project_findings
 from loadlint.hardware.detect import parse_target
 from loadlint.run.runner import lint_candidates
 from loadlint.types import FileResult, FixRequest
-from loadlint.workspace.config import Overrides, Resolver
+from loadlint.workspace.config import Overrides, ConfigResolver
 from loadlint.workspace.discover import Candidate
 
 TARGET = "cpus=8,gpus=1,memory=64,shm=16,platform=linux,python=3.14"
@@ -41,14 +41,14 @@ def write_project(folder: Path, pinned: bool = False) -> Path:
 
 
 def dry_run(root: Path) -> dict[str, str | None]:
-    resolver = Resolver(Overrides(target=parse_target(TARGET)))
+    resolver = ConfigResolver(Overrides(target=parse_target(TARGET)))
     candidates = [Candidate(path, resolver.for_path(path), True) for path in sorted(root.glob("*.py"))]
     run = lint_candidates(candidates, FixRequest(unsafe=False, dry_run=True), jobs=1)
     return {Path(r.path).name: r.fixed for r in run.results}
 
 
 def check(root: Path) -> list[tuple[str, str]]:
-    resolver = Resolver(Overrides(target=parse_target(TARGET)))
+    resolver = ConfigResolver(Overrides(target=parse_target(TARGET)))
     candidates = [Candidate(path, resolver.for_path(path), True) for path in sorted(root.glob("*.py"))]
     return [(Path(f.path).name, f.code) for f in lint_candidates(candidates, jobs=1).findings]
 
@@ -98,7 +98,7 @@ def _state() -> dict[str, int]:
 
 
 def test_language_server_saves_keep_nothing_of_earlier_runs(tmp_path: Path) -> None:
-    resolver = Resolver(Overrides(target=parse_target(TARGET)))
+    resolver = ConfigResolver(Overrides(target=parse_target(TARGET)))
     profiles = ProfileCache()
 
     def save(folder: Path) -> None:

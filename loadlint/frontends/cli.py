@@ -20,7 +20,7 @@ from loadlint.sources.source import visible, visible_json, visible_lines
 from loadlint.types import HUMAN_FORMATS, CheckOptions, FixRequest, Run
 
 if TYPE_CHECKING:
-    from loadlint.workspace.config import Resolver, Settings
+    from loadlint.workspace.config import ConfigResolver, Settings
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -187,7 +187,7 @@ def fix_command(**kwargs: Any) -> None:
 
 def run_check(options: CheckOptions) -> int:
     """Run ``check``/``fix`` as ``options`` say; the exit code."""
-    from loadlint.workspace.config import ConfigError, Overrides, Resolver, describe
+    from loadlint.workspace.config import ConfigError, Overrides, ConfigResolver, describe
 
     try:
         overrides = Overrides(
@@ -202,7 +202,7 @@ def run_check(options: CheckOptions) -> int:
             target=_parse_targets(options.targets),
             per_file_ignores=_per_file_ignores(options.per_file_ignores),
         )
-        resolver = Resolver(overrides, Path(options.config_path) if options.config_path else None, options.isolated)
+        resolver = ConfigResolver(overrides, Path(options.config_path) if options.config_path else None, options.isolated)
         # As in ruff, --stdin-filename alone means "read stdin".
         paths = list(options.paths) or (["-"] if options.stdin_filename else ["."])
         if options.stdin_filename and paths != ["-"]:
@@ -236,7 +236,7 @@ def run_check(options: CheckOptions) -> int:
     return EXIT_ERROR
 
 
-def _check_paths(paths: list[Path], resolver: Resolver, options: CheckOptions) -> int:
+def _check_paths(paths: list[Path], resolver: ConfigResolver, options: CheckOptions) -> int:
     from loadlint.run.runner import lint_paths
 
     first = resolver.for_path(paths[0])
@@ -306,7 +306,7 @@ def _add_noqa(run: Run) -> int:
     return EXIT_CLEAN
 
 
-def _check_stdin(resolver: Resolver, options: CheckOptions) -> int:
+def _check_stdin(resolver: ConfigResolver, options: CheckOptions) -> int:
     from loadlint.workspace.discover import is_force_excluded
     from loadlint.engine.pipeline import ProfileCache, check_bytes, fix_stdin, options_for
 
@@ -341,7 +341,7 @@ def _write_bytes(data: bytes) -> None:
     sys.stdout.flush()
 
 
-def _fix_from_verify(resolver: Resolver, options: CheckOptions, report: str) -> int:
+def _fix_from_verify(resolver: ConfigResolver, options: CheckOptions, report: str) -> int:
     from loadlint.api import fix_from_verify
     from loadlint.engine.measured import ReportError
 
@@ -424,11 +424,11 @@ def hardware_command(as_json: bool, targets: tuple[str, ...]) -> None:
     from loadlint.hardware.detect import TargetError, resolve_profile
     from loadlint.hardware.present import format_profile, profile_to_dict
     from loadlint.hardware.target import format_target, target_profile, target_to_dict
-    from loadlint.workspace.config import ConfigError, Overrides, Resolver
+    from loadlint.workspace.config import ConfigError, Overrides, ConfigResolver
 
     try:
         # --target, else the project's [tool.loadlint.target] (what the rules use).
-        target = _parse_targets(targets) or Resolver(Overrides(), None, False).for_path(Path(".")).target_dict()
+        target = _parse_targets(targets) or ConfigResolver(Overrides(), None, False).for_path(Path(".")).target_dict()
         # A declared machine is shown alone: this one's memory says nothing about it.
         profile = target_profile(target) if target else resolve_profile(None)
     except (TargetError, ConfigError) as exc:

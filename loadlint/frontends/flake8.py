@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 from loadlint import __version__
 
 if TYPE_CHECKING:
-    from loadlint.workspace.config import Resolver
+    from loadlint.workspace.config import ConfigResolver
     from loadlint.engine.pipeline import ProfileCache
 
 
@@ -31,7 +31,7 @@ class Plugin:
 
     #: One resolver and hardware profile cache per flake8 process: flake8
     #: instantiates the plugin once per file.
-    _resolver: Resolver | None = None
+    _resolver: ConfigResolver | None = None
     _profiles: ProfileCache | None = None
 
     def __init__(self, tree: Any, lines: list[str], filename: str = "stdin") -> None:
@@ -39,12 +39,12 @@ class Plugin:
         self.filename = filename
 
     @classmethod
-    def _shared(cls) -> tuple[Resolver, ProfileCache]:
+    def _shared(cls) -> tuple[ConfigResolver, ProfileCache]:
         if cls._resolver is None or cls._profiles is None:
-            from loadlint.workspace.config import Overrides, Resolver
+            from loadlint.workspace.config import Overrides, ConfigResolver
             from loadlint.engine.pipeline import ProfileCache
 
-            cls._resolver = Resolver(Overrides())
+            cls._resolver = ConfigResolver(Overrides())
             cls._profiles = ProfileCache()
         return cls._resolver, cls._profiles
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, TextIO
 
 from loadlint.engine import pipeline
-from loadlint.workspace.config import Resolver
+from loadlint.workspace.config import ConfigResolver
 from loadlint.run.pool import OUT_OF_TIME, POOL_MIN_SAVING, Work, run_pool
 from loadlint.workspace.discover import Candidate, discover
 from loadlint.sources.prefilter import passes_prefilter, undecodable
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from loadlint.sources.source import Source
 
 
-def lint_paths(paths: list[Path], resolver: Resolver, options: CheckOptions, request: FixRequest | None, fmt: str) -> Run:
+def lint_paths(paths: list[Path], resolver: ConfigResolver, options: CheckOptions, request: FixRequest | None, fmt: str) -> Run:
     """The command line's run over ``paths``: cache and pool as ``options``
     ask, progress on a terminal's stderr for the human formats."""
     show_progress = fmt in HUMAN_FORMATS and not options.quiet and _is_tty(sys.stderr)

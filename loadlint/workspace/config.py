@@ -395,7 +395,7 @@ class Overrides:
         return replace(settings, **changes) if changes else settings
 
 
-class Resolver:
+class ConfigResolver:
     """Finds the settings for each file: the closest config, then the flags.
 
     Loaded files are cached per directory, so a tree of thousands of files

@@ -192,11 +192,11 @@ def test_spawned_workers_do_not_import_the_repository(world, tmp_path):
         "from pathlib import Path\n"
         "import loadlint.run.pool as pool\n"
         "import loadlint.run.runner as runner\n"
-        "from loadlint.workspace.config import Overrides, Resolver\n"
+        "from loadlint.workspace.config import Overrides, ConfigResolver\n"
         "from loadlint.workspace.discover import discover\n"
         "pool.START_METHOD = 'spawn'  # as on macOS and Windows\n"
         "if __name__ == '__main__':\n"
-        "    found = runner.lint_candidates(discover([Path('.')], Resolver(Overrides()).for_path), jobs=2,\n"
+        "    found = runner.lint_candidates(discover([Path('.')], ConfigResolver(Overrides()).for_path), jobs=2,\n"
         "                                   pool_min_saving=0, project=False)\n"
         "    print(sum(len(r.findings) for r in found.results), 'findings')\n"
     )
@@ -310,11 +310,11 @@ def test_language_server_project_view_does_not_read_its_own_channel(world, tmp_p
     driver = tmp_path / "server_view.py"
     driver.write_text(
         "from pathlib import Path\n"
-        "from loadlint.workspace.config import Overrides, Resolver\n"
+        "from loadlint.workspace.config import Overrides, ConfigResolver\n"
         "from loadlint.engine.pipeline import ProfileCache\n"
         "from loadlint.project.join import check_in_project\n"
         "path = Path('use.py').resolve()\n"
-        "result = check_in_project(path, Resolver(Overrides()).for_path(path), ProfileCache(), None)\n"
+        "result = check_in_project(path, ConfigResolver(Overrides()).for_path(path), ProfileCache(), None)\n"
         "print(sorted({f.code for f in result.findings}))\n"
     )
     ran = run(repo, script=driver, timeout=10)
@@ -410,14 +410,14 @@ def test_per_file_time_bound_becomes_a_finding(world, tmp_path):
         "from pathlib import Path\n"
         "import loadlint.run.pool as pool\n"
         "import loadlint.run.runner as runner\n"
-        "from loadlint.workspace.config import Overrides, Resolver\n"
+        "from loadlint.workspace.config import Overrides, ConfigResolver\n"
         "from loadlint.workspace.discover import discover\n"
         "def forever(*args, **kwargs):\n"
         "    while True:\n"
         "        pass\n"
         "runner.pipeline.check_bytes = forever\n"
         "pool.FILE_TIME_LIMIT = 0.5\n"
-        "found = runner.lint_candidates(discover([Path('.')], Resolver(Overrides()).for_path), jobs=1, project=False)\n"
+        "found = runner.lint_candidates(discover([Path('.')], ConfigResolver(Overrides()).for_path), jobs=1, project=False)\n"
         "print([(f.code, f.message) for r in found.results for f in r.findings])\n"
     )
     ran = run(repo, script=driver, timeout=10)

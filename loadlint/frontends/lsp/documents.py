@@ -25,7 +25,7 @@ from loadlint.frontends.lsp.worker import (
 from loadlint.sources.files import read_source
 
 if TYPE_CHECKING:
-    from loadlint.workspace.config import Resolver, Settings
+    from loadlint.workspace.config import ConfigResolver, Settings
     from loadlint.engine.pipeline import ProfileCache
     from loadlint.types import Edit, Finding, Location, Options
 
@@ -46,7 +46,7 @@ class State:
     debounce: float = DEBOUNCE
     #: Push diagnostics (False when the client pulls them itself).
     push: bool = True
-    resolver: Resolver | None = None
+    resolver: ConfigResolver | None = None
     profiles: ProfileCache | None = None
     pending: dict[str, asyncio.Task[None]] = field(default_factory=dict)
     #: The last lint of each document: uri -> (what it linted, its result).
@@ -63,10 +63,10 @@ class State:
 
     def settings_for(self, path: str) -> Settings:
         """The settings of the file at ``path`` (configuration read once)."""
-        from loadlint.workspace.config import Overrides, Resolver
+        from loadlint.workspace.config import Overrides, ConfigResolver
 
         if self.resolver is None:
-            self.resolver = Resolver(Overrides())
+            self.resolver = ConfigResolver(Overrides())
         return self.resolver.for_path(Path(path))
 
     def options_for(self, settings: Settings, path: str) -> Options:
