@@ -322,7 +322,7 @@ def _execute_bench(opts: dict[str, Any], work: Workdir) -> dict[str, Any]:
         line.clear()
     raw = _check(outcome, opts, what="the benchmark")
     mode = "step" if opts["step_ms"] else "loader"
-    return rep.analyse(raw, mode=mode, command=_describe_run(opts), version=_version())
+    return rep.build_report(raw, mode=mode, command=_describe_run(opts), version=_version())
 
 
 def _execute_insitu(opts: dict[str, Any], work: Workdir) -> dict[str, Any]:
@@ -367,7 +367,7 @@ def _execute_insitu(opts: dict[str, Any], work: Workdir) -> dict[str, Any]:
             active = [cands[0], *pending]
     finally:
         line.clear()
-    return rep.analyse(raw, mode="in-situ", command=_describe_run(opts), version=_version())
+    return rep.build_report(raw, mode="in-situ", command=_describe_run(opts), version=_version())
 
 
 def _insitu_run(opts: dict[str, Any], work: Workdir, base: dict[str, Any],

@@ -79,7 +79,7 @@ from loadlint.sources.source import visible_json
 from loadlint.verify import measure
 from loadlint.verify.text import format_config, render_ddp_text, render_text
 
-__all__ = ["PlotUnavailable", "analyse", "format_config", "plot", "render_ddp_text",
+__all__ = ["PlotUnavailable", "build_report", "format_config", "plot", "render_ddp_text",
            "render_json", "render_text"]
 
 SCHEMA = "loadlint.verify/1"
@@ -130,8 +130,8 @@ def _run_summary(run: dict[str, Any], real_len: int | None, mode: str) -> dict[s
     }
 
 
-def analyse(raw: dict[str, Any], *, mode: str, command: list[str],
-            version: str = "") -> dict[str, Any]:
+def build_report(raw: dict[str, Any], *, mode: str, command: list[str],
+                 version: str = "") -> dict[str, Any]:
     """Build the report from a bench/capture result (``raw``); in-situ runs
     arrive already attached to ``raw["candidates"][i]["runs"]``."""
     pre = raw.get("preflight", {})

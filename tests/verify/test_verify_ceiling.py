@@ -29,7 +29,7 @@ def _report(current: dict, candidate: dict, rates: tuple[float, float], cpu: tup
              "runs": [_run(rates[1] * f, cpu[1]) for f in (1, 1.01, 0.99, 1, 1, 1)]},
         ],
     }
-    return report.analyse(raw, mode="loader", command=[])
+    return report.build_report(raw, mode="loader", command=[])
 
 
 def test_within_the_ceiling_nothing_to_explain():

@@ -235,7 +235,7 @@ def _raw(cur, cand, cand_config=None):
 
 
 def test_report_confirmed_carries_best_for_fix_from_verify():
-    rep = report.analyse(_raw([1, 1.01, 0.99, 1, 1, 1], [1.9, 1.95, 1.88, 1.9, 1.9, 1.9]),
+    rep = report.build_report(_raw([1, 1.01, 0.99, 1, 1, 1], [1.9, 1.95, 1.88, 1.9, 1.9, 1.9]),
                          mode="loader", command=[])
     site = rep["call_sites"][0]
     assert (site["file"], site["line"], site["end_line"]) == ("/x/train.py", 10, 12)
@@ -253,7 +253,7 @@ def test_report_confirmed_carries_best_for_fix_from_verify():
 
 
 def test_report_refuted_keeps_current_as_best():
-    rep = report.analyse(_raw([1, 1.01, 0.99, 1, 1, 1], [0.38, 0.4, 0.37, 0.4, 0.4, 0.4]),
+    rep = report.build_report(_raw([1, 1.01, 0.99, 1, 1, 1], [0.38, 0.4, 0.37, 0.4, 0.4, 0.4]),
                          mode="loader", command=[])
     site = rep["call_sites"][0]
     assert site["verdict"] == "refuted"
@@ -265,7 +265,7 @@ def test_report_contended_is_never_a_verdict():
     for c in raw["candidates"]:
         for r in c["runs"]:
             r["gate"] = {"contended": True, "foreign_share": 0.9, "reason": "busy"}
-    site = report.analyse(raw, mode="loader", command=[])["call_sites"][0]
+    site = report.build_report(raw, mode="loader", command=[])["call_sites"][0]
     assert site["verdict"] == "contended" and "90%" in site["reason"]
     assert site["best"] == {}
 
@@ -273,7 +273,7 @@ def test_report_contended_is_never_a_verdict():
 def test_report_rejected_candidate_is_a_correctness_finding():
     raw = _raw([1, 1, 1], [2, 2, 2])
     raw["candidates"][1]["equivalence"] = {"equivalent": False, "how": "512 samples instead of 256"}
-    site = report.analyse(raw, mode="loader", command=[])["call_sites"][0]
+    site = report.build_report(raw, mode="loader", command=[])["call_sites"][0]
     assert site["candidates"][1]["decision"]["verdict"] == "rejected"
     assert site["verdict"] == "inconclusive"
     assert "changes the data" in site["findings"][0]
@@ -282,7 +282,7 @@ def test_report_rejected_candidate_is_a_correctness_finding():
 def test_report_removed_keywords():
     raw = _raw([1] * 6, [3] * 6, {"num_workers": 0})
     raw["candidates"][0]["config"].update(num_workers=2, prefetch_factor=4)
-    site = report.analyse(raw, mode="loader", command=[])["call_sites"][0]
+    site = report.build_report(raw, mode="loader", command=[])["call_sites"][0]
     assert site["verdict"] == "confirmed"
     assert site["best"] == {}
     assert sorted(site["removed"]) == ["num_workers", "prefetch_factor"]
@@ -335,7 +335,7 @@ def _site_of(cur, cand, **gate):
         for c in raw["candidates"]:
             for r in c["runs"]:
                 r["gate"] = gate
-    return report.analyse(raw, mode="loader", command=[])
+    return report.build_report(raw, mode="loader", command=[])
 
 
 def test_answer_says_unconfirmed_when_every_pair_favours_the_candidate():
