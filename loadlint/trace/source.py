@@ -36,7 +36,9 @@ _Function = tuple[str, int, int]  # name, first and last line
 
 
 @dataclass(frozen=True)
-class LoaderCall:
+class LoaderSite:
+    """A DataLoader call in the source, as a trace event is mapped onto it."""
+
     path: Path
     row: int
     column: int
@@ -53,7 +55,7 @@ class LoaderCall:
 
 @dataclass(frozen=True)
 class Match:
-    call: LoaderCall
+    call: LoaderSite
     confidence: str  # "high", "medium" or "low"
     why: str
 
@@ -245,11 +247,11 @@ def _parse(path: Path, within: str | None) -> ast.Module | None:
         return None
 
 
-def loader_calls(root: Path, within: str | None = None) -> list[LoaderCall]:
+def loader_calls(root: Path, within: str | None = None) -> list[LoaderSite]:
     """Every ``DataLoader(...)`` call under ``root`` and where it is iterated.
     Links must stay in ``within`` (default: ``root`` when it is a folder; a
     file the user names is read wherever it is)."""
-    found: list[LoaderCall] = []
+    found: list[LoaderSite] = []
     if within is None and not root.is_file():
         within = str(root)
     for path in _python_files(root):
@@ -262,12 +264,12 @@ def loader_calls(root: Path, within: str | None = None) -> list[LoaderCall]:
         except RecursionError:
             continue  # as check reports LL900: too deeply nested to analyse
         for call, function, target in scan.calls:
-            found.append(LoaderCall(path, call.lineno, call.col_offset + 1, call.end_lineno or call.lineno, function,
+            found.append(LoaderSite(path, call.lineno, call.col_offset + 1, call.end_lineno or call.lineno, function,
                                     _workers(call), _pinned(call), _iterations(scan, call, function, target), scan.entry))
     return found
 
 
-def _compatible(call: LoaderCall, iterators: list[str]) -> bool:
+def _compatible(call: LoaderSite, iterators: list[str]) -> bool:
     if call.workers is None:
         return True
     return (SINGLE in iterators and call.workers == 0) or (MULTI in iterators and call.workers > 0)
@@ -278,7 +280,7 @@ def _frame(frame: str) -> tuple[str, int, str] | None:
     return (m["file"], int(m["line"]), m["function"]) if m else None
 
 
-def _prefer(calls: list[LoaderCall], pinned: bool | None) -> list[LoaderCall]:
+def _prefer(calls: list[LoaderSite], pinned: bool | None) -> list[LoaderSite]:
     """Those whose literal pin_memory agrees with the trace's copies (pinned
     or pageable), when any; a hint, not a filter: other tensors than the
     batch may be copied."""
