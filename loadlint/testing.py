@@ -1,5 +1,5 @@
-"""Runs the VALID/INVALID examples declared on each rule (the tests are the
-examples, as in Fixit)."""
+"""Runs each rule's VALID/INVALID examples (``loadlint.rules.examples``; the
+tests are the examples, as in Fixit)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from loadlint.engine.analysis import analyse, fix_text
 from loadlint.types import Options
 from loadlint.rules import all_rules
 from loadlint.rules.base import Invalid, Rule, Valid, dedent
+from loadlint.rules.examples import examples_of
 from loadlint.types import HardwareProfile
 
 #: The profile examples run on unless they declare one: a small fully
@@ -38,13 +39,14 @@ class Case:
 def iter_cases() -> Iterator[Case]:
     """Every example of every rule."""
     for rule in all_rules():
-        for i, case in enumerate(rule.VALID):
+        examples = examples_of(rule)
+        for i, case in enumerate(examples.valid):
             yield Case(rule, "VALID", i, case)
-        for i, invalid in enumerate(rule.INVALID):
+        for i, invalid in enumerate(examples.invalid):
             yield Case(rule, "INVALID", i, invalid)
 
 
-def options_for(rule: type[Rule], profile: HardwareProfile | None) -> Options:
+def example_options(rule: type[Rule], profile: HardwareProfile | None) -> Options:
     chosen = profile or EXAMPLE_PROFILE
     return Options(select=frozenset({rule.code}), profile_factory=lambda: chosen)
 
@@ -53,7 +55,7 @@ def run_case(case: Case) -> list[str]:
     """Problems with one example; empty when it behaves as declared."""
     rule, example = case.rule, case.case
     code = dedent(example.code)
-    options = options_for(rule, example.profile)
+    options = example_options(rule, example.profile)
     findings, _ = analyse(code, example.path, options, notebook=example.path.endswith(".ipynb"))
     findings = [f for f in findings if f.code == rule.code]
     problems = []

@@ -48,7 +48,7 @@ def cases() -> list[Path]:
 TARGET_LINE = "# loadlint target: "
 
 
-def options_for(text: str) -> Options:
+def golden_options(text: str) -> Options:
     """OPTIONS, or the target the fixture's first line declares."""
     if not text.startswith(TARGET_LINE):
         return OPTIONS
@@ -60,7 +60,7 @@ def options_for(text: str) -> Options:
 
 def fix_bytes(data: bytes, name: str) -> tuple[bytes, list]:
     source = decode(data)
-    fixed, remaining, _ = fix_text(source.text, name, options_for(source.text), unsafe=True)
+    fixed, remaining, _ = fix_text(source.text, name, golden_options(source.text), unsafe=True)
     return source.encode(fixed), remaining
 
 
@@ -92,7 +92,7 @@ def test_only_calls_and_inserted_lines_change(path: Path) -> None:
     from loadlint.engine.analysis import analyse
 
     text = decode(path.read_bytes()).text
-    options = options_for(text)
+    options = golden_options(text)
     _, analysis = analyse(text, path.name, options)
     assert analysis is not None
     # The fixes the fix run applies: a withheld one is no part of the result.

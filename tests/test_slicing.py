@@ -79,10 +79,10 @@ def test_rule_examples_hold_when_sliced(case, always_slice: None) -> None:
 
 @pytest.mark.parametrize("path", sorted((FIXTURES / "fix").glob("*.in.py")), ids=lambda p: p.name[: -len(".in.py")])
 def test_fixes_are_the_same_when_sliced(path: Path, always_slice: None) -> None:
-    from tests.test_fix_golden import options_for
+    from tests.test_fix_golden import golden_options
 
     source = decode(path.read_bytes())
-    fixed, _, _ = fix_text(padded(source.text), path.name, options_for(source.text), unsafe=True)
+    fixed, _, _ = fix_text(padded(source.text), path.name, golden_options(source.text), unsafe=True)
     expected = decode(path.with_name(path.name.replace(".in.py", ".out.py")).read_bytes()).text
     # LL013's guard indents the padding with the statements around it.
     assert [line for line in fixed.splitlines() if not line.lstrip().startswith("padding_")] == expected.splitlines()

@@ -64,7 +64,7 @@ class Project:
     ``summaries`` are phase 1's (absolute path -> summary); ``summary_of``
     summarises any other project file on demand (None when it does not
     parse); ``files`` lists the project's Python files for the importer
-    search; ``options_for`` gives a reported file's options.
+    search; ``file_options`` gives a reported file's options.
     """
 
     root: Path
@@ -72,7 +72,7 @@ class Project:
     summary_of: Callable[[str], Summary | None]
     read_text: Callable[[str], str | None]
     files: Callable[[], Iterable[str]]
-    options_for: Callable[[str], Options]
+    file_options: Callable[[str], Options]
     #: A file's own findings when phase 1 has them (else it is analysed again).
     own_findings: Callable[[str], list[Finding] | None] = lambda path: None
     #: Every code some file of the project selects (None: any may be):
@@ -132,7 +132,7 @@ class Project:
             from loadlint.project.fixing import decide
 
             unguardable = {path: str(held[0].fix_withheld) for path, held in imported.items()}
-            decide(found, report.changes, self.read_text, self.options_for, unguardable)
+            decide(found, report.changes, self.read_text, self.file_options, unguardable)
         return result
 
     def mentions(self, word: bytes) -> bool:

@@ -36,7 +36,7 @@ def decide(
     found: dict[str, list[Finding]],
     changes: dict[Key, Change],
     read_text: Callable[[str], str | None],
-    options_for: Callable[[str], Options],
+    file_options: Callable[[str], Options],
     unguardable: dict[str, str] | None = None,
 ) -> None:
     """Give each finding of ``found`` the fix its change asks for, or the
@@ -45,7 +45,7 @@ def decide(
     for path, findings in found.items():
         asked = [(f, changes[_key(f)]) for f in findings if _key(f) in changes]
         if asked:
-            _decide_file(path, asked, read_text(path), options_for(path), (unguardable or {}).get(path))
+            _decide_file(path, asked, read_text(path), file_options(path), (unguardable or {}).get(path))
 
 
 def _key(finding: Finding) -> Key:

@@ -41,7 +41,7 @@ class Source(Protocol):
     def read_text(self) -> Callable[[str], str | None]: ...
 
     @property
-    def options_for(self) -> Callable[[str], Options]: ...
+    def file_options(self) -> Callable[[str], Options]: ...
 
     @property
     def own_findings(self) -> Callable[[str], list[Finding] | None]: ...
@@ -166,7 +166,7 @@ class Reporter:
             return
         if path not in self.wanted:
             return
-        options = self.project.options_for(path)
+        options = self.project.file_options(path)
         if code not in options.select:
             return
         span = self.where.span(path, ref)
@@ -188,7 +188,7 @@ class Reporter:
         """Record, by the loader's place, the first finding its file's fix
         adding workers would introduce (anywhere in the project, selected or not)."""
         span = self.where.span(path, ref)
-        if span is None or (code, span[0].row) in self._own(path, self.project.options_for(path)):
+        if span is None or (code, span[0].row) in self._own(path, self.project.file_options(path)):
             return
         key = (loader.frame.path, int(loader.summary.get("at", -1)))
         self.blocked.setdefault(key, (code, message, self.where.place(path, ref)))
@@ -283,7 +283,7 @@ class Reporter:
         if key in self.injected:
             return
         self.injected.add(key)
-        options = self.project.options_for(frame.path)
+        options = self.project.file_options(frame.path)
         bindings = {frame.function: given}
         memo = (frame.path, json.dumps(bindings, sort_keys=True))
         if memo not in self.reanalysed:
@@ -354,16 +354,23 @@ class Reporter:
             return
         for event in ref.events:
             use = event.use
-            if event.frame is ref.frame or use.get("kind") != "transfer" or use.get("non_blocking"):
+            device = use.get("device")
+            # In the loader's own function the file's LL205 decides, unless
+            # the device is a parameter: then only its callers know it.
+            passed = isinstance(device, dict) and "param" in device and "attribute" not in device
+            if event.frame is ref.frame and not passed or use.get("kind") != "transfer" or use.get("non_blocking"):
                 continue
             method = use.get("method")
             if method not in ("cuda", "to") or use.get("plain") is False:
                 continue
-            if method == "to" and device_of(use.get("device"), event.frame) != "cuda":
+            if method == "to" and device_of(device, event.frame) != "cuda":
                 continue
+            where = f"the loader is built at {self._built(ref)}"
+            if passed and event.frame is ref.frame:
+                where = f"{where}; `{device['param']}` is the CUDA device {self._calls(event.frame)}"
             message = (
                 f"`.{method}()` of a pinned batch without `non_blocking=True`: the copy blocks and cannot overlap "
-                f"compute, so pinning buys nothing; pass `non_blocking=True` (the loader is built at {self._built(ref)})"
+                f"compute, so pinning buys nothing; pass `non_blocking=True` ({where})"
             )
             change = (int(use.get("at", -1)), {"non_blocking": "True"}, "safe", "Pass `non_blocking=True`")
             self._add(event.frame.path, "LL205", int(use.get("at", -1)), message, change)
@@ -476,7 +483,7 @@ class Reporter:
             # Imported here: it brings libcst, which a run served from the cache never needs.
             from loadlint.rules.shared import spawn_reason
 
-            reason = spawn_reason(self.project.options_for(root.path).profile(), None, methods)
+            reason = spawn_reason(self.project.file_options(root.path).profile(), None, methods)
             if reason is None:
                 continue
             loop = self.where.place(event.frame.path, int(event.use.get("at", -1)))
@@ -522,7 +529,7 @@ class Reporter:
     def unfinished(self) -> bool:
         """LL900 where the budget left work undone; whether it did."""
         for path, (why, start, end) in self.budget.undone.items():
-            if path in self.wanted and "LL900" in self.project.options_for(path).select:
+            if path in self.wanted and "LL900" in self.project.file_options(path).select:
                 self._keep(Finding("LL900", name_of("LL900"), unfinished_message(why), path, start, end))
         return bool(self.budget.undone)
 
@@ -535,7 +542,7 @@ class Reporter:
             file_level = file_suppressions(text)
             kept = []
             for finding in findings:
-                if not self.project.options_for(path).noqa:
+                if not self.project.file_options(path).noqa:
                     kept.append(finding)
                     continue
                 line = lines[finding.location.row - 1] if finding.location.row <= len(lines) else ""
