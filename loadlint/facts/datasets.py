@@ -234,13 +234,32 @@ TENSOR_FACTORIES = frozenset(
         "tensor", "as_tensor",
     )
 )
+#: torch calls that draw or compute a tensor from values: per item, the
+#: data itself.  The constant factories (``zeros``, ``ones``, ``full``,
+#: ``empty``, ``eye``) are not among them: the same tensor for every item
+#: stands for the loading left out (a placeholder).
+COMPUTED = frozenset(
+    f"torch.{name}" for name in (
+        "arange", "randn", "rand", "randint", "randperm", "linspace", "tensor", "as_tensor",
+        "cat", "stack", "sort", "Generator",
+    )
+)
+#: Tensor methods that compute in memory (no storage, no device).
+_TENSOR_METHODS = frozenset({
+    "item", "tolist", "clone", "unique", "nelement", "numel", "size", "flip", "long", "float", "sum",
+    "view", "reshape", "unsqueeze", "squeeze", "contiguous", "manual_seed",
+})
+#: Other functions that only compute from their arguments.
+_PURE_FUNCTIONS = frozenset({"pickle.dumps"})
 #: Builtins that compute from their arguments without any I/O.
-_PURE_BUILTINS = frozenset({"len", "int", "float", "bool", "abs", "min", "max", "round", "slice", "divmod", "isinstance"})
+_PURE_BUILTINS = frozenset({
+    "len", "int", "float", "bool", "abs", "min", "max", "round", "slice", "divmod", "isinstance", "hash", "str",
+})
 #: Builtins that build an in-memory sequence from in-memory arguments.
 _SEQUENCE_BUILTINS = frozenset({"range", "list", "tuple"})
 #: Packages whose names a ``__getitem__`` may read, in annotations or for
 #: constants (its calls are checked apart).
-_PURE_MODULES = frozenset({"torch", "numpy", "math", "typing", "collections"})
+_PURE_MODULES = frozenset({"torch", "numpy", "math", "typing", "collections", "pickle"})
 _LITERALS = (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString)
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp)
 _MAX_DEPTH = 12
@@ -255,14 +274,18 @@ def _builtin(func: cst.BaseExpression, scope: Scope) -> str | None:
 
 def _pure_call(qualified: str | None, node: cst.Call, scope: Scope, factories: bool = True) -> bool:
     """A call that reads nothing from outside the process: a pure builtin, a
-    sequence builtin, ``super().__init__(...)`` or (with ``factories``) a
-    tensor factory."""
-    if factories and canonical(qualified) in TENSOR_FACTORIES:
+    sequence builtin, ``super().__init__(...)``, a tensor drawn or computed
+    from values, a tensor method computing in memory or (with
+    ``factories``) a constant tensor factory."""
+    name = canonical(qualified)
+    if name in COMPUTED or name in _PURE_FUNCTIONS or (factories and name in TENSOR_FACTORIES):
         return True
-    name = _builtin(node.func, scope)
-    if name in _PURE_BUILTINS or name in _SEQUENCE_BUILTINS or name == "super":
+    builtin = _builtin(node.func, scope)
+    if builtin in _PURE_BUILTINS or builtin in _SEQUENCE_BUILTINS or builtin == "super":
         return True
     func = node.func
+    if type(func) is cst.Attribute and qualified is None and func.attr.value in _TENSOR_METHODS:
+        return True
     return type(func) is cst.Attribute and func.attr.value == "__init__" and type(func.value) is cst.Call and (
         _builtin(func.value.func, scope) == "super"
     )
@@ -316,6 +339,11 @@ def in_memory_value(expr: cst.BaseExpression, scope: Scope, names: NameFacts, de
         )
     if type(expr) is cst.IfExp:
         return all(in_memory_value(e, scope, names, depth + 1) for e in (expr.body, expr.orelse))
+    if type(expr) is cst.Subscript:
+        # A part of a value in memory (``perm[:n]``) is in memory.
+        return in_memory_value(expr.value, scope, names, depth + 1) and all(
+            _pure(element, names, scope) for element in expr.slice
+        )
     if isinstance(expr, (cst.BinaryOperation, cst.UnaryOperation)):
         parts = [expr.left, expr.right] if isinstance(expr, cst.BinaryOperation) else [expr.expression]
         return all(in_memory_value(p, scope, names, depth + 1) for p in parts)
@@ -361,7 +389,12 @@ def _cached_calls(fn: FunctionFacts) -> set[int]:
 def _reads_module_data(fn: FunctionFacts, names: NameFacts) -> bool:
     """The method reads a module-level name that may not be in memory (a
     memory map, a lazy table, an imported object)."""
-    for name in fn.names_used:
+    # ``names_used`` also holds attribute names (``self.config``): only the
+    # names read as names count here.
+    fields = {id(n.attr) for n in find_all(fn.node, cst.Attribute)}
+    fields.update(id(a.keyword) for a in find_all(fn.node, cst.Arg) if a.keyword is not None)
+    read = {n.value for n in find_all(fn.node, cst.Name) if id(n) not in fields}
+    for name in fn.names_used & read:
         found = fn.scope.lookup(name)
         if found is None or found[0].kind != "module":
             continue
@@ -403,11 +436,45 @@ def _passed_through(fn: FunctionFacts, attr: str, hierarchy: list[ClassFacts], f
     )
 
 
+def _rebuilds_state(fn: FunctionFacts) -> bool:
+    """The method stores a computed value on ``self`` on every read: work
+    beside the item, not the item itself (its first read only, as
+    ``_cached_calls`` reads it, is fine)."""
+    cached = _cached_calls(fn)
+    for node in find_all(fn.node, cst.Assign):
+        if any((dotted_name(t.target) or "").startswith("self.") for t in node.targets) and (
+            type(node.value) is cst.Call and id(node.value) not in cached
+        ):
+            return True
+    return False
+
+
+def _setting(fn: FunctionFacts, attr: str, hierarchy: list[ClassFacts], facts: DatasetFacts) -> bool:
+    """``self.<attr>``, set in ``__init__`` only, is read as a setting: an
+    operand, an argument or an attribute path (``self.config.ndigit``),
+    never indexed, called, iterated or read through a call.  Whatever
+    object it holds, reading its fields does no loading."""
+    assignments = [a for klass in hierarchy for a in facts.attr_values.get((klass.name, attr), ())]
+    if not assignments or any(method.name != "__init__" for method, _ in assignments):
+        return False
+    root = fn.node
+    used = {id(n.func) for n in find_all(root, cst.Call)}
+    used.update(id(n.value) for n in find_all(root, cst.Subscript))
+    used.update(id(n.iter) for n in find_all(root, cst.For))
+    used.update(id(n.iter) for n in find_all(root, cst.CompFor))
+    prefix = f"self.{attr}"
+    return not any(
+        id(node) in used for node in find_all(root, cst.Attribute)
+        if (dotted_name(node) or "").startswith(prefix) and (dotted_name(node) or "")[len(prefix):len(prefix) + 1] in ("", ".")
+    )
+
+
 def in_memory_class(names: NameFacts, facts: DatasetFacts, cls: ClassFacts) -> bool:
     """A local map-style Dataset whose ``__getitem__`` only indexes containers
-    that ``__init__`` builds from in-memory values: no file, network, decode,
-    tensor factory or other call (``len``, ``int``, slicing and arithmetic
-    are fine)."""
+    that ``__init__`` builds from in-memory values, reads settings, or
+    draws and computes its items (``torch.randint``, ``torch.tensor`` of
+    digits): no file, network, decode, constant tensor factory or other
+    call (``len``, ``int``, slicing and arithmetic are fine)."""
     hierarchy = names.class_hierarchy(cls)
     local = {klass.name for klass in hierarchy}
     if any(base not in local and base not in ("torch.utils.data.Dataset", "object") for k in hierarchy for base in k.bases):
@@ -418,12 +485,14 @@ def in_memory_class(names: NameFacts, facts: DatasetFacts, cls: ClassFacts) -> b
     inits = [k.methods["__init__"] for k in hierarchy if "__init__" in k.methods]
     if not getters or not all(_calls_only_pure(fn, facts, factories=True) for fn in inits):
         return False
-    # A tensor built per item stands for real work (decoding, augmenting):
-    # only ``__init__`` may build them.
+    # A constant tensor built per item stands for the loading left out
+    # (a placeholder): only ``__init__`` may build them.
     return all(
         _calls_only_pure(fn, facts, factories=False)
+        and not _rebuilds_state(fn)
         and not _reads_module_data(fn, names)
         and all(_attribute_in_memory(attr, hierarchy, facts, names) or _passed_through(fn, attr, hierarchy, facts)
+                or _setting(fn, attr, hierarchy, facts)
                 for attr in facts.self_attrs.get(fn, ()))
         for fn in getters
     )
@@ -462,94 +531,3 @@ def held_in_memory(names: NameFacts, facts: DatasetFacts, target: cst.BaseExpres
         cls = names.classes[target.func.value]
         return all(_pure(arg.value, names, scope) for arg in target.args) and in_memory_class(names, facts, cls)
     return in_memory_value(target, scope, names)
-
-
-# -- where a dataset's class comes from ----------------------------------------
-
-@dataclass
-class DatasetSources:
-    """What a loader's dataset may be built from, as far as it is traced."""
-
-    #: Module-level classes and functions of this module it may be built by.
-    local: list[str] = field(default_factory=list)
-    #: Every value it may be was traced to a construction (an import, a
-    #: local definition, a value in memory); False for a parameter no call
-    #: of this module passes, an attribute, a run-time key's container entry...
-    traced: bool = True
-
-
-def dataset_sources(names: NameFacts, facts: DatasetFacts, call: LoaderCall) -> DatasetSources:
-    """Where the loader's dataset comes from: through names bound once, the
-    calls of this module's helpers, their returns, method calls on a traced
-    value (``load_dataset(...).map(...)``) and indexing (``ds["train"]``,
-    ``{"train": a, "test": b}[split]``, each entry of a literal)."""
-    out = DatasetSources()
-    expr = call.expr("dataset")
-    if expr is None:
-        out.traced = False
-    else:
-        _sources(names, facts, expr, call.scope_of("dataset"), out, 0)
-    return out
-
-
-def _sources(
-    names: NameFacts, facts: DatasetFacts, expr: cst.BaseExpression, scope: Scope | None, out: DatasetSources, depth: int
-) -> None:
-    if depth > _MAX_DEPTH or scope is None:
-        out.traced = False
-        return
-    if in_memory_value(expr, scope, names):
-        return
-    if type(expr) is cst.Name:
-        definition = names.definition(expr.value, scope)
-        if isinstance(definition, (ClassFacts, FunctionFacts)):
-            _local(definition, out)
-            return
-        target, owner = follow_name(expr, scope)
-        if target is not expr:
-            _sources(names, facts, target, owner, out, depth + 1)
-            return
-        passed = passed_for(names, facts, expr.value, scope)
-        if not passed and names.imports.qualify(expr) is None:
-            out.traced = False
-        for value, value_scope in passed:
-            _sources(names, facts, value, value_scope, out, depth + 1)
-        return
-    if type(expr) is cst.Call:
-        func = expr.func
-        definition = names.definition(func.value, scope) if type(func) is cst.Name else None
-        built_by = helper(names, expr, scope)
-        if isinstance(definition, ClassFacts):
-            _local(definition, out)
-        elif built_by is not None:
-            returned = facts.returns.get(built_by, [])
-            if not returned or any(value is None for value in returned):
-                out.traced = False
-            for returned_value in returned:
-                if returned_value is not None:
-                    _sources(names, facts, returned_value, built_by.scope, out, depth + 1)
-        elif names.imports.qualify(func) is None:
-            if type(func) is cst.Attribute:
-                _sources(names, facts, func.value, scope, out, depth + 1)  # a method of a traced value
-            else:
-                out.traced = False
-        return
-    if type(expr) is cst.Subscript:
-        container = expr.value
-        if isinstance(container, (cst.Dict, cst.List, cst.Tuple)):
-            for element in container.elements:
-                if isinstance(element, (cst.StarredDictElement, cst.StarredElement)):
-                    out.traced = False
-                else:
-                    _sources(names, facts, element.value, scope, out, depth + 1)
-        else:
-            _sources(names, facts, container, scope, out, depth + 1)
-        return
-    out.traced = False
-
-
-def _local(definition: ClassFacts | FunctionFacts, out: DatasetSources) -> None:
-    if definition.nested:
-        out.traced = False  # LL007's: it cannot be pickled in any module
-    elif definition.name not in out.local:
-        out.local.append(definition.name)

@@ -130,6 +130,12 @@ def _values(
             return all(_values(names, facts, b.value, owner, out, seen, depth + 1) for b in bindings if b.value)
         passed = passed_for(names, facts, expr.value, scope)
         return bool(passed) and all(_values(names, facts, v, s, out, seen, depth + 1) for v, s in passed)
+    if type(expr) is cst.Subscript and isinstance(expr.value, (cst.Dict, cst.List, cst.Tuple)):
+        # ``{"train": train_ds, "test": test_ds}[split]``: any of its entries.
+        entries = [e.value for e in expr.value.elements if isinstance(e, (cst.DictElement, cst.Element))]
+        return len(entries) == len(expr.value.elements) and bool(entries) and all(
+            _values(names, facts, entry, scope, out, seen, depth + 1) for entry in entries
+        )
     built_by = helper(names, expr, scope)
     if built_by is not None:
         returned = facts.returns.get(built_by, [])

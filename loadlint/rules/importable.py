@@ -11,7 +11,7 @@ importable" is not safe.
 
 from __future__ import annotations
 
-from loadlint.facts.datasets import dataset_sources
+from loadlint.facts.dataset_sources import dataset_sources
 from loadlint.facts.loaders import LoaderCall
 from loadlint.rules.base import Context
 from loadlint.rules.ll012_notebook_worker_code import notebook_definitions
