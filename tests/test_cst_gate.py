@@ -17,6 +17,7 @@ import pytest
 from loadlint import api
 from loadlint.cst import gate, slicing
 from loadlint.rules import all_rules
+from loadlint.rules.examples import examples_of
 from tests.texts import REPO
 
 TARGET = "cpus=8,gpus=4,memory=64,shm=16,platform=linux,python=3.12"
@@ -46,7 +47,7 @@ def _rule_examples(root: Path) -> list[Path]:
     """Every rule's VALID and INVALID example, each in a folder of its own."""
     folders = []
     for rule in all_rules():
-        for kind, examples in (("valid", rule.VALID), ("invalid", rule.INVALID)):
+        for kind, examples in zip(("valid", "invalid"), examples_of(rule)):
             for i, example in enumerate(examples):
                 try:
                     data = example.code.encode("utf-8")

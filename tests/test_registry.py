@@ -23,6 +23,7 @@ from loadlint.types import Options
 from loadlint.facts.collect import collect
 from loadlint.rules import CODES, all_rules, category_of, hazard_rules, rule_class
 from loadlint.rules.categories import CATEGORIES
+from loadlint.rules.examples import examples_of, module_of
 from loadlint.rules.base import Context, Invalid, ProfileNotDeclared, Rule, RuleSettings, dedent
 from loadlint.testing import EXAMPLE_PROFILE
 
@@ -114,8 +115,30 @@ def test_no_list_of_rule_codes_is_kept_by_hand():
 
 @pytest.mark.parametrize("rule", all_rules(), ids=lambda rule: rule.code)
 def test_every_rule_has_valid_and_invalid_examples(rule):
-    assert rule.VALID, f"{rule.code} has no VALID example"
-    assert rule.INVALID, f"{rule.code} has no INVALID example"
+    examples = examples_of(rule)
+    assert examples.valid, f"{rule.code} has no VALID example"
+    assert examples.invalid, f"{rule.code} has no INVALID example"
+
+
+def test_examples_modules_are_named_by_the_rules_codes():
+    # One module per rule: a stray module (a renamed code) would never run.
+    modules = {path.stem for path in (RULES_DIR / "examples").glob("*.py") if path.stem != "__init__"}
+    assert modules == {code.lower() for code in CODES}
+    assert module_of("LL003") == "loadlint.rules.examples.ll003"
+
+
+def test_a_rule_without_an_examples_module_is_refused():
+    class Unexampled(Rule):
+        code = "LL999"
+        name = "unexampled"
+        category = "crash"
+        summary = "never registered"
+
+        def check(self, ctx):
+            return iter(())
+
+    with pytest.raises(LookupError, match=r"^LL999 has no examples module \(loadlint\.rules\.examples\.ll999\)$"):
+        examples_of(Unexampled)
 
 
 def _first_finding(rule: type[Rule], example: Invalid, profile_reads: list[int]):
@@ -132,7 +155,7 @@ def _first_finding(rule: type[Rule], example: Invalid, profile_reads: list[int])
 
 @pytest.mark.parametrize("rule", all_rules(), ids=lambda rule: rule.code)
 def test_fix_availability_matches_what_the_examples_fix(rule):
-    offered = [_first_finding(rule, example, []).fix is not None for example in rule.INVALID]
+    offered = [_first_finding(rule, example, []).fix is not None for example in examples_of(rule).invalid]
     expected = {"always": all(offered), "none": not any(offered), "sometimes": any(offered) and not all(offered)}
     assert expected[rule.fix_availability], f"{rule.code} is {rule.fix_availability!r} but fixes {offered}"
 
@@ -142,7 +165,7 @@ def test_rules_that_declare_the_profile_read_it(rule):
     # The converse is enforced by Context: a rule that did not declare it
     # raises ProfileNotDeclared, and every example runs in test_rules.
     reads: list[int] = []
-    for example in rule.INVALID:
+    for example in examples_of(rule).invalid:
         _first_finding(rule, example, reads)
     assert bool(reads) == rule.needs_hardware, f"{rule.code}: needs_hardware={rule.needs_hardware}, read={bool(reads)}"
 

@@ -32,6 +32,7 @@ from loadlint.types import Options
 from loadlint.rules import all_rules  # noqa: E402
 from loadlint.rules.shared import spawn_reason, torch_before_2  # noqa: E402
 from loadlint.rules.base import Invalid, dedent  # noqa: E402
+from loadlint.rules.examples import examples_of  # noqa: E402
 from loadlint.testing import EXAMPLE_PROFILE  # noqa: E402
 
 pytestmark = pytest.mark.torch
@@ -106,7 +107,7 @@ def _crash_rules_report(code: str, profile) -> str | None:
 def _collect():
     cases = []
     for rule in CRASH_RULES:
-        for kind, examples in (("VALID", rule.VALID), ("INVALID", rule.INVALID)):
+        for kind, examples in zip(("VALID", "INVALID"), examples_of(rule)):
             for i, example in enumerate(examples):
                 code = dedent(example.code)
                 if not _runnable(code, example.profile):

@@ -16,6 +16,7 @@ from loadlint.engine.analysis import analyse, decided_findings
 from loadlint.hardware.detect import parse_target, resolve_profile
 from loadlint.rules import CODES, all_rules
 from loadlint.rules.base import CallChange, FixSpec
+from loadlint.rules.examples import examples_of
 from loadlint.sources.source import decode
 from loadlint.testing import EXAMPLE_PROFILE
 from loadlint.types import Finding, Options
@@ -48,7 +49,8 @@ def _sources() -> list[tuple[str, str]]:
     paths += sorted((FIXTURES / "projects").rglob("*.py"))
     out = [(str(p.relative_to(FIXTURES)), decode(p.read_bytes()).text) for p in paths]
     for rule in all_rules():
-        out += [(f"{rule.code}-INVALID-{i}", textwrap.dedent(example.code)) for i, example in enumerate(rule.INVALID)]
+        invalid = examples_of(rule).invalid
+        out += [(f"{rule.code}-INVALID-{i}", textwrap.dedent(example.code)) for i, example in enumerate(invalid)]
     return out
 
 

@@ -1,8 +1,9 @@
 """The rule contract.
 
 A rule is one class in one module: its code, name, one-line summary, fix
-availability, user documentation (the class docstring, in ruff's sections)
-and the VALID/INVALID examples that the parametrised test runs.  ``check``
+availability and user documentation (the class docstring, in ruff's
+sections).  Its VALID/INVALID examples, which the parametrised test runs, are
+in ``loadlint.rules.examples``, in a module named by its code.  ``check``
 reads the facts collected by ``loadlint.facts`` through a ``Context`` and
 yields reports; it never walks the tree itself.
 """
@@ -302,8 +303,6 @@ class Rule(abc.ABC):
     #: rule's fix in the next round; False for a fix that reshapes a script
     #: (it is applied where its finding was already, never as a consequence).
     implied_fix: ClassVar[bool] = True
-    VALID: ClassVar[list[Valid]] = []
-    INVALID: ClassVar[list[Invalid]] = []
 
     @abc.abstractmethod
     def check(self, ctx: Context) -> Iterator[Report]:
@@ -329,5 +328,5 @@ class Rule(abc.ABC):
 
 
 def dedent(code: str) -> str:
-    """Examples are written indented in class bodies."""
+    """Examples are written indented in their lists."""
     return textwrap.dedent(code).lstrip("\n")

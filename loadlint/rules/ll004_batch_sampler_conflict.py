@@ -4,7 +4,7 @@ from typing import Iterator
 
 from loadlint.facts.values import MISSING, UNKNOWN
 from loadlint.facts.arguments import sampler_presence
-from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
+from loadlint.rules.base import Context, Report, Rule
 from loadlint.rules.shared import is_truthy, value_text
 
 
@@ -78,55 +78,3 @@ class BatchSamplerConflict(Rule):
                 "batch size, order and the last batch; set them on the batch sampler and drop them here"
             )
             yield Report(call.node, message)
-
-    VALID = [
-        Valid("""
-            from torch.utils.data import BatchSampler, DataLoader, RandomSampler
-            batches = BatchSampler(RandomSampler(ds), batch_size=4, drop_last=True)
-            loader = DataLoader(ds, batch_sampler=batches)
-        """),
-        # batch_size=1 is the default, and False values are fine.
-        Valid("""
-            from torch.utils.data import BatchSampler, DataLoader, SequentialSampler
-            loader = DataLoader(ds, batch_size=1, shuffle=False, drop_last=False,
-                                batch_sampler=BatchSampler(SequentialSampler(ds), 4, False))
-        """),
-        Valid("""
-            from torch.utils.data import DataLoader
-            def build(ds, bs):
-                return DataLoader(ds, batch_sampler=bs, batch_size=8)
-        """),
-        Valid("""
-            from torch.utils.data import BatchSampler, DataLoader, SequentialSampler
-            loader = DataLoader(ds, batch_size=args.bs, batch_sampler=BatchSampler(SequentialSampler(ds), 4, False))
-        """),
-    ]
-    INVALID = [
-        Invalid(
-            """
-            from torch.utils.data import BatchSampler, DataLoader, SequentialSampler
-            batches = BatchSampler(SequentialSampler(ds), batch_size=4, drop_last=False)
-            loader = DataLoader(ds, batch_size=4, batch_sampler=batches)
-            """,
-            message="`batch_sampler` with `batch_size=4` raises ValueError at construction: the batch sampler already "
-            "decides batch size, order and the last batch; set them on the batch sampler and drop them here",
-            line=3,
-        ),
-        Invalid(
-            """
-            from torch.utils.data import BatchSampler, DataLoader, SequentialSampler
-            batches = BatchSampler(SequentialSampler(ds), batch_size=4, drop_last=False)
-            loader = DataLoader(ds, batch_size=None, batch_sampler=batches)
-            """,
-        ),
-        Invalid(
-            """
-            from torch.utils.data import BatchSampler, DataLoader, RandomSampler, SequentialSampler
-            batches = BatchSampler(SequentialSampler(ds), batch_size=4, drop_last=False)
-            loader = DataLoader(ds, shuffle=True, sampler=RandomSampler(ds), drop_last=True, batch_sampler=batches)
-            """,
-            message="`batch_sampler` with `shuffle=True`, `sampler`, `drop_last=True` raises ValueError at "
-            "construction: the batch sampler already decides batch size, order and the last batch; set them on the "
-            "batch sampler and drop them here",
-        ),
-    ]

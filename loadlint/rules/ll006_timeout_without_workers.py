@@ -6,10 +6,8 @@ from loadlint.rules.base import (
     CallChange,
     Context,
     FixSpec,
-    Invalid,
     Report,
     Rule,
-    Valid,
 )
 from loadlint.rules.shared import (
     value_text,
@@ -82,59 +80,3 @@ class TimeoutWithoutWorkers(Rule):
             if written_in_call(call, "timeout"):
                 fix = FixSpec("safe", "Remove `timeout`", calls=[CallChange(call.node, remove=("timeout",))])
             yield Report(call.node, message, fix)
-
-    VALID = [
-        Valid("""
-            from torch.utils.data import DataLoader
-            loader = DataLoader(ds, batch_size=4, num_workers=2, timeout=60)
-        """),
-        Valid("""
-            from torch.utils.data import DataLoader
-            loader = DataLoader(ds, batch_size=4, timeout=0)
-        """),
-        Valid("""
-            from torch.utils.data import DataLoader
-            loader = DataLoader(ds, batch_size=4, timeout=args.timeout)
-        """),
-        Valid("""
-            from torch.utils.data import DataLoader
-            def build(ds, **kwargs):
-                return DataLoader(ds, timeout=60, **kwargs)
-        """),
-    ]
-    INVALID = [
-        Invalid(
-            """
-            from torch.utils.data import DataLoader
-            loader = DataLoader(ds, batch_size=4, timeout=60)
-            """,
-            message="`timeout=60` without `num_workers` raises AssertionError at the first batch: the timeout applies "
-            "to workers only; remove `timeout` or start workers",
-            fixed="""
-            from torch.utils.data import DataLoader
-            loader = DataLoader(ds, batch_size=4)
-            """,
-            line=2,
-        ),
-        Invalid(
-            """
-            from torch.utils.data import DataLoader
-            loader = DataLoader(ds, 4, False, None, None, 0, None, False, False, 1.5)
-            """,
-            fixed="""
-            from torch.utils.data import DataLoader
-            loader = DataLoader(ds, 4, False, None, None, 0, None, False, False)
-            """,
-        ),
-        # Carried by a dict: the finding stands, with no fix to edit it.
-        Invalid(
-            """
-            from torch.utils.data import DataLoader
-            def build(ds):
-                options = {"timeout": 60}
-                return DataLoader(ds, **options)
-            """,
-            message="`timeout=60` without `num_workers` raises AssertionError at the first batch: the timeout applies "
-            "to workers only; remove `timeout` or start workers",
-        ),
-    ]

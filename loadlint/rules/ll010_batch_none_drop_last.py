@@ -4,7 +4,7 @@ from typing import Iterator
 
 from loadlint.facts.values import MISSING
 from loadlint.facts.arguments import sampler_presence
-from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
+from loadlint.rules.base import CallChange, Context, FixSpec, Report, Rule
 from loadlint.rules.shared import is_truthy, value_text, written_in_call
 
 
@@ -65,60 +65,3 @@ class BatchNoneDropLast(Rule):
             if written_in_call(call, "drop_last"):
                 fix = FixSpec("safe", "Remove `drop_last`", calls=[CallChange(call.node, remove=("drop_last",))])
             yield Report(call.node, message, fix)
-
-    VALID = [
-        Valid("""
-            from torch.utils.data import DataLoader
-            loader = DataLoader(ds, batch_size=None)
-        """),
-        Valid("""
-            from torch.utils.data import DataLoader
-            loader = DataLoader(ds, drop_last=True)
-        """),
-        Valid("""
-            from torch.utils.data import DataLoader
-            loader = DataLoader(ds, batch_size=None, drop_last=False)
-        """),
-        Valid("""
-            from torch.utils.data import DataLoader
-            loader = DataLoader(ds, batch_size=args.bs, drop_last=True)
-        """),
-    ]
-    INVALID = [
-        Invalid(
-            """
-            from torch.utils.data import DataLoader
-            loader = DataLoader(ds, batch_size=None, drop_last=True)
-            """,
-            message="`batch_size=None` with `drop_last=True` raises ValueError at construction: without batching "
-            "there is no last batch to drop; remove `drop_last`",
-            fixed="""
-            from torch.utils.data import DataLoader
-            loader = DataLoader(ds, batch_size=None)
-            """,
-            line=2,
-        ),
-        Invalid(
-            """
-            from torch.utils.data import DataLoader
-            BATCH = None
-            loader = DataLoader(ds, BATCH, False, None, None, 0, None, False, True)
-            """,
-            fixed="""
-            from torch.utils.data import DataLoader
-            BATCH = None
-            loader = DataLoader(ds, BATCH, False, None, None, 0, None, False)
-            """,
-        ),
-        # Carried by a dict: the finding stands, with no fix to edit it.
-        Invalid(
-            """
-            from torch.utils.data import DataLoader
-            def build(ds):
-                options = {"batch_size": None, "drop_last": True}
-                return DataLoader(ds, **options)
-            """,
-            message="`batch_size=None` with `drop_last=True` raises ValueError at construction: without batching "
-            "there is no last batch to drop; remove `drop_last`",
-        ),
-    ]

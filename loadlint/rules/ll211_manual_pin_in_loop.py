@@ -5,7 +5,7 @@ from typing import Iterator
 import libcst as cst
 
 from loadlint.facts.values import UNKNOWN
-from loadlint.rules.base import CallChange, Context, FixSpec, Invalid, Report, Rule, Valid
+from loadlint.rules.base import CallChange, Context, FixSpec, Report, Rule
 from loadlint.rules.shared import code_of
 
 
@@ -77,57 +77,3 @@ class ManualPinInLoop(Rule):
                 replace=replace,
             )
             yield Report(call.node, message, fix if replace else None)
-
-    VALID = [
-        Valid("""
-            from torch.utils.data import DataLoader
-            loader = DataLoader(ds, num_workers=2, pin_memory=True)
-            for x in loader:
-                x = x.cuda(non_blocking=True)
-        """),
-        # Not a batch of the loader.
-        Valid("""
-            from torch.utils.data import DataLoader
-            loader = DataLoader(ds, num_workers=2)
-            buffer = make_buffer().pin_memory()
-            for x in loader:
-                buffer.copy_(x)
-        """),
-    ]
-    INVALID = [
-        Invalid(
-            """
-            from torch.utils.data import DataLoader
-            loader = DataLoader(ds, batch_size=4, num_workers=2)
-            for x, y in loader:
-                x = x.pin_memory().cuda(non_blocking=True)
-                y = y.pin_memory().cuda(non_blocking=True)
-            """,
-            message="`.pin_memory()` on this loader's batches in the loop pins on the training thread, synchronously; "
-            "let the DataLoader pin in its background thread with `pin_memory=True`",
-            fixed="""
-            from torch.utils.data import DataLoader
-            loader = DataLoader(ds, batch_size=4, num_workers=2, pin_memory=True)
-            for x, y in loader:
-                x = x.cuda(non_blocking=True)
-                y = y.cuda(non_blocking=True)
-            """,
-            line=2,
-        ),
-        Invalid(
-            """
-            from torch.utils.data import DataLoader
-            loader = DataLoader(ds, batch_size=4, num_workers=2, pin_memory=True)
-            for epoch in range(2):
-                for batch in loader:
-                    batch = batch.pin_memory()
-            """,
-            fixed="""
-            from torch.utils.data import DataLoader
-            loader = DataLoader(ds, batch_size=4, num_workers=2, pin_memory=True)
-            for epoch in range(2):
-                for batch in loader:
-                    batch = batch
-            """,
-        ),
-    ]

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
+from loadlint.rules.base import Context, Report, Rule
 
 
 class SyntaxErrorRule(Rule):
@@ -76,30 +76,3 @@ class SyntaxErrorRule(Rule):
     def check(self, ctx: Context) -> Iterator[Report]:
         # Reported by the engine before any rule runs.
         return iter(())
-
-    VALID = [
-        Valid("""
-            from torch.utils.data import DataLoader
-            loader = DataLoader(ds, batch_size=32)
-        """),
-    ]
-    INVALID = [
-        Invalid(
-            """
-            from torch.utils.data import DataLoader
-            loader = DataLoader(ds, batch_size=32
-            """,
-            message="SyntaxError: '(' was never closed",
-            line=2,
-        ),
-        # Where Python reports it, not where the parser gave up (line 3).
-        Invalid(
-            """
-            from torch.utils.data import DataLoader
-            def broken(:
-                DataLoader(ds)
-            """,
-            message="SyntaxError: invalid syntax",
-            line=2,
-        ),
-    ]

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from loadlint.rules.base import Context, Invalid, Report, Rule, Valid
+from loadlint.rules.base import Context, Report, Rule
 
 
 class UnreadableFile(Rule):
@@ -49,24 +49,3 @@ class UnreadableFile(Rule):
     def check(self, ctx: Context) -> Iterator[Report]:
         # Reported by the engine when reading the file.
         return iter(())
-
-    VALID = [
-        Valid("""
-            # café, in UTF-8
-            from torch.utils.data import DataLoader
-            loader = DataLoader(ds)
-        """),
-    ]
-    # Text that never was a file's bytes (an editor's buffer, a notebook's
-    # JSON escapes) can hold a lone surrogate.
-    INVALID = [
-        Invalid(
-            """
-            from torch.utils.data import DataLoader
-            name = "\ud800"
-            loader = DataLoader(ds)
-            """,
-            message="cannot read source: U+D800 (a lone surrogate) is not valid Unicode",
-            line=2,
-        ),
-    ]
