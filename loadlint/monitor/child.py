@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import traceback
 from typing import Any
@@ -31,14 +32,21 @@ def main(spec_path: str) -> None:
         torch = None
     cuda = bool(torch is not None and torch.cuda.is_available())
     monitor = Monitor(look_pinned=cuda)
+    place = rank_place()
+    if place is not None:
+        # torch.distributed.run stops its ranks with SIGTERM (after a Ctrl-C
+        # reaches it): the rank still leaves its measurements.
+        signal.signal(signal.SIGTERM, _interrupt)
     if torch is None:
         monitor.notes.append(f"torch is not installed for {sys.executable}: nothing was instrumented")
     else:
-        install(torch, monitor, tuning(torch, monitor) if spec.get("tune") else None)
+        install(torch, monitor, tuning(torch, monitor, place) if spec.get("tune") else None)
         if cuda:
             for name in ("to", "cuda"):
                 setattr(torch.Tensor, name, copy_hook(monitor, getattr(torch.Tensor, name)))
-    sampler = Sampler(monitor, status_stream() if spec.get("status", True) else None)
+    # One live line on the terminal: the first rank's.
+    live = spec.get("status", True) and (place is None or place["rank"] == 0)
+    sampler = Sampler(monitor, status_stream() if live else None)
     sampler.start()
     code = run_script(spec["script"], spec.get("args", []))
     sampler.finish()
@@ -49,10 +57,12 @@ def main(spec_path: str) -> None:
         except Exception:
             pass
     result = measurements(monitor, sampler, code, cuda)
-    tmp = spec["out"] + ".tmp"
+    result["rank"] = place
+    out = spec["out"].replace("{rank}", str(place["rank"] if place else 0))
+    tmp = out + ".tmp"
     with open(tmp, "w") as fh:
         json.dump(result, fh)
-    os.replace(tmp, spec["out"])
+    os.replace(tmp, out)
     sys.stdout.flush()
     sys.stderr.flush()
     sys.exit(code)
@@ -74,13 +84,41 @@ def measurements(monitor: Monitor, sampler: Sampler, code: int | None, cuda: boo
     }
 
 
-def tuning(torch: Any, monitor: Monitor) -> Any:
+def rank_place() -> dict[str, int] | None:
+    """The rank's place under ``torch.distributed.run`` (from the
+    environment it sets), or None outside it."""
+    try:
+        world = int(os.environ["WORLD_SIZE"])
+        place = {"rank": int(os.environ["RANK"]), "world_size": world,
+                 "local_rank": int(os.environ.get("LOCAL_RANK", "0")),
+                 "local_world_size": int(os.environ.get("LOCAL_WORLD_SIZE", str(world)))}
+    except (KeyError, ValueError):
+        return None
+    return place if place["world_size"] > 1 else None
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def worker_cpus(usable: int, place: dict[str, int] | None) -> int:
+    """The rank's share of the node's CPUs: its ranks' workers compete for
+    the same CPUs, so each rank tunes within usable / local world size."""
+    ranks = max(1, place["local_world_size"]) if place else 1
+    return max(1, usable // ranks)
+
+
+def tuning(torch: Any, monitor: Monitor, place: dict[str, int] | None = None) -> Any:
     """The hook that hands the tuner's iterator to the first loader iterated."""
     from loadlint.hardware.cpus import usable_here
     from loadlint.monitor.runners import eligible
     from loadlint.monitor.tuner import Tuner
 
-    usable = usable_here()
+    node = usable_here()
+    usable = worker_cpus(node, place)
+    if place is not None:
+        monitor.notes.append(f"tuning within {usable} of the node's {node} usable CPUs "
+                             f"({place['local_world_size']} ranks on the node)")
     refused: set[int] = set()
 
     def tune(loader: Any, log: LoaderLog) -> Any:

@@ -216,8 +216,8 @@ def _tuning(tuning: dict[str, Any], raw: dict[str, Any]) -> dict[str, Any]:
     wall = raw.get("wall_s") or 0.0
     tuned_at = tuning.get("tuned_at_s")
     loader = next((ld for ld in raw["loaders"] if ld["index"] == tuning["loader"]), None)
-    out = {key: tuning[key] for key in ("before", "after", "speedup", "verdict", "reason", "compared", "interval",
-                                        "busy", "state", "points", "windows", "failed")}
+    out: dict[str, Any] = {key: tuning[key] for key in ("before", "after", "speedup", "verdict", "reason", "compared", "interval",
+                                        "busy", "worker_cpus", "state", "points", "windows", "failed") if key in tuning}
     out["loader"] = {"path": _relative(loader["file"]), "row": loader["line"], "end_row": loader["end_line"]} if loader else None
     out["tuned_at_s"] = tuned_at
     out["share_of_run_tuning"] = round(tuned_at / wall, 3) if tuned_at is not None and wall else None

@@ -202,7 +202,4 @@ def eligible(torch: Any, loader: Any) -> str | None:
         return "a loader without batching (batch_size=None) is not tuned"
     if not getattr(loader, "in_order", True):
         return "a loader with in_order=False is not tuned (its order is not the sampler's)"
-    dist = getattr(torch, "distributed", None)
-    if dist is not None and dist.is_available() and dist.is_initialized():
-        return "a distributed run is not tuned (its ranks share the node's CPUs)"
     return None

@@ -525,6 +525,7 @@ class Tuner:
             "compared": self.configs[leader] if leader is not None else None,
             "interval": [round(decision.interval.low, 3), round(decision.interval.high, 3)] if decision is not None and decision.interval else None,
             "busy": self.busy,
+            "worker_cpus": self.usable,
             "tuned_at_s": self.tuned_at,
             "started_at_s": round(self.started_at, 3),
             "state": self.state,
