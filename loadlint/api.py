@@ -1,5 +1,10 @@
-"""The library API the command line, the language server and the flake8
-plugin share: check or fix paths and sources, never raising for one bad file.
+"""The facade: the one way the entry points (the command line, the language
+server, the flake8 plugin, ``trace``, ``verify`` and ``monitor``) reach the
+analysis.  They import nothing from ``engine``, ``project``, ``rules`` or
+``facts`` but through here (the rule registry and the DataLoader signature,
+plain data, excepted); pyproject.toml's import contract holds them to it.
+Every function checks or fixes paths and sources, never raising for one
+bad file.
 
 Every file goes through :mod:`loadlint.engine.pipeline`; many files through
 :mod:`loadlint.run.runner`.  libcst's node classes are changed only while a
@@ -12,35 +17,76 @@ from __future__ import annotations
 
 
 import os
+import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterable
 
+from loadlint.workspace.cache import lazy_cache
 from loadlint.workspace.config import Overrides, ConfigResolver, Settings
-from loadlint.workspace.discover import discover
-from loadlint.engine.analysis import Analysis, Chosen, SpecSource, analyse, fix_text
-from loadlint.engine.measured import MeasuredSite, load_verify_report, measured_specs
-from loadlint.engine.pipeline import ProfileCache, check_text, fix_bytes, fix_source_text, options_for, options_with_profile
+from loadlint.workspace.discover import Candidate, discover
+from loadlint.engine.analysis import Analysis, Chosen, FixFailed, SpecSource, analyse, decided_findings, fix_text
+from loadlint.engine.incremental import reparsed
+from loadlint.engine.measured import MeasuredSite, ReportError, load_verify_report, measured_specs
+from loadlint.engine.noqa import add_noqa
+from loadlint.engine.notebook import Cell, Checked, analyse_cells
+from loadlint.engine.pipeline import ProfileCache, check_bytes, check_text, fix_bytes, fix_source_text, fix_stdin
+from loadlint.engine.pipeline import options_for, options_with_profile
+from loadlint.engine.suppress import NOQA
+from loadlint.facts.collect import ModuleFacts, prepare
+from loadlint.facts.loaders import LoaderCall
+from loadlint.facts.resolve import Scope
+from loadlint.project.budget import STOP
+from loadlint.run.progress import Progress
 from loadlint.run.runner import lint_candidates
 from loadlint.cst.slicing import parse_module
 from loadlint.sources.files import read_source
 from loadlint.engine.positions import Positions
 from loadlint.sources.boundary import project_root
 from loadlint.sources.source import decode, visible
-from loadlint.types import FileResult, Finding, FixRequest, HardwareProfile, Run
+from loadlint.types import FileResult, Finding, FixRequest, HardwareProfile, Options, Run
 
+#: What the entry points use: the functions below, and these from the
+#: engine as they are (``check_bytes``/``fix_stdin``: one file's bytes, as
+#: ``check -``; ``analyse_cells``: a notebook's cells; ``add_noqa``:
+#: ``--add-noqa``; ``NOQA``: the suppression comment's grammar; ``prepare``:
+#: build the parser's tables before forking or serving), and the types an
+#: analysis holds (``module_facts``: a module's facts, its loader calls and
+#: the scopes their values are read in).
 __all__ = [
+    "NOQA",
+    "Analysis",
+    "Cell",
+    "Checked",
+    "FixFailed",
     "FixRequest",
+    "LoaderCall",
+    "ModuleFacts",
     "Overrides",
     "ProfileCache",
+    "ReportError",
     "Run",
+    "Scope",
+    "add_noqa",
+    "analyse_cells",
+    "analyse_document",
+    "check_bytes",
     "check_paths",
     "check_source",
+    "check_text",
+    "decided_findings",
+    "findings_in_project",
     "fix_from_verify",
     "fix_source",
+    "fix_stdin",
+    "fixed_document",
+    "fixed_in_project",
     "options_for",
+    "prepare",
     "project_findings",
+    "stop_project_phases",
     "suggest_for_call",
+    "uses_cuda",
 ]
 
 
@@ -54,12 +100,23 @@ def check_paths(
     fix: FixRequest | None = None,
     resolver: ConfigResolver | None = None,
     profiles: ProfileCache | None = None,
+    jobs: int | None = 1,
+    cache: bool = False,
+    cache_dir: str | None = None,
+    progress: bool = False,
 ) -> Run:
-    """Check (or fix) files and folders; one FileResult per file."""
+    """Check (or fix) files and folders; one FileResult per file.
+
+    By default in one process, with no cache: a library call must not fork
+    or write behind its caller's back.  The command line asks for more:
+    ``jobs`` (None: as many as pay), ``cache`` (in ``cache_dir``, or the
+    default folder) and ``progress`` on stderr."""
     resolver = resolver or ConfigResolver(overrides or Overrides(), config, isolated)
     candidates = discover(list(paths), resolver.for_path, force_exclude=force_exclude)
-    # One process, no cache: a library call must not fork or write behind its caller's back.
-    return lint_candidates(candidates, fix, jobs=1, profiles=profiles or ProfileCache())
+    return lint_candidates(
+        candidates, fix, jobs=jobs, cache=lazy_cache(cache_dir) if cache else None,
+        progress=Progress(sys.stderr) if progress else None, profiles=profiles or ProfileCache(),
+    )
 
 
 def check_source(
@@ -262,3 +319,48 @@ def uses_cuda(root: Path) -> bool:
     except ConfigError:
         return False
     return False
+
+
+# -- the language server --------------------------------------------------------
+
+
+def analyse_document(
+    text: str, path: str, options: Options, previous: Analysis | None = None
+) -> tuple[list[Finding], Analysis | None]:
+    """An editor's text: its findings, their fixes not yet decided
+    (``decided_findings`` decides them), and its analysis.  ``previous``, the
+    analysis of the document's last text, lends the top-level statements
+    the change left alone."""
+    return analyse(text, path, options, parsed=reparsed(previous, text))
+
+
+def fixed_document(text: str, path: str, options: Options, *, unsafe: bool) -> str | None:
+    """An editor's text after its own fixes; None when none applies or they
+    cannot be applied safely."""
+    try:
+        fixed, _, applied = fix_source_text(text, path, options, unsafe=unsafe)
+    except FixFailed:
+        return None
+    return fixed if applied else None
+
+
+def findings_in_project(path: Path, settings: Settings, profiles: ProfileCache) -> list[Finding]:
+    """A saved file's findings with its project's (other files' callers and
+    loops), as ``check`` reports them for it."""
+    from loadlint.project.join import check_in_project
+
+    return check_in_project(path, settings, profiles, lazy_cache(None)).findings
+
+
+def fixed_in_project(path: Path, settings: Settings, profiles: ProfileCache) -> str | None:
+    """A saved file's text after a dry-run ``fix`` of it, its project read
+    from disk (nothing written); None when it would not change."""
+    request = FixRequest(unsafe=settings.unsafe_fixes, dry_run=True)
+    run = lint_candidates([Candidate(path, settings, True)], request, cache=lazy_cache(None), jobs=1, profiles=profiles)
+    return next((r.fixed for r in run.results if r.fixed is not None), None)
+
+
+def stop_project_phases() -> None:
+    """Stop every project phase of this process at its next step, for good
+    (a server shutting down)."""
+    STOP.set()

@@ -218,47 +218,6 @@ class Run:
         return [r for r in self.results if r.error]
 
 
-@dataclass(frozen=True)
-class CheckOptions:
-    """``loadlint check`` / ``loadlint fix`` as the command line parsed them."""
-
-    paths: tuple[str, ...] = ()
-    fix: bool | None = None
-    unsafe_fixes: bool | None = None
-    diff: bool = False
-    show_fixes: bool = False
-    exit_zero: bool = False
-    exit_non_zero_on_fix: bool = False
-    select: tuple[str, ...] = ()
-    ignore: tuple[str, ...] = ()
-    extend_select: tuple[str, ...] = ()
-    per_file_ignores: tuple[str, ...] = ()
-    exclude: tuple[str, ...] = ()
-    extend_exclude: tuple[str, ...] = ()
-    force_exclude: bool = False
-    respect_gitignore: bool | None = None
-    targets: tuple[str, ...] = ()
-    output_format: str | None = None
-    output_file: str | None = None
-    statistics: bool = False
-    no_cache: bool = False
-    cache_dir: str | None = None
-    config_path: str | None = None
-    isolated: bool = False
-    stdin_filename: str | None = None
-    show_settings: bool = False
-    color: str = "auto"
-    quiet: bool = False
-    jobs: int | None = None
-    from_verify: str | None = None
-    add_noqa: bool = False
-
-    @property
-    def fixing(self) -> bool:
-        """Fixes are computed (written, or shown with --diff)."""
-        return bool(self.fix or self.diff)
-
-
 #: Formats meant for people: they get colour, source lines and the summary.
 HUMAN_FORMATS = frozenset({"full", "concise"})
 

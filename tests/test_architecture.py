@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -47,6 +48,10 @@ _CORE_CONTRACT = _contract("forbidden", "static core")
 CORE = tuple(str(m).removeprefix("loadlint.") for m in _CORE_CONTRACT["source_modules"])  # type: ignore[attr-defined]
 FORBIDDEN_IN_CORE = tuple(str(m) for m in _CORE_CONTRACT["forbidden_modules"])  # type: ignore[attr-defined]
 MAX_LINES = 600
+
+#: The entry points reach the analysis only through ``loadlint.api``; the
+#: plain-data modules the contract's ``ignore_imports`` names excepted.
+_FACADE = _contract("forbidden", "facade")
 
 
 @dataclass(frozen=True)
@@ -270,6 +275,55 @@ def test_trace_imports_no_torch_nvml_verify_or_monitor() -> None:
                 for banned in ("torch", "pynvml", "loadlint.verify", "loadlint.monitor"))
     ]
     assert not problems, "\n".join(problems)
+
+
+def _within(module: str, name: str) -> bool:
+    return module == name or module.startswith(name + ".")
+
+
+def _pattern(pattern: str, module: str) -> bool:
+    """import-linter's module patterns: ``**`` stands for any modules, ``*`` for one."""
+    regex = re.escape(pattern).replace(r"\*\*", r"[\w.]+").replace(r"\*", r"\w+")
+    return re.fullmatch(regex, module) is not None
+
+
+def facade_bypasses(imports: list[Import]) -> list[str]:
+    """Imports by the entry points of what they may reach only through ``loadlint.api``."""
+    sources = [str(m) for m in _FACADE["source_modules"]]  # type: ignore[attr-defined]
+    forbidden = [str(m) for m in _FACADE["forbidden_modules"]]  # type: ignore[attr-defined]
+    allowed = [[part.strip() for part in str(rule).split("->")] for rule in _FACADE["ignore_imports"]]  # type: ignore[attr-defined]
+    problems = []
+    for imp in imports:
+        target = internal(imp.target)
+        if target is None or not any(_within(imp.importer, source) for source in sources):
+            continue
+        if any(_within(target, banned) for banned in forbidden) and not any(
+            _pattern(importer, imp.importer) and _pattern(imported, target) for importer, imported in allowed
+        ):
+            problems.append(f"{imp.where}: {imp.importer} imports {target} (use loadlint.api)")
+    return sorted(problems)
+
+
+def test_entry_points_reach_the_analysis_through_the_api() -> None:
+    # Imports inside functions and under TYPE_CHECKING count: the language
+    # server once reached engine.analysis's internals from inside its handlers.
+    problems = facade_bypasses(IMPORTS)
+    assert not problems, f"{len(problems)} imports bypass loadlint.api:\n" + "\n".join(problems)
+
+
+def test_the_facade_check_sees_a_bypass_and_lets_plain_data_through() -> None:
+    imports = [
+        Import("loadlint.frontends.lsp.documents", "loadlint.engine.analysis", "analyse", 1),
+        Import("loadlint.trace.source", "loadlint.facts.loaders", "LoaderCall", 2),
+        Import("loadlint.frontends.cli", "loadlint.rules", "CODES", 3),
+        Import("loadlint.verify.report", "loadlint.facts.signature", "TUNABLE_DEFAULTS", 4),
+        Import("loadlint.frontends.cli", "loadlint.api", "check_paths", 5),
+        Import("loadlint.api", "loadlint.engine.analysis", "analyse", 6),
+    ]
+    assert facade_bypasses(imports) == [
+        "loadlint/frontends/lsp/documents.py:1: loadlint.frontends.lsp.documents imports loadlint.engine.analysis (use loadlint.api)",
+        "loadlint/trace/source.py:2: loadlint.trace.source imports loadlint.facts.loaders (use loadlint.api)",
+    ]
 
 
 def test_layers_point_one_way() -> None:

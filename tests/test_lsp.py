@@ -602,6 +602,7 @@ def test_diagnostics_come_before_the_fix_decision_and_withheld_fixes_are_never_o
 
     from pygls.workspace import Workspace
 
+    from loadlint import api
     from loadlint.engine import analysis as engine
     from loadlint.hardware.detect import parse_target, resolve_profile
     from loadlint.frontends.lsp import documents
@@ -612,10 +613,10 @@ def test_diagnostics_come_before_the_fix_decision_and_withheld_fixes_are_never_o
     profile = resolve_profile(parse_target("cpus=4,gpus=1,platform=linux,python=3.14"))
     options = Options(frozenset(CODES), lambda: profile)
     state = documents.State()
-    monkeypatch.setattr(state, "options_for", lambda settings, path: options)
-    decided = engine.decided_findings
+    monkeypatch.setattr(state, "options", lambda settings, path: options)
+    decided = api.decided_findings
     calls: list[str] = []
-    monkeypatch.setattr(engine, "decided_findings", lambda *a, **k: calls.append(a[0]) or decided(*a, **k))
+    monkeypatch.setattr(api, "decided_findings", lambda *a, **k: calls.append(a[0]) or decided(*a, **k))
     workspace = Workspace(None)
     uri = "untitled:train.py"
     workspace.put_text_document(types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text))
@@ -653,7 +654,7 @@ def test_diagnostics_come_before_the_fix_decision_and_withheld_fixes_are_never_o
     after = state.linted[uri][1].analysis.module.body
     assert len(after) == len(before) and sum(a is not b for a, b in zip(before, after)) == 1
     fresh = documents.State()
-    monkeypatch.setattr(fresh, "options_for", lambda settings, path: options)
+    monkeypatch.setattr(fresh, "options", lambda settings, path: options)
     assert again == documents.diagnostics(ls, fresh, uri) and fresh.linted[uri][1].analysis.module.body[0] is not after[0]
 
 
@@ -680,7 +681,7 @@ def test_notebook_diagnostics_do_not_decide_fixes_and_code_actions_offer_only_ke
     profile = resolve_profile(parse_target("cpus=8,gpus=1,platform=linux,python=3.14"))
     options = Options(frozenset(CODES), lambda: profile)
     state = State()
-    monkeypatch.setattr(state, "options_for", lambda settings, path: options)
+    monkeypatch.setattr(state, "options", lambda settings, path: options)
     decided = nb.decided_findings
     calls: list[str] = []
     monkeypatch.setattr(nb, "decided_findings", lambda *a, **k: calls.append(a[0]) or decided(*a, **k))

@@ -1,10 +1,10 @@
 """Step 5: rules × call sites × hardware profile → findings (and fixes).
 
-``lint_text`` is the heart: pre-filter, one parse, one collection pass, the
-selected rules, suppression comments.  It never raises for a bad input:
-undecodable bytes are LL901, unparsable text LL900, and an unexpected error
-inside a rule is turned into a finding-free result with an error message
-rather than aborting the run over other files.
+``analyse`` is the heart: pre-filter, one parse, one collection pass, the
+selected rules, suppression comments; unparsable or too deeply nested text
+is LL900.  ``lint_bytes`` wraps it for a file's bytes: undecodable bytes
+are LL901, and an unexpected error inside a rule becomes the file's error
+message rather than aborting the run over other files.
 """
 
 from __future__ import annotations

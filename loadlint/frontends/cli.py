@@ -17,7 +17,8 @@ import click
 
 from loadlint import __version__
 from loadlint.sources.source import visible, visible_json, visible_lines
-from loadlint.types import HUMAN_FORMATS, CheckOptions, FixRequest, Run
+from loadlint.frontends.checking import CheckOptions, run_paths
+from loadlint.types import HUMAN_FORMATS, FixRequest, Run
 
 if TYPE_CHECKING:
     from loadlint.workspace.config import ConfigResolver, Settings
@@ -237,18 +238,16 @@ def run_check(options: CheckOptions) -> int:
 
 
 def _check_paths(paths: list[Path], resolver: ConfigResolver, options: CheckOptions) -> int:
-    from loadlint.run.runner import lint_paths
-
     first = resolver.for_path(paths[0])
     if options.add_noqa:
         if options.fixing:
             fail("--add-noqa cannot be combined with --fix or --diff")
-        return _add_noqa(lint_paths(paths, resolver, options, None, "full"))
+        return _add_noqa(run_paths(paths, resolver, options, None, "full"))
     unsafe = options.unsafe_fixes if options.unsafe_fixes is not None else first.unsafe_fixes
     request = FixRequest(unsafe=unsafe, dry_run=options.diff) if options.fixing else None
     fmt = options.output_format or first.output_format or "full"
     _statistics_format(options, fmt)
-    run = lint_paths(paths, resolver, options, request, fmt)
+    run = run_paths(paths, resolver, options, request, fmt)
     if run.files == 0:
         # ruff's warning; "All checks passed!" would claim a check that never ran
         # (a machine format still gets its empty report).
@@ -274,7 +273,7 @@ def _add_noqa(run: Run) -> int:
     """Suppress every finding where it is reported; notebooks and files that
     do not parse are left as they are."""
     from loadlint.sources.files import read_source, write_fixes
-    from loadlint.engine.noqa import add_noqa
+    from loadlint.api import add_noqa
     from loadlint.rules import codes_where
 
     engine = codes_where(engine=True)
@@ -308,7 +307,7 @@ def _add_noqa(run: Run) -> int:
 
 def _check_stdin(resolver: ConfigResolver, options: CheckOptions) -> int:
     from loadlint.workspace.discover import is_force_excluded
-    from loadlint.engine.pipeline import ProfileCache, check_bytes, fix_stdin, options_for
+    from loadlint.api import ProfileCache, check_bytes, fix_stdin, options_for
 
     name = options.stdin_filename or "-"
     settings = resolver.for_path(Path(name))
@@ -342,8 +341,7 @@ def _write_bytes(data: bytes) -> None:
 
 
 def _fix_from_verify(resolver: ConfigResolver, options: CheckOptions, report: str) -> int:
-    from loadlint.api import fix_from_verify
-    from loadlint.engine.measured import ReportError
+    from loadlint.api import ReportError, fix_from_verify
 
     try:
         run, skipped, first = fix_from_verify(report, options.paths, resolver, dry_run=options.diff)

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any, Iterator
 from loadlint import __version__
 
 if TYPE_CHECKING:
+    from loadlint.api import ProfileCache
     from loadlint.workspace.config import ConfigResolver
-    from loadlint.engine.pipeline import ProfileCache
 
 
 class Plugin:
@@ -41,8 +41,8 @@ class Plugin:
     @classmethod
     def _shared(cls) -> tuple[ConfigResolver, ProfileCache]:
         if cls._resolver is None or cls._profiles is None:
+            from loadlint.api import ProfileCache
             from loadlint.workspace.config import Overrides, ConfigResolver
-            from loadlint.engine.pipeline import ProfileCache
 
             cls._resolver = ConfigResolver(Overrides())
             cls._profiles = ProfileCache()
@@ -53,7 +53,7 @@ class Plugin:
         from loadlint.workspace.config import ConfigError
         from loadlint.sources.prefilter import may_construct_loader
         from loadlint.sources.source import visible
-        from loadlint.engine.pipeline import check_text, options_for
+        from loadlint.api import check_text, options_for
 
         text = "".join(self.lines)
         if not may_construct_loader(text):

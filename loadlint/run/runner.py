@@ -1,5 +1,5 @@
 """Runs a check or fix over many files (discovery, cache, pool, the
-per-file work of :mod:`loadlint.engine.pipeline`) for the API and the CLI.
+per-file work of :mod:`loadlint.engine.pipeline`) for the API.
 Where the time goes, and what this module does about it:
 
 * Most files of a repository never mention ``DataLoader``.  They are read
@@ -17,46 +17,24 @@ from __future__ import annotations
 
 import dataclasses
 import gc
-import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator, TextIO
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from loadlint.engine import pipeline
-from loadlint.workspace.config import ConfigResolver
 from loadlint.run.pool import OUT_OF_TIME, POOL_MIN_SAVING, Work, run_pool
-from loadlint.workspace.discover import Candidate, discover
+from loadlint.workspace.discover import Candidate
 from loadlint.sources.prefilter import passes_prefilter, undecodable
 from loadlint.sources.files import KeptBytes, Staging, read_resolved
 from loadlint.engine.pipeline import ProfileCache, Target, options_for
 from loadlint.run.progress import Progress
 from loadlint.cst.slicing import fast_nodes
-from loadlint.workspace.cache import TurnedAway, lazy_cache
-from loadlint.types import HUMAN_FORMATS, CheckOptions, FileResult, Finding, FixRequest, Run
+from loadlint.workspace.cache import TurnedAway
+from loadlint.types import FileResult, Finding, FixRequest, Run
 
 if TYPE_CHECKING:
     from loadlint.workspace.cache import Cache
     from loadlint.sources.source import Source
-
-
-def lint_paths(paths: list[Path], resolver: ConfigResolver, options: CheckOptions, request: FixRequest | None, fmt: str) -> Run:
-    """The command line's run over ``paths``: cache and pool as ``options``
-    ask, progress on a terminal's stderr for the human formats."""
-    show_progress = fmt in HUMAN_FORMATS and not options.quiet and _is_tty(sys.stderr)
-    return lint_candidates(
-        discover(paths, resolver.for_path, force_exclude=options.force_exclude),
-        request,
-        cache=None if options.no_cache else lazy_cache(options.cache_dir),
-        jobs=options.jobs,
-        progress=Progress(sys.stderr) if show_progress else None,
-    )
-
-
-def _is_tty(stream: TextIO) -> bool:
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError):
-        return False
 
 
 #: Rounds of a fix run at most: each applies the project findings' fixes

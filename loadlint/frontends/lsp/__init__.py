@@ -48,8 +48,7 @@ from loadlint.frontends.lsp.notebooks import (
     sync_options,
 )
 from loadlint.frontends.lsp.worker import Stopped, on_loop
-from loadlint.facts.collect import prepare
-from loadlint.project.budget import STOP
+from loadlint.api import prepare, stop_project_phases
 
 T = TypeVar("T")
 
@@ -213,7 +212,7 @@ def create_server(debounce: float = DEBOUNCE) -> Any:
     def shutdown(ls: Any, params: Any) -> None:
         # Answered at once: a project phase in this process stops at its
         # next step, the worker process is killed mid-analysis.
-        STOP.set()
+        stop_project_phases()
         state.worker.stop()
 
     @server.feature(types.EXIT)

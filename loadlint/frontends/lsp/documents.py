@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from loadlint.engine.suppress import NOQA
+from loadlint.api import NOQA
 from loadlint.frontends.lsp.worker import (
     IN_PROCESS_LIMIT,
     Worker,
@@ -25,8 +25,8 @@ from loadlint.frontends.lsp.worker import (
 from loadlint.sources.files import read_source
 
 if TYPE_CHECKING:
+    from loadlint.api import Analysis, ProfileCache
     from loadlint.workspace.config import ConfigResolver, Settings
-    from loadlint.engine.pipeline import ProfileCache
     from loadlint.types import Edit, Finding, Location, Options
 
 SOURCE = "loadlint"
@@ -69,10 +69,10 @@ class State:
             self.resolver = ConfigResolver(Overrides())
         return self.resolver.for_path(Path(path))
 
-    def options_for(self, settings: Settings, path: str) -> Options:
+    def options(self, settings: Settings, path: str) -> Options:
         """The options ``settings`` give the document at ``path`` (hardware
         detected once per server, not per change)."""
-        from loadlint.engine.pipeline import ProfileCache, options_for
+        from loadlint.api import ProfileCache, options_for
 
         if self.profiles is None:
             self.profiles = ProfileCache()
@@ -115,13 +115,13 @@ class Linted:
     for fixes and kept for that text."""
 
     findings: list[Finding]
-    #: What deciding needs: the options and ``engine.analyse``'s result.
+    #: What deciding needs: the options and ``api.analyse_document``'s result.
     pending: tuple[Options, Any] | None = None
     #: The findings with only the fixes ``fix`` would apply (withheld ones say why).
     decided: list[Finding] | None = None
-    #: The text's analysis (``engine.Analysis``): the next text's parse reuses
-    #: the top-level statements a change leaves alone.
-    analysis: Any = None
+    #: The text's analysis: the next text's parse reuses the top-level
+    #: statements a change leaves alone.
+    analysis: Analysis | None = None
 
 
 def lint_document(state: State, uri: str, text: str, *, decide: bool = False) -> tuple[list[Finding], Settings]:
@@ -146,7 +146,7 @@ def lint_document(state: State, uri: str, text: str, *, decide: bool = False) ->
         linted = _lint(state, uri, text, settings, prior)
         state.linted[uri] = (key, linted)
     if decide and linted.decided is None:
-        from loadlint.engine.analysis import decided_findings
+        from loadlint.api import decided_findings
 
         assert linted.pending is not None
         options, analysed = linted.pending
@@ -162,43 +162,17 @@ def _lint(state: State, uri: str, text: str, settings: Settings, previous: Any) 
     path = path_of(uri)
     if uri.startswith("file:") and _saved(path, text):
         # A saved document is checked with its project's facts (other files' callers and loops).
-        state.options_for(settings, path)  # creates the profile cache
+        state.options(settings, path)  # creates the profile cache
         assert state.profiles is not None
         findings = state.worker.call(project_findings, path, settings, state.profiles)
         return Linted(findings, decided=findings)
-    from loadlint.engine.analysis import analyse
+    from loadlint.api import analyse_document
 
-    options = state.options_for(settings, path)
+    options = state.options(settings, path)
     if len(text) > IN_PROCESS_LIMIT:
         return Linted(state.worker.call(document_findings, text, path, settings, state.profiles, False), (options, None))
-    analysed = analyse(text, path, options, parsed=_reparsed(previous, text))
+    analysed = analyse_document(text, path, options, None if previous is None else previous.analysis)
     return Linted(analysed[0], (options, analysed), analysis=analysed[1])
-
-
-def _reparsed(previous: Linted | None, text: str) -> Any:
-    """The tree of ``text``, parsed again only in the top-level statements
-    that differ from the last lint's text; None to parse it all."""
-    from loadlint.engine.analysis import sliced
-    from loadlint.engine.positions import reparse
-    from loadlint.types import Edit, Location
-
-    last = None if previous is None else previous.analysis
-    if last is None or last.positions.piece is not None or sliced(text) is not None:
-        return None
-    old = last.text
-    size = min(len(old), len(text))
-    start = 0
-    while start < size and old[start] == text[start]:
-        start += 1
-    end = 0
-    while end < size - start and old[len(old) - 1 - end] == text[len(text) - 1 - end]:
-        end += 1
-    bounds = last.positions.bounds
-    if bounds is None:
-        return None
-    edit = Edit(text[start : len(text) - end], start, len(old) - end, Location(1, 1), Location(1, 1))
-    module = reparse(last.module, old, bounds, [edit], text)
-    return None if module is None else (module, None)
 
 
 def _saved(path: str, text: str) -> bool:
@@ -354,8 +328,7 @@ def fix_all_action(ls: Any, state: State, uri: str, kind: str = FIX_ALL_KIND) ->
     """The fix-all code action of a document; None when nothing applies.  A
     saved document gets what ``loadlint fix`` would write to it, its
     project findings' fixes included; an unsaved one its own fixes."""
-    from loadlint.engine.analysis import FixFailed
-    from loadlint.engine.pipeline import fix_source_text
+    from loadlint.api import fixed_document
 
     doc = ls.workspace.get_text_document(uri)
     path = path_of(uri)
@@ -363,14 +336,10 @@ def fix_all_action(ls: Any, state: State, uri: str, kind: str = FIX_ALL_KIND) ->
     if uri.startswith("file:") and _saved(path, doc.source):
         fixed: str | None = _fixed_in_project(state, path, settings)
     elif len(doc.source) > IN_PROCESS_LIMIT:
-        state.options_for(settings, path)  # creates the profile cache
+        state.options(settings, path)  # creates the profile cache
         fixed = state.worker.call(fixed_text, doc.source, path, settings, state.profiles)
     else:
-        try:
-            fixed, _, applied = fix_source_text(doc.source, path, state.options_for(settings, path), unsafe=settings.unsafe_fixes)
-        except FixFailed:
-            return None
-        fixed = fixed if applied else None
+        fixed = fixed_document(doc.source, path, state.options(settings, path), unsafe=settings.unsafe_fixes)
     if fixed is None or fixed == doc.source:
         return None
     return fix_all(kind, {uri: [whole_text_edit(doc, fixed)]})
@@ -379,7 +348,7 @@ def fix_all_action(ls: Any, state: State, uri: str, kind: str = FIX_ALL_KIND) ->
 def _fixed_in_project(state: State, path: str, settings: Settings) -> str | None:
     """The saved file's text after a dry-run ``fix`` of it (its project read
     from disk, nothing written)."""
-    state.options_for(settings, path)  # creates the profile cache
+    state.options(settings, path)  # creates the profile cache
     return state.worker.call(fixed_in_project, path, settings, state.profiles)
 
 

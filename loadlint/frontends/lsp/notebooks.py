@@ -29,7 +29,7 @@ from loadlint.frontends.lsp.documents import (
 )
 
 if TYPE_CHECKING:
-    from loadlint.engine.notebook import Checked
+    from loadlint.api import Checked
 
 #: The kind VS Code asks for in ``notebook.codeActionsOnSave``.
 NOTEBOOK_FIX_ALL_KIND = "notebook.source.fixAll.loadlint"
@@ -59,7 +59,7 @@ def check_notebook(
     from lsprotocol import types
 
     from loadlint.workspace.discover import is_excluded
-    from loadlint.engine.notebook import Cell, Checked, analyse_cells
+    from loadlint.api import Cell, Checked, analyse_cells
     from loadlint.types import FixRequest
 
     uris: dict[int, str] = {}
@@ -79,7 +79,7 @@ def check_notebook(
     if notebook.uri.startswith("file:") and is_excluded(Path(path), settings):
         return Checked(), uris
     request = FixRequest(unsafe=settings.unsafe_fixes, dry_run=True) if fix else None
-    checked = analyse_cells(cells, path, state.options_for(settings, path), request, decide=decide or fix)
+    checked = analyse_cells(cells, path, state.options(settings, path), request, decide=decide or fix)
     if not fix:
         state.linted[slot] = (key, checked)
     return checked, uris

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable, TypeVar
 if TYPE_CHECKING:
     from concurrent.futures import Future, ProcessPoolExecutor
 
-    from loadlint.engine.pipeline import ProfileCache
+    from loadlint.api import ProfileCache
     from loadlint.types import Finding
     from loadlint.workspace.config import Settings
 
@@ -138,42 +138,30 @@ class Worker:
 
 
 def project_findings(path: str, settings: Settings, profiles: ProfileCache) -> list[Finding]:
-    """A saved document's findings with its project's (``check_in_project``)."""
-    from loadlint.project.join import check_in_project
-    from loadlint.workspace.cache import lazy_cache
+    """A saved document's findings with its project's."""
+    from loadlint.api import findings_in_project
 
-    return check_in_project(Path(path), settings, profiles, lazy_cache(None)).findings
+    return findings_in_project(Path(path), settings, profiles)
 
 
 def fixed_in_project(path: str, settings: Settings, profiles: ProfileCache) -> str | None:
     """The saved file's text after a dry-run ``fix`` of it (its project read
     from disk, nothing written)."""
-    from loadlint.run.runner import lint_candidates
-    from loadlint.types import FixRequest
-    from loadlint.workspace.cache import lazy_cache
-    from loadlint.workspace.discover import Candidate
+    from loadlint import api
 
-    request = FixRequest(unsafe=settings.unsafe_fixes, dry_run=True)
-    run = lint_candidates([Candidate(Path(path), settings, True)], request, cache=lazy_cache(None), jobs=1, profiles=profiles)
-    return next((r.fixed for r in run.results if r.fixed is not None), None)
+    return api.fixed_in_project(Path(path), settings, profiles)
 
 
 def document_findings(text: str, path: str, settings: Settings, profiles: ProfileCache, decide: bool) -> list[Finding]:
     """An unsaved document's findings; with ``decide``, with the fixes ``fix`` would apply."""
-    from loadlint.engine.analysis import analyse, decided_findings
-    from loadlint.engine.pipeline import options_for
+    from loadlint.api import analyse_document, decided_findings, options_for
 
     options = options_for(settings, path, profiles)
-    return decided_findings(text, path, options) if decide else analyse(text, path, options)[0]
+    return decided_findings(text, path, options) if decide else analyse_document(text, path, options)[0]
 
 
 def fixed_text(text: str, path: str, settings: Settings, profiles: ProfileCache) -> str | None:
     """An unsaved document after its own fixes (None: none applies)."""
-    from loadlint.engine.analysis import FixFailed
-    from loadlint.engine.pipeline import fix_source_text, options_for
+    from loadlint.api import fixed_document, options_for
 
-    try:
-        fixed, _, applied = fix_source_text(text, path, options_for(settings, path, profiles), unsafe=settings.unsafe_fixes)
-    except FixFailed:
-        return None
-    return fixed if applied else None
+    return fixed_document(text, path, options_for(settings, path, profiles), unsafe=settings.unsafe_fixes)
