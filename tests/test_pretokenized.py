@@ -57,3 +57,65 @@ def test_names_bound_in_branches_and_again_are_padded_rows() -> None:
 )
 def test_a_binding_that_is_not_a_padding_shape_keeps_the_finding(other: str, rebound: str, rows: list[int]) -> None:
     assert ll201_rows(other, rebound) == rows
+
+
+# The torchtext-era notebooks' shape (bentrevett's sentiment analysis):
+# rows mapped to token ids, made tensors, and padded by the function a
+# helper returns; the loader built in a function its callers pass the rows to.
+NOTEBOOK = """
+import datasets
+import torch
+import torch.nn as nn
+
+train_data, test_data = datasets.load_dataset("imdb", split=["train", "test"])
+train_data = train_data.map(numericalize, fn_kwargs={{"vocab": vocab}})
+train_data = train_data.with_format(type="torch", columns=["ids", "label"])
+{test}
+
+def get_collate_fn(pad_index):
+    def collate_fn(batch):
+        batch_ids = [i["ids"] for i in batch]
+        batch_ids = {pad}
+        batch_label = torch.stack([i["label"] for i in batch])
+        return {{"ids": batch_ids, "label": batch_label}}
+
+    return collate_fn
+
+def get_data_loader(dataset, batch_size, pad_index, shuffle=False):
+    collate_fn = get_collate_fn(pad_index)
+    data_loader = torch.utils.data.DataLoader(dataset=dataset, batch_size=batch_size, collate_fn=collate_fn, shuffle=shuffle)
+    return data_loader
+
+train_data_loader = get_data_loader(train_data, 512, 0, shuffle=True)
+test_data_loader = get_data_loader(test_data, 512, 0)
+{after}
+"""
+PAD = "nn.utils.rnn.pad_sequence(batch_ids, padding_value=pad_index, batch_first=True)"
+TEST = 'test_data = test_data.with_format(type="torch", columns=["ids", "label"])'
+
+
+def notebook_rows(test: str = TEST, pad: str = PAD, after: str = "") -> list[int]:
+    source = textwrap.dedent(NOTEBOOK.format(test=test, pad=pad, after=after))
+    findings = check_source(source, "nbow.py", settings=Settings(select=("LL201",)), profile=PROFILE)
+    return [f.location.row for f in findings]
+
+
+def test_rows_padded_by_a_helper_returned_function_are_not_a_pipeline() -> None:
+    assert notebook_rows() == []
+    # Rebound after the loaders are built: what they read is unchanged.
+    assert notebook_rows(after='test_data = load_images("test")') == []
+
+
+@pytest.mark.parametrize(
+    ("test", "pad", "after"),
+    [
+        # The rows that reach one of the calls are the raw text.
+        ("pass", PAD, ""),
+        # The collate function tokenizes: loading work for workers.
+        (TEST, "tokenizer(batch_ids, padding=True)", ""),
+        # Bound again under a condition before the calls: either may reach them.
+        (TEST + '\nif reload:\n    test_data = load_images("test")', PAD, ""),
+    ],
+)
+def test_padded_rows_near_misses_keep_the_finding(test: str, pad: str, after: str) -> None:
+    assert notebook_rows(test, pad, after) == [22 + test.count("\n")]

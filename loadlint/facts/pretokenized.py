@@ -16,6 +16,14 @@ a ``.map(...)`` result, in a module that sets no on-the-fly transform
 (``set_transform``/``with_transform``).  A name bound more than once
 qualifies when each of its bindings does (Hugging Face's example scripts
 bind the collator in two branches and ``eval_dataset`` twice).
+
+A local function that only stacks and pads what its argument holds
+(``pad_sequence``, ``torch.stack``: the torchtext-era notebooks'
+``get_collate_fn(pad_index)``, which returns such a function) pads too.
+A dataset passed in as a parameter is each value the module's calls pass,
+and a name bound again as the rows are prepared (``train_data =
+train_data.map(...)``, then ``.with_format("torch")``) is the binding that
+reaches the call reading it.
 """
 
 from __future__ import annotations
@@ -24,12 +32,20 @@ from typing import Callable
 
 import libcst as cst
 
-from loadlint.facts.datasets import DatasetFacts
+from loadlint.cst.walk import find_all
+from loadlint.facts.datasets import DatasetFacts, helper, passed_for
 from loadlint.facts.loaders import LoaderCall
 from loadlint.facts.names import NameFacts
-from loadlint.facts.resolve import Scope, follow_name
+from loadlint.facts.resolve import Binding, Scope, canonical, follow_name
 
 _ROW_METHODS = frozenset({"map", "with_format", "shuffle", "select", "filter", "remove_columns", "rename_column"})
+#: What a collate function may call and still only pad: torch's stacking and
+#: padding, and builtins that read its argument.
+_PADDING_CALLS = frozenset({
+    "torch.nn.utils.rnn.pad_sequence", "torch.stack", "torch.cat", "torch.tensor", "torch.as_tensor",
+    "torch.LongTensor",
+})
+_READING_BUILTINS = frozenset({"len", "max", "min", "list", "zip"})
 
 
 def pretokenized(names: NameFacts, facts: DatasetFacts, call: LoaderCall) -> bool:
@@ -39,17 +55,17 @@ def pretokenized(names: NameFacts, facts: DatasetFacts, call: LoaderCall) -> boo
     collate, dataset = call.expr("collate_fn"), call.expr("dataset")
     if collate is None or dataset is None:
         return False
-    return _padding_collate(names, collate, call) and _rows(dataset, call)
+    return _padding_collate(names, facts, collate, call) and _rows(names, facts, dataset, call.scope, call.node)
 
 
-def _padding_collate(names: NameFacts, expr: cst.BaseExpression, call: LoaderCall) -> bool:
+def _padding_collate(names: NameFacts, facts: DatasetFacts, expr: cst.BaseExpression, call: LoaderCall) -> bool:
     target, scope = follow_name(expr, call.scope)
     if scope is None:
         return False
     # Bound in branches (``default_data_collator`` when padded to the maximum
     # length, ``DataCollatorWithPadding(...)`` otherwise): a padding collate whichever runs.
-    each = _each_binding(target, scope, lambda value, owner: _padding_target(names, value, owner))
-    return _padding_target(names, target, scope) if each is None else each
+    each = _each_binding(target, scope, lambda value, owner: _padding_target(names, facts, value, owner))
+    return _padding_target(names, facts, target, scope) if each is None else each
 
 
 def _each_binding(
@@ -63,7 +79,14 @@ def _each_binding(
     return all(binding.value is not None and test(binding.value, found[0]) for binding in found[1])
 
 
-def _padding_target(names: NameFacts, target: cst.BaseExpression, scope: Scope) -> bool:
+def _padding_target(names: NameFacts, facts: DatasetFacts, target: cst.BaseExpression, scope: Scope) -> bool:
+    built_by = helper(names, target, scope) if type(target) is cst.Call else None
+    if built_by is not None:
+        # ``get_collate_fn(pad_index)``: each function the helper returns pads.
+        returned = facts.returns.get(built_by, [])
+        return bool(returned) and all(
+            type(value) is cst.Name and _padding_target(names, facts, value, built_by.scope) for value in returned
+        )
     if type(target) is cst.Call:
         target = target.func
     qualified = names.imports.qualify(target)
@@ -72,8 +95,38 @@ def _padding_target(names: NameFacts, target: cst.BaseExpression, scope: Scope) 
         return module.split(".")[0] == "transformers" and (name.startswith("DataCollator") or name == "default_data_collator")
     if type(target) is cst.Name:
         fn = names.definition(target.value, scope)
-        return fn is not None and isinstance(fn.node, cst.FunctionDef) and _only_pads(fn.node)
+        return fn is not None and isinstance(fn.node, cst.FunctionDef) and (
+            _only_pads(fn.node) or _stacks_and_pads(fn.node, fn.scope, names)
+        )
     return False
+
+
+def _stacks_and_pads(node: cst.FunctionDef, scope: Scope, names: NameFacts) -> bool:
+    """``def collate(batch)`` whose statements only bind names and return,
+    calling nothing but torch's stacking and padding and builtins that read
+    (``ids = pad_sequence([i["ids"] for i in batch], ...)``)."""
+    body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
+    if len(node.params.params) != 1 or not body:
+        return False
+    for statement in body:
+        if type(statement) is not cst.SimpleStatementLine:
+            return False
+        for small in statement.body:
+            if type(small) is cst.Assign:
+                if len(small.targets) != 1 or type(small.targets[0].target) is not cst.Name:
+                    return False
+            elif type(small) is cst.Expr:
+                if not isinstance(small.value, (cst.SimpleString, cst.ConcatenatedString)):
+                    return False
+            elif type(small) is not cst.Return:
+                return False
+    for called in find_all(node, cst.Call):
+        func = called.func
+        if type(func) is cst.Name and func.value in _READING_BUILTINS and scope.lookup(func.value) is None:
+            continue
+        if canonical(names.imports.qualify(func)) not in _PADDING_CALLS:
+            return False
+    return True
 
 
 def _only_pads(node: cst.FunctionDef) -> bool:
@@ -92,12 +145,58 @@ def _only_pads(node: cst.FunctionDef) -> bool:
     )
 
 
-def _rows(expr: cst.BaseExpression, call: LoaderCall) -> bool:
-    target, scope = follow_name(expr, call.scope)
-    if scope is None:
+def _rows(
+    names: NameFacts, facts: DatasetFacts, expr: cst.BaseExpression, scope: Scope, read: cst.Call, depth: int = 0
+) -> bool:
+    target, owner = follow_name(expr, scope)
+    if owner is None or depth > 3:
         return False
-    each = _each_binding(target, scope, lambda value, _: _rows_value(value))  # bound again: another split
-    return _rows_value(target) if each is None else each
+    if type(target) is cst.Name:
+        found = owner.lookup(target.value)
+        if found is not None and len(found[1]) == 1 and found[1][0].value is None:
+            # A parameter: each value this module's calls pass for it.
+            passed = _with_calls(passed_for(names, facts, target.value, owner))
+            return bool(passed) and all(_rows(names, facts, value, caller, call, depth + 1) for value, caller, call in passed)
+    each = _each_binding(target, owner, lambda value, _: _rows_value(value))  # bound again: another split
+    if each is None:
+        return _rows_value(target)
+    reaching = _reaching(target, owner, read) if not each else None
+    return each or (reaching is not None and _rows_value(reaching))
+
+
+def _with_calls(
+    passed: list[tuple[cst.BaseExpression, Scope]]
+) -> list[tuple[cst.BaseExpression, Scope, cst.Call]]:
+    """Each passed value with the call it is an argument of, found as the
+    value of a binding of the caller's scope (``loader = build(ds, ...)``);
+    one passed elsewhere has no program point, and then none is known."""
+    out = []
+    for value, caller in passed:
+        call = next((
+            binding.value for bindings in caller.bindings.values() for binding in bindings
+            if type(binding.value) is cst.Call and any(arg.value is value for arg in binding.value.args)
+        ), None)
+        if call is None:
+            return []
+        out.append((value, caller, call))
+    return out
+
+
+def _reaching(target: cst.BaseExpression, scope: Scope, read: cst.Call) -> cst.BaseExpression | None:
+    """The value of the one binding of a name that reaches ``read``, itself
+    the value of a binding of the same scope (its program point): the last
+    binding before it, made unconditionally, with no binding after it in a
+    block (a loop could bring it back round)."""
+    found = scope.lookup(target.value) if type(target) is cst.Name else None
+    if found is None or found[0] is not scope:
+        return None
+    point = next((b.order for bs in scope.bindings.values() for b in bs if b.value is read), None)
+    if point is None:
+        return None
+    before: list[Binding] = [b for b in found[1] if b.order < point]
+    if not before or before[-1].path or any(b.path for b in found[1] if b.order >= point):
+        return None
+    return before[-1].value
 
 
 def _rows_value(target: cst.BaseExpression) -> bool:

@@ -79,7 +79,13 @@ class SynchronousLoading(Rule):
     a function that only returns `tokenizer.pad(batch, ...)` (each of them,
     for a name bound in branches), over a split (`tokenized_datasets["train"]`)
     or a `.map(...)` result, in a module that sets no per-item transform
-    (`set_transform`, `with_transform`).
+    (`set_transform`, `with_transform`).  A local collate function that only
+    stacks and pads (`pad_sequence`, `torch.stack`, also the one a helper
+    such as `get_collate_fn(pad_index)` returns) counts as well, and rows
+    passed to a function that builds the loader are the ones each call
+    passes, as bound where the call runs (`train_data =
+    train_data.with_format("torch")` before `get_data_loader(train_data,
+    ...)`; a binding under a condition before it keeps the finding).
     Measured with `benchmarks/pretokenized.py` (2 CPUs): a batch of 8
     costs 1.6 to 1.9 ms in the training process, and 1 or 2 workers made it
     0.41x to 0.56x as fast (moving each batch back from a worker costs more
