@@ -52,6 +52,8 @@ class AcceleratorProvider(Provider[AcceleratorFacts]):
         super().__init__(cursor, facts)
         #: Device expressions each function or lambda moves data to.
         self._code_devices: dict[Code, list[Device]] = {}
+        #: ``device=`` arguments (``main(device="cuda:0")``): evidence of CUDA only.
+        self._passed: list[Device] = []
 
     def _current(self) -> list[Code]:
         """The innermost lambda and the enclosing function, which both see a use."""
@@ -114,6 +116,7 @@ class AcceleratorProvider(Provider[AcceleratorFacts]):
         for arg in node.args:
             if arg.keyword is not None and arg.keyword.value == "device":
                 self._device_here(arg.value)
+                self._passed.append((arg.value, cursor.scope))
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         cursor = self.cursor
@@ -136,6 +139,8 @@ class AcceleratorProvider(Provider[AcceleratorFacts]):
                 facts.cpu_device = True
             elif kind == "xla":
                 facts.xla = True
+        if not facts.cuda:
+            facts.cuda = any(device_kind(e, s, imports) == "cuda" for e, s in self._passed)
         for code, devices in self._code_devices.items():
             if code not in facts.cuda_code and any(device_kind(e, s, imports) == "cuda" for e, s in devices):
                 facts.cuda_code.add(code)

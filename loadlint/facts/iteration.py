@@ -8,10 +8,13 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from loadlint.facts.control import names_in
 from loadlint.facts.cursor import Cursor, Provider, root_name
 from loadlint.facts.names import FunctionFacts, Key, LoopFrame
 from loadlint.facts.resolve import ImportTable, Scope, canonical, dotted_name, evaluate
 
+#: What a part of a batch is written as: ``batch``, ``batch[0]``, ``batch.x``.
+_PARTS = frozenset({cst.Name, cst.Subscript, cst.Attribute})
 _ITER_WRAPPERS = {"enumerate", "tqdm", "trange", "zip", "iter", "islice", "track", "chain"}
 TRANSFER_METHODS = ("to", "cuda", "pin_memory")
 #: ``x.type(torch.cuda.FloatTensor)`` and the other ``torch.cuda.*Tensor`` types.
@@ -133,6 +136,23 @@ class IterationProvider(Provider[IterationFacts]):
         #: ``iter(...)`` calls already recorded under a ``next`` or a ``for``
         #: (parents are visited first).
         self._consumed: set[int] = set()
+        #: id of a loop over a loader -> the names its body binds to parts of
+        #: the batch (``images, masks = batch["image"], batch["mask"]``).
+        self._parts: dict[int, set[str]] = {}
+
+    def _batch_names(self, frame: LoopFrame) -> frozenset[str] | set[str]:
+        parts = self._parts.get(id(frame.node))
+        return frame.targets | parts if parts else frame.targets
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        loops = self.cursor.loops
+        frame = next((f for f in reversed(loops) if f.iterates), None)
+        if frame is None:
+            return
+        batch = self._batch_names(frame)
+        values = [e.value for e in node.value.elements] if type(node.value) is cst.Tuple else [node.value]
+        if all(type(v) in _PARTS and root_name(v) in batch for v in values):
+            self._parts.setdefault(id(frame.node), set()).update(n for t in node.targets for n in names_in(t.target))
 
     def _iterated_keys(self, node: cst.BaseExpression) -> list[Key]:
         """Loader keys iterated by ``for _ in node`` (wrappers unwrapped)."""
@@ -191,7 +211,7 @@ class IterationProvider(Provider[IterationFacts]):
         if root is None:
             return
         for frame in reversed(self.cursor.loops):
-            if root in frame.targets and frame.iterates:
+            if frame.iterates and root in self._batch_names(frame):
                 method = func.attr.value
                 device, non_blocking = transfer_device(node, method, self.cursor.scope)
                 self.facts.transfers.append(Transfer(node, method, frame.iterates[0], device, self.cursor.scope, non_blocking))

@@ -357,7 +357,8 @@ class Reporter:
             device = use.get("device")
             # In the loader's own function the file's LL205 decides, unless
             # the device is a parameter: then only its callers know it.
-            passed = isinstance(device, dict) and "param" in device and "attribute" not in device
+            param = device.get("param") if isinstance(device, dict) and "attribute" not in device else None
+            passed = param is not None
             if event.frame is ref.frame and not passed or use.get("kind") != "transfer" or use.get("non_blocking"):
                 continue
             method = use.get("method")
@@ -367,7 +368,7 @@ class Reporter:
                 continue
             where = f"the loader is built at {self._built(ref)}"
             if passed and event.frame is ref.frame:
-                where = f"{where}; `{device['param']}` is the CUDA device {self._calls(event.frame)}"
+                where = f"{where}; with a CUDA `{param}`; `{event.frame.function}` {self._calls(event.frame)}"
             message = (
                 f"`.{method}()` of a pinned batch without `non_blocking=True`: the copy blocks and cannot overlap "
                 f"compute, so pinning buys nothing; pass `non_blocking=True` ({where})"

@@ -78,7 +78,8 @@ class MissingPinMemory(Rule):
     Still reported, by design: a `Dataset` class whose items are strings
     (the rule cannot see what `__getitem__` returns), and a loader peeked
     at *and* passed on or iterated elsewhere.  Signs include a
-    `--device` option that defaults to `"cuda"`, `DistributedDataParallel`
+    `--device` option that defaults to `"cuda"`, a CUDA device passed as
+    `device=` to a call (`main(device="cpu" if no_cuda else "cuda:0")`), `DistributedDataParallel`
     with `device_ids`, accelerate's `accelerator.device` and Lightning's
     `Trainer(accelerator="gpu")`.  `TrainingArguments(dataloader_pin_memory=False)`
     in such a module is reported as well (the Trainer pins by default).
