@@ -126,12 +126,16 @@ class DistributedProvider(Provider[DistributedFacts]):
 
     def finish(self, module: cst.Module, text: str | None) -> None:
         """A rank read from the environment alone is no torch.distributed
-        training in a module that trains with JAX: Flax scripts read
-        ``LOCAL_RANK`` as boilerplate, and JAX runs one process per host."""
+        training in a module that trains with JAX (Flax scripts read
+        ``LOCAL_RANK`` as boilerplate, and JAX runs one process per host),
+        nor in a test module (it imports ``pytest``)."""
         facts = self.facts
         if facts.env_evidence and facts.env_evidence == len(facts.evidence):
             roots = {name.split(".", 1)[0] for name in self.cursor.imports.names.values()}
-            if roots & _JAX_MODULES:
+            # A test module reads ``RANK`` to keep each rank's files apart
+            # (composer's fixtures name an asset folder with it); its loaders
+            # are test inputs, not a training run.
+            if roots & _JAX_MODULES or "pytest" in roots:
                 facts.evidence.clear()
 
 
@@ -306,3 +310,95 @@ def sampler_tail(names: NameFacts, call: LoaderCall) -> bool:
         and "sampler" in code_for_node(side.args[0].value).lower()
         for side in (start.left, start.right)
     )
+
+
+#: Names of a flag that is true when the run has several processes.
+_MANY_PROCESSES = ("distributed", "multi_gpu", "multigpu", "ddp", "world_size")
+#: Methods that cut a tensor of indices into parts, one a rank.
+_PARTS = frozenset({"split", "chunk", "tensor_split", "array_split"})
+
+
+def single_process(names: NameFacts, statements: Sequence[cst.BaseStatement], call: LoaderCall) -> str | None:
+    """Why no other rank reads this loader's samples, or None: an ``assert``
+    that runs before it says the run has one process (``assert not
+    multi_gpu``, ``assert world_size == 1``: wav2vec2's transcription
+    branch), or the dataset is a rank's own part of an index tensor
+    (``idx = idx.split(n)[rank]``, ``idx[rank::world_size]``: PyG's
+    multi-GPU Quiver example)."""
+    body: Sequence[cst.BaseStatement] = ()
+    if call.scope.kind == "function":
+        found = [f for f in names.functions if f.scope is call.scope]
+        if len(found) == 1 and type(found[0].node.body) is cst.IndentedBlock:
+            body = found[0].node.body.body
+    else:
+        body = statements
+    for test in _asserts_before(body, call.node):
+        if _one_process(test):
+            return f"assert {code_for_node(test)}"
+    expr = call.expr("dataset")
+    if type(expr) is cst.Name:
+        found_name = call.scope_of("dataset").lookup(expr.value)
+        if found_name is not None and found_name[1]:
+            last = max(found_name[1], key=lambda b: b.order).value
+            if last is not None and _rank_part(last):
+                return code_for_node(last)
+    elif expr is not None and _rank_part(expr):
+        return code_for_node(expr)
+    return None
+
+
+def _asserts_before(body: Sequence[cst.BaseStatement], target: cst.CSTNode) -> list[cst.BaseExpression]:
+    """The tests of the ``assert`` statements that run before ``target``:
+    earlier in its block and in each block around it."""
+    for index, statement in enumerate(body):
+        if not any(node is target for node in find_all(statement, type(target))):
+            continue
+        tests = [
+            small.test for earlier in body[:index] if type(earlier) is cst.SimpleStatementLine
+            for small in earlier.body if type(small) is cst.Assert
+        ]
+        for block in _blocks(statement):
+            inner = _asserts_before(block.body, target)
+            if inner or any(node is target for node in find_all(block, type(target))):
+                return tests + inner
+        return tests
+    return []
+
+
+def _blocks(node: cst.CSTNode) -> list[cst.IndentedBlock]:
+    """The indented blocks of a compound statement (its ``else``, ``elif``
+    and handlers included), not those of the statements inside them."""
+    out: list[cst.IndentedBlock] = []
+    for child in node.children:
+        if type(child) is cst.IndentedBlock:
+            out.append(child)
+        elif not isinstance(child, cst.BaseExpression):
+            out += _blocks(child)
+    return out
+
+
+def _one_process(test: cst.BaseExpression) -> bool:
+    """``not multi_gpu``, ``not args.distributed``, ``world_size == 1``."""
+    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+        last = (dotted_name(test.expression) or "").rsplit(".", 1)[-1].lower()
+        if last.startswith(("no_", "disable", "single")):
+            return False
+        return any(flag in last for flag in _MANY_PROCESSES if flag != "world_size")
+    if type(test) is cst.Comparison and len(test.comparisons) == 1:
+        comparison = test.comparisons[0]
+        last = (dotted_name(test.left) or "").rsplit(".", 1)[-1].lower()
+        one = type(comparison.comparator) is cst.Integer and comparison.comparator.value == "1"
+        return last.endswith("world_size") and one and isinstance(comparison.operator, (cst.Equal, cst.LessThanEqual))
+    return False
+
+
+def _rank_part(value: cst.BaseExpression) -> bool:
+    """``idx.split(n)[rank]`` or ``idx[rank::world_size]``."""
+    if type(value) is not cst.Subscript or len(value.slice) != 1:
+        return False
+    index = value.slice[0].slice
+    if type(index) is cst.Index:
+        inner = value.value
+        return (type(inner) is cst.Call and type(inner.func) is cst.Attribute
+                and inner.func.attr.value in _PARTS and _is_rank(index.value))
+    return type(index) is cst.Slice and index.lower is not None and _is_rank(index.lower) and index.step is not None

@@ -5,7 +5,7 @@ from typing import Iterator
 import libcst as cst
 
 from loadlint.cst.codegen import code_for_node
-from loadlint.facts.distributed import rank_zero_only, sampler_tail
+from loadlint.facts.distributed import rank_zero_only, sampler_tail, single_process
 from loadlint.facts.loaders import LoaderCall
 from loadlint.facts.values import MISSING
 from loadlint.rules.base import CallChange, Context, FixSpec, Report, Rule
@@ -24,7 +24,9 @@ class MissingDistributedSampler(Rule):
     `WORLD_SIZE`).  A rank variable read from the environment is no evidence
     in a module that trains with JAX (it imports `jax`, `flax` or `optax`)
     and shows nothing else: Flax training scripts read `LOCAL_RANK` as
-    boilerplate, and JAX runs one process per host.
+    boilerplate, and JAX runs one process per host.  Nor is it in a test
+    module (it imports `pytest`): test fixtures read `RANK` to keep each
+    rank's files apart, and their loaders are test inputs.
 
     ## Why is this bad?
     Without a `DistributedSampler`, every rank iterates the whole dataset:
@@ -47,7 +49,20 @@ class MissingDistributedSampler(Rule):
     - the loader reads the samples a `DistributedSampler(..., drop_last=True)`
       left out, `Subset(ds, range(len(sampler) * world_size, len(ds)))`:
       an evaluation that scores that tail apart on every rank (as
-      pytorch/examples' ImageNet script does) means it.
+      pytorch/examples' ImageNet script does) means it;
+    - an `assert` before the loader, in its block or one around it, says
+      the run has one process (`assert not multi_gpu`,
+      `assert not args.distributed`, `assert world_size == 1`: wav2vec2's
+      transcription branch);
+    - the dataset is already this rank's part of an index tensor
+      (`idx = idx.split(n)[rank]`, `idx[rank::world_size]`: PyG's
+      multi-GPU examples).
+
+    Still reported, by design: an evaluation loader every rank reads in
+    full at the end of training (DeepSpeed's CIFAR-10 example scores the
+    test set on each rank).  The work is repeated, not the training; pass
+    a `DistributedSampler` and all-reduce the metrics, or evaluate on
+    rank 0 alone, or add a `noqa` where the repeat is cheap.
 
     ## Example
     ```python
@@ -107,6 +122,9 @@ class MissingDistributedSampler(Rule):
                 continue
             # One process reads it, or every rank reads the tail its sampler dropped on purpose.
             if rank_zero_only(ctx.names, ctx.statements, call) is not None or sampler_tail(ctx.names, call):
+                continue
+            # The run has one process there, or the dataset is already this rank's part.
+            if single_process(ctx.names, ctx.statements, call) is not None:
                 continue
             # A call that starts distributed training reads better than an
             # environment lookup (the run-time worker count reads LOCAL_WORLD_SIZE).

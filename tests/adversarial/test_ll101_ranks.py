@@ -75,6 +75,36 @@ SILENT = {
             aux = DataLoader(Subset(loader.dataset, tail))
             run(aux)
     """,
+    "assert not multi_gpu in the branch (wav2vec2's transcription)": """
+        def main(args):
+            multi_gpu = int(os.environ.get("WORLD_SIZE", 1)) > 1
+            if args.transcribe:
+                assert not multi_gpu, "transcription runs on one GPU"
+                loader = DataLoader(ds)
+            run(loader)
+    """,
+    "assert world_size == 1 before the branch": """
+        def main(world_size):
+            dist.init_process_group("nccl")
+            assert world_size == 1
+            if True:
+                loader = DataLoader(ds)
+            run(loader)
+    """,
+    "an index tensor split per rank (PyG's Quiver)": """
+        def run(rank, world_size, data):
+            dist.init_process_group("nccl", rank=rank, world_size=world_size)
+            idx = data.train_mask.nonzero(as_tuple=False).view(-1)
+            idx = idx.split(idx.size(0) // world_size)[rank]
+            loader = DataLoader(idx, batch_size=1024, shuffle=True)
+            step(loader)
+    """,
+    "every world_size-th index from the rank": """
+        def run(rank, world_size, idx):
+            dist.init_process_group("nccl")
+            loader = DataLoader(idx[rank::world_size])
+            step(loader)
+    """,
 }
 
 
@@ -140,6 +170,34 @@ REPORTED = {
             loader = DataLoader(Subset(ds, range(0, len(ds) // 2)))
             run(loader)
     """,
+    "an assert after the loader": """
+        def main(args, multi_gpu):
+            dist.init_process_group("nccl")
+            loader = DataLoader(ds)
+            assert not multi_gpu
+            run(loader)
+    """,
+    "an assert in another branch": """
+        def main(args, multi_gpu):
+            if args.a: assert not multi_gpu
+            loader = DataLoader(ds)
+            dist.init_process_group("nccl")
+            run(loader)
+    """,
+    "assert not no_ddp": """
+        def main(args, no_ddp):
+            assert not no_ddp
+            loader = DataLoader(ds)
+            dist.init_process_group("nccl")
+            run(loader)
+    """,
+    "an index tensor split but not by rank": """
+        def run(rank, idx):
+            idx = idx.split(1024)[0]
+            loader = DataLoader(idx)
+            dist.init_process_group("nccl")
+            step(loader)
+    """,
 }
 
 
@@ -180,3 +238,25 @@ def test_imagenet_and_moco_shapes():
     source = (REPO / "tests/fixtures/checker/imagenet_ranks.py").read_text(encoding="utf-8")
     found = [(f.location.row, f.fix_withheld) for f in check_source(source, "main.py", select=["LL101"])]
     assert found == [(33, BUILT)]
+
+
+def test_test_modules_reading_rank_are_not_distributed():
+    """composer's fixtures: ``RANK`` names an asset folder in a module that
+    imports pytest; the same read in a script is still evidence."""
+    body = """
+        import os
+        import pytest
+        from torch.utils.data import DataLoader
+
+        def assets_path():
+            rank = os.environ.get('RANK', '0')
+            return 'tokenizers' + (f'_{rank}' if rank != '0' else '')
+
+        @pytest.fixture
+        def state():
+            return State(dataloader=DataLoader(RandomClassificationDataset()))
+    """
+    source = textwrap.dedent(body)
+    assert check_source(source, "fixtures.py", select=["LL101"]) == []
+    script = source.replace("import pytest\n", "").replace("@pytest.fixture\n", "")
+    assert [f.location.row for f in check_source(script, "fixtures.py", select=["LL101"])] == [10]
