@@ -42,8 +42,11 @@ from loadlint.run.runner import lint_candidates
 from loadlint.cst.slicing import parse_module
 from loadlint.sources.files import read_source
 from loadlint.engine.positions import Positions
+from loadlint.engine.sites import LoaderSite
+from loadlint.engine.sites import loader_sites as sites_of
 from loadlint.sources.boundary import project_root
-from loadlint.sources.source import decode, visible
+from loadlint.sources.prefilter import passes_prefilter
+from loadlint.sources.source import DecodeError, decode, visible
 from loadlint.types import FileResult, Finding, FixRequest, HardwareProfile, Options, Run
 
 #: What the entry points use: the functions below, and these from the
@@ -61,6 +64,7 @@ __all__ = [
     "FixFailed",
     "FixRequest",
     "LoaderCall",
+    "LoaderSite",
     "ModuleFacts",
     "Overrides",
     "ProfileCache",
@@ -81,6 +85,7 @@ __all__ = [
     "fix_stdin",
     "fixed_document",
     "fixed_in_project",
+    "loader_sites",
     "options_for",
     "prepare",
     "project_findings",
@@ -132,6 +137,30 @@ def check_source(
     if select is not None:
         options = replace(options, select=frozenset(select))
     return check_text(text, path, options)
+
+
+def loader_sites(path: Path, within: str | None = None) -> list[LoaderSite]:
+    """The DataLoader calls of the file at ``path`` and where it iterates
+    them, from the facts ``check`` computes (no rule runs): what ``trace``
+    maps a run's loader onto.  The file is read as ``check`` reads it: the
+    guarded read (``within``: the folder no link may lead out of), the
+    pre-filter, the parse bounds (a large module parsed in part, rows kept)
+    and the nesting bound; none where ``check`` analyses nothing."""
+    try:
+        data = read_source(path, within)
+    except OSError:
+        return []
+    if not passes_prefilter(data):
+        return []
+    try:
+        text = decode(data).text
+    except DecodeError:
+        return []
+    try:
+        _, analysis = analyse(text, str(path), Options(frozenset(), ProfileCache().get(())))
+        return [] if analysis is None else sites_of(path, analysis)
+    except (RecursionError, MemoryError, ValueError):
+        return []
 
 
 def fix_source(

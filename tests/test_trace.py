@@ -479,3 +479,50 @@ def test_rank_processes_default_to_the_usable_cpus(tmp_path, monkeypatch):
 
     monkeypatch.setattr(ProcessPoolExecutor, "__init__", refuse)
     assert [d.rank.rank for d in diagnose_paths(files)] == [0, 1]
+
+
+@pytest.mark.parametrize("body, workers, pinned", [
+    # A module constant, a ``**dict`` of keywords: resolved as the rules resolve them.
+    ("WORKERS = 4\nloader = DataLoader(ds, num_workers=WORKERS)\n", 4, False),
+    ('def make(ds):\n    kw = {"pin_memory": True, "num_workers": 2}\n    return DataLoader(ds, **kw)\n', 2, True),
+    # A command-line option's default: the run may have been given another.
+    ("import argparse\np = argparse.ArgumentParser()\np.add_argument('--workers', type=int, default=0)\n"
+     "args = p.parse_args()\nloader = DataLoader(ds, num_workers=args.workers)\n", None, False),
+    ("loader = DataLoader(ds, **options())\n", None, None),
+])
+def test_arguments_are_read_as_check_reads_them(tmp_path, body, workers, pinned):
+    path = tmp_path / "train.py"
+    path.write_text("from torch.utils.data import DataLoader\n" + body)
+    assert [(c.workers, c.pinned) for c in loader_calls(path)] == [(workers, pinned)]
+
+
+NESTED = """\
+from torch.utils.data import DataLoader as Loader
+
+def main(ds):
+    train = Loader(ds, batch_size=8)
+    extra = Loader(ds, batch_size=8)
+
+    def run(loader):
+        for batch in loader:
+            pass
+
+    run(train)
+    for i, batch in enumerate(Loader(ds)):
+        pass
+
+class DataLoader:
+    pass
+
+mine = DataLoader()
+"""
+
+
+def test_loaders_are_followed_as_check_follows_them(tmp_path):
+    path = tmp_path / "train.py"
+    path.write_text(NESTED)
+    main, run = ("main", 3, 13), ("run", 7, 9)
+    # An import alias, a nested helper given the loader, a loader iterated as built;
+    # a class of the module's own named DataLoader is not torch's.
+    assert [(c.row, c.column, c.function, c.iterated_in, c.entry) for c in loader_calls(path)] == [
+        (4, 13, main, (run,), False), (5, 13, main, (), False), (12, 31, main, (main,), False)]

@@ -100,6 +100,9 @@ class IterationFacts:
     iter_calls: list[IterCall] = field(default_factory=list)
     #: The parameters each function iterates with ``for``.
     iterated_params: dict[FunctionFacts, set[str]] = field(default_factory=dict)
+    #: ``for ... in f(...)``: id of each call a loop iterates as it is (no
+    #: variable: ``for batch in DataLoader(...)``) -> the loop's scope.
+    iterated_calls: dict[int, Scope] = field(default_factory=dict)
 
 
 def repeating(loops: list[LoopFrame], key: Key) -> tuple[LoopFrame, ...]:
@@ -167,6 +170,7 @@ class IterationProvider(Provider[IterationFacts]):
                     if arg.keyword is None and arg.star == "":
                         keys.extend(self._iterated_keys(arg.value))
                 return keys
+            self.facts.iterated_calls[id(node)] = self.cursor.scope
             return []
         key = self.cursor.key_of(node)
         return [key] if key is not None else []
