@@ -2,8 +2,8 @@
 
     PYTHONPATH=$PWD python benchmarks/check_cost.py [--runs 5] [--profile]
 
-Prints the median time of ``engine.analyse`` (the findings) and of
-``engine.decided_findings`` (the findings with their fixes decided: each
+Prints the median time of ``analyse`` (the findings) and of
+``decided_findings`` (the findings with their fixes decided: each
 fix is tried on the text and withheld if it would introduce a finding),
 all rules selected, on a declared 8-CPU, 2-GPU Linux profile.  With
 ``--profile``, the 35 costliest calls of one ``decided_findings``.
@@ -26,7 +26,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from editor_latency import training_script  # noqa: E402
 
-from loadlint.engine import analysis as engine  # noqa: E402
+from loadlint.engine.analysis import analyse  # noqa: E402
+from loadlint.engine.decision import decided_findings  # noqa: E402
 from loadlint.hardware.detect import HardwareProfile  # noqa: E402
 from loadlint.rules import CODES  # noqa: E402
 from loadlint.types import Options  # noqa: E402
@@ -49,15 +50,15 @@ def main() -> int:
     profile = HardwareProfile(usable_cpus=8, gpu_count=2, declared=frozenset({"cpus", "gpus", "platform", "python"}))
     options = Options(frozenset(CODES), lambda: profile)
     text = training_script()
-    findings = engine.decided_findings(text, "train.py", options)
-    analysed = median_ms(lambda: engine.analyse(text, "train.py", options), args.runs)
-    decided = median_ms(lambda: engine.decided_findings(text, "train.py", options), args.runs)
+    findings = decided_findings(text, "train.py", options)
+    analysed = median_ms(lambda: analyse(text, "train.py", options), args.runs)
+    decided = median_ms(lambda: decided_findings(text, "train.py", options), args.runs)
     fixes = sum(f.fix is not None for f in findings)
     print(f"{len(text.splitlines())} lines, {len(findings)} findings, {fixes} fixes: "
           f"analyse {analysed:.0f} ms, decided_findings {decided:.0f} ms (medians of {args.runs})")
     if args.profile:
         profiler = cProfile.Profile()
-        profiler.runcall(engine.decided_findings, text, "train.py", options)
+        profiler.runcall(decided_findings, text, "train.py", options)
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(35)
     return 0
 

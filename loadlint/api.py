@@ -25,7 +25,8 @@ from typing import Any, Iterable
 from loadlint.workspace.cache import lazy_cache
 from loadlint.workspace.config import Overrides, ConfigResolver, Settings
 from loadlint.workspace.discover import Candidate, discover
-from loadlint.engine.analysis import Analysis, Chosen, FixFailed, SpecSource, analyse, decided_findings, fix_text
+from loadlint.engine.analysis import Analysis, analyse
+from loadlint.engine.decision import Chosen, FixFailed, SpecSource, decided_findings, fix_text
 from loadlint.engine.incremental import reparsed
 from loadlint.engine.measured import MeasuredSite, ReportError, load_verify_report, measured_specs
 from loadlint.engine.noqa import add_noqa

@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator
 
-from loadlint.engine.analysis import analyse, fix_text
+from loadlint.engine.analysis import analyse
+from loadlint.engine.decision import fix_text
 
 from loadlint.types import Options
 from loadlint.rules import all_rules

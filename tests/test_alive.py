@@ -9,7 +9,8 @@ import textwrap
 import pytest
 
 from loadlint.api import check_source
-from loadlint.engine.analysis import Options, fix_text
+from loadlint.types import Options
+from loadlint.engine.decision import fix_text
 from loadlint.hardware.detect import parse_target, resolve_profile
 from loadlint.workspace.config import Settings
 

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from loadlint.engine import analysis as engine
+from loadlint.engine import decision as engine
 from loadlint.sources.files import FileChanged, write_atomic
 from loadlint.frontends.cli import cli
-from loadlint.engine.analysis import FixFailed, fix_text
+from loadlint.engine.decision import FixFailed, fix_text
 from loadlint.types import Options
 from loadlint.types import Finding, HardwareProfile, Location
 
@@ -229,9 +229,9 @@ def test_new_finding_withholds_only_its_fix(monkeypatch) -> None:
 def test_crash_check_counts_occurrences() -> None:
     one = Finding("LL001", "x", "m", "p", Location(1, 1), Location(1, 2))
     two = Finding("LL001", "x", "m", "p", Location(5, 1), Location(5, 2))
-    engine._check_no_new_crash([one], [two])  # moved, not new
+    engine.check_no_new_crash([one], [two])  # moved, not new
     with pytest.raises(FixFailed):
-        engine._check_no_new_crash([one], [one, two])
+        engine.check_no_new_crash([one], [one, two])
 
 
 def test_read_only_file_is_reported(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from loadlint.engine.analysis import fix_text
+from loadlint.engine.decision import fix_text
 
 from loadlint.types import Options
 from loadlint.engine.fixes import Builder, apply_edits

@@ -13,7 +13,7 @@ import libcst as cst
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loadlint.engine.analysis import fix_text
+from loadlint.engine.decision import fix_text
 
 from loadlint.types import Options
 from loadlint.types import HardwareProfile

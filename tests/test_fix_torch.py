@@ -17,7 +17,7 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="torch is not installed: fixed loaders cannot be run")
 
-from loadlint.engine.analysis import fix_text  # noqa: E402
+from loadlint.engine.decision import fix_text  # noqa: E402
 
 from loadlint.types import Options
 from loadlint.sources.source import decode  # noqa: E402

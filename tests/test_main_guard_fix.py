@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from loadlint.engine.analysis import fix_text
+from loadlint.engine.decision import fix_text
 from loadlint.engine.pipeline import check_bytes
 from loadlint.hardware.detect import parse_target, resolve_profile
 from loadlint.types import FixRequest, Options

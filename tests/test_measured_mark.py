@@ -10,7 +10,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from loadlint.frontends.cli import cli
-from loadlint.engine.analysis import lint_bytes
+from loadlint.engine.pipeline import lint_bytes
 from loadlint.types import Options
 from loadlint.rules.base import Measured
 from loadlint.types import HardwareProfile

@@ -10,7 +10,8 @@ import pytest
 from loadlint.cst import slicing
 from loadlint.api import check_source
 from loadlint.workspace.config import Settings
-from loadlint.engine.analysis import analyse, fix_text
+from loadlint.engine.analysis import analyse
+from loadlint.engine.decision import fix_text
 from loadlint.types import Options
 from loadlint.hardware.detect import parse_target, resolve_profile
 from loadlint.sources.source import decode

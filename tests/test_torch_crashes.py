@@ -26,7 +26,8 @@ import pytest
 
 pytest.importorskip("torch", reason="torch is not installed: the crash rules cannot be checked against it")
 
-from loadlint.engine.analysis import analyse, fix_text  # noqa: E402
+from loadlint.engine.analysis import analyse  # noqa: E402
+from loadlint.engine.decision import fix_text  # noqa: E402
 
 from loadlint.types import Options
 from loadlint.rules import all_rules  # noqa: E402

@@ -12,7 +12,8 @@ import pytest
 
 import loadlint.engine.positions
 import loadlint.engine.virtual
-from loadlint.engine.analysis import analyse, decided_findings
+from loadlint.engine.analysis import analyse
+from loadlint.engine.decision import decided_findings
 from loadlint.hardware.detect import parse_target, resolve_profile
 from loadlint.rules import CODES, all_rules
 from loadlint.rules.base import CallChange, FixSpec

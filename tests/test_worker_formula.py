@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from loadlint.engine.analysis import analyse, fix_text
+from loadlint.engine.analysis import analyse
+from loadlint.engine.decision import fix_text
 from loadlint.hardware.detect import suggest_num_workers
 from loadlint.hardware.present import format_profile
 from loadlint.hardware.workers import FORMULA, SMALL_MACHINE_CPUS, run_time_cpus, workers_for

@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Any
 
 
-from loadlint.engine.analysis import FixFailed, analyse, decided_findings, fix_text
+from loadlint.engine.analysis import analyse
+from loadlint.engine.decision import FixFailed, decided_findings, fix_text
 
 
 from loadlint.sources.prefilter import PREFILTER

@@ -15,11 +15,12 @@ from typing import Any, Callable
 
 from loadlint.engine import notebook
 from loadlint.workspace.config import Settings
-from loadlint.engine.analysis import FixFailed, SpecSource, analyse, decided_findings, fix_text, lint_bytes
+from loadlint.engine.analysis import analyse, engine_finding
+from loadlint.engine.decision import FixFailed, SpecSource, decided_findings, fix_text
 from loadlint.sources.prefilter import passes_prefilter, undecodable
 from loadlint.sources.files import read_source, write_fixes
 from loadlint.sources.source import DecodeError, decode
-from loadlint.types import FileResult, Finding, FixRequest, HardwareProfile, Location, Options
+from loadlint.types import FileResult, Finding, FixRequest, HardwareProfile, Location, Options, Summary
 
 #: A hardware target as configuration gives it, hashable: sorted (key, value) pairs.
 Target = tuple[tuple[str, Any], ...]
@@ -57,6 +58,27 @@ def options_with_profile(settings: Settings, path: str, profile: HardwareProfile
     if profile is None:
         return options_for(settings, path, ProfileCache())
     return Options(settings.codes_for(path), lambda: profile)
+
+
+def lint_bytes(data: bytes, path: str, options: Options) -> FileResult:
+    """Check a file's bytes: pre-filter, decode (LL901 when that fails), analyse."""
+    result = FileResult(path)
+    if not passes_prefilter(data) and not undecodable(data):
+        return result
+    try:
+        source = decode(data)
+    except DecodeError as exc:
+        if "LL901" in options.select:
+            result.findings.append(engine_finding("LL901", f"cannot read file: {exc}", path, exc.row, exc.column))
+        return result
+    result.source = source
+    try:
+        summaries: list[Summary] = []
+        result.findings = decided_findings(source.text, path, options, summaries=summaries)
+        result.summary = summaries[0] if summaries else None
+    except Exception as exc:  # the engine never crashes on one file
+        result.error = f"internal error while checking: {type(exc).__name__}: {exc}"
+    return result
 
 
 def check_path(path: Path, options: Options, fix: FixRequest | None = None) -> FileResult:

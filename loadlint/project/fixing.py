@@ -18,7 +18,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from loadlint.engine.analysis import analyse, guard_options
+from loadlint.engine.analysis import analyse
+from loadlint.engine.decision import guard_options
 from loadlint.sources.files import Staging, read_source, write_fixes
 from loadlint.sources.source import DecodeError, decode
 from loadlint.engine.summaries import numbered_facts

@@ -26,7 +26,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loadlint.engine.analysis import FixFailed, analyse, fix_text, lint_bytes
+from loadlint.engine.analysis import analyse
+from loadlint.engine.decision import FixFailed, fix_text
+from loadlint.engine.pipeline import lint_bytes
 
 #: Loader constructions the rules have something to say about (and fix).
 SNIPPETS = [

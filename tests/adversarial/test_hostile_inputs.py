@@ -473,7 +473,7 @@ def test_lone_surrogate_through_the_api():
 def test_odd_line_breaks_and_spaces_keep_fix_edits_in_place(options, char):
     # Python's str.splitlines breaks at these, Python's tokenizer does not:
     # edits computed from rows and columns must land on the call anyway.
-    from loadlint.engine.analysis import fix_text
+    from loadlint.engine.decision import fix_text
 
     text = BASIC.decode().replace("import torch\n", f'import torch  # a{char}b\nS = "x{char}y"\n')
     fixed, _, applied = fix_text(text, "x.py", options, unsafe=False)

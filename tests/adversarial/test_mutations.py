@@ -17,7 +17,7 @@ import pytest
 
 from loadlint.api import FixRequest
 from loadlint.engine.pipeline import fix_bytes
-from loadlint.engine.analysis import lint_bytes
+from loadlint.engine.pipeline import lint_bytes
 from loadlint.sources.source import LINE_BREAK
 
 HERE = Path(__file__).parent

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from loadlint.cst import slicing, walk
-from loadlint.engine import analysis
+from loadlint.engine import decision
 from tests.adversarial.peak import peak_run
 
 LOADER = "from torch.utils.data import DataLoader\n\n\ndef make(ds):\n    return DataLoader(ds, batch_size=8, prefetch_factor=2)\n"
@@ -50,7 +50,7 @@ def test_whether_a_big_text_compiles_is_as_python_says(text):
     walk.python_tree.cache_clear()
     whole = walk.python_tree(text)[1]
     walk.python_tree.cache_clear()
-    assert analysis._compiles(text, "t.py") is whole
+    assert decision.compiles(text, "t.py") is whole
 
 
 def test_add_noqa_keeps_no_token_of_the_table():
