@@ -119,3 +119,40 @@ def test_rows_padded_by_a_helper_returned_function_are_not_a_pipeline() -> None:
 )
 def test_padded_rows_near_misses_keep_the_finding(test: str, pad: str, after: str) -> None:
     assert notebook_rows(test, pad, after) == [22 + test.count("\n")]
+
+
+# accelerate's examples: the collate function chooses its padding options
+# before it pads.
+ACCELERATE = """
+from torch.utils.data import DataLoader
+
+def get_dataloaders(accelerator, tokenizer, datasets, batch_size):
+    tokenized_datasets = datasets.map(tokenize_function, batched=True, remove_columns=["idx"])
+    tokenized_datasets = tokenized_datasets.rename_column("label", "labels")
+
+    def collate_fn(examples):
+        max_length = {length}
+        if accelerator.mixed_precision == "fp8":
+            pad_to_multiple_of = 16
+        elif accelerator.mixed_precision != "no":
+            pad_to_multiple_of = 8
+        else:
+            pad_to_multiple_of = None
+        return tokenizer.pad(examples, padding="longest", max_length=max_length, pad_to_multiple_of=pad_to_multiple_of)
+
+    return DataLoader(tokenized_datasets["train"], shuffle=True, collate_fn=collate_fn, batch_size=batch_size)
+"""
+
+
+@pytest.mark.parametrize(
+    ("length", "rows"),
+    [
+        ("128 if accelerator.distributed_type == DistributedType.XLA else None", []),
+        # An option computed by a call may do the loading work itself.
+        ("longest(examples)", [18]),
+    ],
+)
+def test_a_collate_choosing_its_padding_options_pads(length: str, rows: list[int]) -> None:
+    source = textwrap.dedent(ACCELERATE.format(length=length))
+    findings = check_source(source, "nlp_example.py", settings=Settings(select=("LL201",)), profile=PROFILE)
+    assert [f.location.row for f in findings] == rows

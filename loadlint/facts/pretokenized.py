@@ -10,7 +10,7 @@ Face's ``Trainer`` does with its default of 0 workers.
 The test is conservative: the ``collate_fn`` is a ``transformers`` data
 collator (``DataCollatorWithPadding(...)``, ``default_data_collator``...)
 or a local function that only returns ``<tokenizer>.pad(...)`` of its
-argument, and the dataset is a split of a dataset dictionary
+argument (after statements that set its options and call nothing), and the dataset is a split of a dataset dictionary
 (``tokenized_datasets["train"]``, the key a string or a choice of two) or
 a ``.map(...)`` result, in a module that sets no on-the-fly transform
 (``set_transform``/``with_transform``).  A name bound more than once
@@ -101,6 +101,26 @@ def _padding_target(names: NameFacts, facts: DatasetFacts, target: cst.BaseExpre
     return False
 
 
+def _sets_options(statement: cst.CSTNode) -> bool:
+    """Only binds local names, calling nothing (``max_length = 128 if xla
+    else None``), also in the branches of an ``if``."""
+    if next(iter(find_all(statement, cst.Call)), None) is not None:
+        return False
+    if type(statement) is cst.SimpleStatementLine:
+        return all(
+            type(small) is cst.Assign and all(type(t.target) is cst.Name for t in small.targets) for small in statement.body
+        )
+    if type(statement) is cst.If:
+        blocks: list[cst.BaseSuite] = [statement.body]
+        orelse = statement.orelse
+        if type(orelse) is cst.If:
+            return _sets_options(orelse) and all(_sets_options(s) for s in statement.body.body)
+        if type(orelse) is cst.Else:
+            blocks.append(orelse.body)
+        return all(isinstance(block, cst.IndentedBlock) and all(_sets_options(s) for s in block.body) for block in blocks)
+    return False
+
+
 def _stacks_and_pads(node: cst.FunctionDef, scope: Scope, names: NameFacts) -> bool:
     """``def collate(batch)`` whose statements only bind names and return,
     calling nothing but torch's stacking and padding and builtins that read
@@ -130,14 +150,18 @@ def _stacks_and_pads(node: cst.FunctionDef, scope: Scope, names: NameFacts) -> b
 
 
 def _only_pads(node: cst.FunctionDef) -> bool:
-    """``def collate(examples): return tokenizer.pad(examples, ...)``."""
+    """``def collate(examples): return tokenizer.pad(examples, ...)``, after
+    statements that only choose the padding options (accelerate's examples:
+    ``if accelerator.mixed_precision == "fp8": pad_to_multiple_of = 16``)."""
     params = node.params.params
     body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
     statements = [s for s in body if not (type(s) is cst.SimpleStatementLine and type(s.body[0]) is cst.Expr
                                           and isinstance(s.body[0].value, (cst.SimpleString, cst.ConcatenatedString)))]
-    if len(params) != 1 or len(statements) != 1 or type(statements[0]) is not cst.SimpleStatementLine:
+    if len(params) != 1 or not statements or type(statements[-1]) is not cst.SimpleStatementLine:
         return False
-    (small,) = statements[0].body if len(statements[0].body) == 1 else (None,)
+    if not all(_sets_options(statement) for statement in statements[:-1]):
+        return False
+    (small,) = statements[-1].body if len(statements[-1].body) == 1 else (None,)
     value = small.value if type(small) is cst.Return else None
     return (
         type(value) is cst.Call and type(value.func) is cst.Attribute and value.func.attr.value == "pad"
