@@ -91,7 +91,7 @@ def test_a_file_that_parses_is_not_compiled(monkeypatch):
 
 def test_compile_alone_judges_each_statement_as_the_whole_text() -> None:
     from loadlint.cst.syntax import compile_alone
-    from loadlint.cst.walk import python_tree
+    from loadlint.cst.rows import python_tree
 
     statements = ["import os\n", "def f():\n    return (1,\n        2)\n", "x = f(\n", "await g()\n", "a <> b\n"]
     for chosen in [[0, 1], [0, 2], [1, 3], [4]]:

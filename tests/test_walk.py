@@ -56,7 +56,7 @@ if sys.version_info >= (3, 11):
 
 @pytest.mark.parametrize("text", list(ROWS_CASES.values()), ids=list(ROWS_CASES))
 def test_scanned_rows_agree_with_pythons_parser(text: str) -> None:
-    from loadlint.cst.walk import parsed_rows, scanned_rows
+    from loadlint.cst.rows import parsed_rows, scanned_rows
 
     module = cst.parse_module(text)
     scanned = scanned_rows(module, text)
@@ -65,7 +65,7 @@ def test_scanned_rows_agree_with_pythons_parser(text: str) -> None:
 
 
 def test_scanned_rows_give_way_where_lines_are_ambiguous() -> None:
-    from loadlint.cst.walk import scanned_rows, statement_rows
+    from loadlint.cst.rows import scanned_rows, statement_rows
 
     # ``case`` lines are not statements; a line starting with a continuation
     # starts its statement on the next line.

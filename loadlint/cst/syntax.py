@@ -170,13 +170,13 @@ def _brace_depth(token: str) -> int:
 
 def compile_alone(text: str, chunks: list[str]) -> bool:
     """Whether each of ``chunks``, whole top-level statements of ``text``,
-    compiles on its own as ``walk.python_tree`` compiles a text: Python's
+    compiles on its own as ``rows.python_tree`` compiles a text: Python's
     grammar (no more: no symbol table), which judges each statement alone,
     unless a ``__future__`` import changes it (``barry_as_FLUFL``)."""
     if "__future__" in text:
         return False
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # as ``walk.python_tree``
+        warnings.simplefilter("ignore")  # as ``rows.python_tree``
         for chunk in chunks:
             try:
                 compile(chunk, "<module>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)

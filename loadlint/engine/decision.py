@@ -281,7 +281,7 @@ def _fix_external(
 
 
 def compiles(text: str, path: str) -> bool:
-    from loadlint.cst.walk import python_tree
+    from loadlint.cst.rows import python_tree
 
     # Python's grammar judges top-level statements one by one and the slicer kept the first dropped one it
     # rejects: the kept ones answer for a huge table without its syntax tree.

@@ -21,7 +21,8 @@ from loadlint.cst.codegen import code_for_node, code_ranges
 from loadlint.cst.slicing import Slice, parse_module
 from loadlint.sources.source import LINE_BREAK, line_starts
 from loadlint.types import Edit, Location
-from loadlint.cst.walk import Unit, statement_rows, statement_units
+from loadlint.cst.rows import statement_rows
+from loadlint.cst.walk import Unit, statement_units
 
 
 @dataclass

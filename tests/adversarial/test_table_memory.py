@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from loadlint.cst import slicing, walk
+from loadlint.cst import rows, slicing
 from loadlint.engine import decision
 from tests.adversarial.peak import peak_run
 
@@ -47,9 +47,9 @@ SMALL = "TABLE = [" + "1," * 110_000 + "]\n" + LOADER
 ], ids=["valid", "double-comma", "await", "yield", "diamond", "flufl", "not-flufl"])
 def test_whether_a_big_text_compiles_is_as_python_says(text):
     assert len(text) > slicing.SLICE_ABOVE
-    walk.python_tree.cache_clear()
-    whole = walk.python_tree(text)[1]
-    walk.python_tree.cache_clear()
+    rows.python_tree.cache_clear()
+    whole = rows.python_tree(text)[1]
+    rows.python_tree.cache_clear()
     assert decision.compiles(text, "t.py") is whole
 
 
