@@ -17,7 +17,8 @@ from dataclasses import dataclass
 import libcst as cst
 
 from loadlint.cst.codegen import code_for_node
-from loadlint.engine.fixes import FixError, arg_index
+from loadlint.engine.call_rewrite import arg_index
+from loadlint.engine.fixes import FixError
 from loadlint.engine.positions import Positions
 from loadlint.rules.base import CallChange, FixSpec
 from loadlint.facts.signature import TUNABLE_DEFAULTS
