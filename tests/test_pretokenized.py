@@ -156,3 +156,41 @@ def test_a_collate_choosing_its_padding_options_pads(length: str, rows: list[int
     source = textwrap.dedent(ACCELERATE.format(length=length))
     findings = check_source(source, "nlp_example.py", settings=Settings(select=("LL201",)), profile=PROFILE)
     assert [f.location.row for f in findings] == rows
+
+
+BRANCHES = """
+from torch.utils.data import DataLoader
+from transformers import DataCollatorForLanguageModeling
+
+def mocked_dataloaders(accelerator, tokenizer, datasets):
+    tokenized_datasets = datasets.map(tokenize_function, batched=True)
+
+    def collate_fn(examples):
+        {body}
+
+    return DataLoader(tokenized_datasets["train"], shuffle=True, collate_fn=collate_fn, batch_size=2)
+"""
+
+
+@pytest.mark.parametrize(
+    ("body", "rows"),
+    [
+        # One ``return`` of the padded argument per branch (accelerate's test utilities).
+        ('if accelerator.distributed_type == DistributedType.XLA:\n'
+         '            return tokenizer.pad(examples, padding="max_length", max_length=128)\n'
+         '        return tokenizer.pad(examples, padding="longest")', []),
+        # A transformers collator called on the argument (accelerate's FSDP2 benchmark).
+        ("return DataCollatorForLanguageModeling(tokenizer=tokenizer, mlm=False)(examples)", []),
+        # A branch that may fall off the end returns None: not a padding function.
+        ('if accelerator.distributed_type == DistributedType.XLA:\n'
+         '            return tokenizer.pad(examples, padding="max_length", max_length=128)', [12]),
+        # One branch returns something else than the padded argument.
+        ('if accelerator.distributed_type == DistributedType.XLA:\n'
+         '            return load_images(examples)\n'
+         '        return tokenizer.pad(examples, padding="longest")', [13]),
+    ],
+)
+def test_each_return_pads_the_argument(body: str, rows: list[int]) -> None:
+    source = textwrap.dedent(BRANCHES).format(body=body)
+    findings = check_source(source, "training.py", settings=Settings(select=("LL201",)), profile=PROFILE)
+    assert [f.location.row for f in findings] == rows

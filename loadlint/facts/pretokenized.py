@@ -10,7 +10,8 @@ Face's ``Trainer`` does with its default of 0 workers.
 The test is conservative: the ``collate_fn`` is a ``transformers`` data
 collator (``DataCollatorWithPadding(...)``, ``default_data_collator``...)
 or a local function that only returns ``<tokenizer>.pad(...)`` of its
-argument (after statements that set its options and call nothing), and the dataset is a split of a dataset dictionary
+argument, or a ``transformers`` collator called on it (once per branch,
+after statements that set its options and call nothing), and the dataset is a split of a dataset dictionary
 (``tokenized_datasets["train"]``, the key a string or a choice of two) or
 a ``.map(...)`` result, in a module that sets no on-the-fly transform
 (``set_transform``/``with_transform``).  A name bound more than once
@@ -96,28 +97,8 @@ def _padding_target(names: NameFacts, facts: DatasetFacts, target: cst.BaseExpre
     if type(target) is cst.Name:
         fn = names.definition(target.value, scope)
         return fn is not None and isinstance(fn.node, cst.FunctionDef) and (
-            _only_pads(fn.node) or _stacks_and_pads(fn.node, fn.scope, names)
+            _only_pads(fn.node, names) or _stacks_and_pads(fn.node, fn.scope, names)
         )
-    return False
-
-
-def _sets_options(statement: cst.CSTNode) -> bool:
-    """Only binds local names, calling nothing (``max_length = 128 if xla
-    else None``), also in the branches of an ``if``."""
-    if next(iter(find_all(statement, cst.Call)), None) is not None:
-        return False
-    if type(statement) is cst.SimpleStatementLine:
-        return all(
-            type(small) is cst.Assign and all(type(t.target) is cst.Name for t in small.targets) for small in statement.body
-        )
-    if type(statement) is cst.If:
-        blocks: list[cst.BaseSuite] = [statement.body]
-        orelse = statement.orelse
-        if type(orelse) is cst.If:
-            return _sets_options(orelse) and all(_sets_options(s) for s in statement.body.body)
-        if type(orelse) is cst.Else:
-            blocks.append(orelse.body)
-        return all(isinstance(block, cst.IndentedBlock) and all(_sets_options(s) for s in block.body) for block in blocks)
     return False
 
 
@@ -149,24 +130,75 @@ def _stacks_and_pads(node: cst.FunctionDef, scope: Scope, names: NameFacts) -> b
     return True
 
 
-def _only_pads(node: cst.FunctionDef) -> bool:
-    """``def collate(examples): return tokenizer.pad(examples, ...)``, after
-    statements that only choose the padding options (accelerate's examples:
-    ``if accelerator.mixed_precision == "fp8": pad_to_multiple_of = 16``)."""
+def _only_pads(node: cst.FunctionDef, names: NameFacts) -> bool:
+    """``def collate(examples): return tokenizer.pad(examples, ...)`` (or a
+    ``transformers`` collator called on them), where the other statements
+    only choose the padding options, calling nothing (accelerate's examples:
+    ``if accelerator.mixed_precision == "fp8": pad_to_multiple_of = 16``,
+    or one ``return`` per branch)."""
     params = node.params.params
     body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
-    statements = [s for s in body if not (type(s) is cst.SimpleStatementLine and type(s.body[0]) is cst.Expr
-                                          and isinstance(s.body[0].value, (cst.SimpleString, cst.ConcatenatedString)))]
-    if len(params) != 1 or not statements or type(statements[-1]) is not cst.SimpleStatementLine:
+    if len(params) != 1 or not body:
         return False
-    if not all(_sets_options(statement) for statement in statements[:-1]):
+    param = params[0].name.value
+    return all(_pads_or_sets(statement, param, names) for statement in body) and _returns(body[-1])
+
+
+def _returns(statement: cst.BaseStatement) -> bool:
+    """The statement always returns (the function cannot fall off its end)."""
+    if type(statement) is cst.SimpleStatementLine:
+        return type(statement.body[-1]) is cst.Return
+    if type(statement) is cst.If and isinstance(statement.body, cst.IndentedBlock) and statement.body.body:
+        orelse = statement.orelse
+        tail = orelse if type(orelse) is cst.If else orelse.body.body[-1] if type(orelse) is cst.Else and isinstance(
+            orelse.body, cst.IndentedBlock) and orelse.body.body else None
+        return tail is not None and _returns(statement.body.body[-1]) and _returns(tail)
+    return False
+
+
+def _pads_or_sets(statement: cst.CSTNode, param: str, names: NameFacts) -> bool:
+    """A docstring, names bound to values that call nothing, ``return`` of the
+    padded argument, or an ``if`` (calling nothing) whose branches are such."""
+    if type(statement) is cst.SimpleStatementLine:
+        for small in statement.body:
+            if type(small) is cst.Return:
+                if not _pad_of(small.value, param, names):
+                    return False
+            elif type(small) is cst.Assign:
+                if not all(type(t.target) is cst.Name for t in small.targets) or _calls(small.value):
+                    return False
+            elif not (type(small) is cst.Expr and isinstance(small.value, (cst.SimpleString, cst.ConcatenatedString))):
+                return False
+        return True
+    if type(statement) is cst.If and not _calls(statement.test):
+        blocks = [statement.body]
+        if type(statement.orelse) is cst.If:
+            if not _pads_or_sets(statement.orelse, param, names):
+                return False
+        elif type(statement.orelse) is cst.Else:
+            blocks.append(statement.orelse.body)
+        return all(isinstance(block, cst.IndentedBlock) and all(_pads_or_sets(s, param, names) for s in block.body)
+                   for block in blocks)
+    return False
+
+
+def _calls(node: cst.CSTNode | None) -> bool:
+    return node is not None and next(iter(find_all(node, cst.Call)), None) is not None
+
+
+def _pad_of(value: cst.BaseExpression | None, param: str, names: NameFacts) -> bool:
+    """``<tokenizer>.pad(<param>, ...)`` or ``DataCollator...(...)(<param>)``."""
+    if type(value) is not cst.Call or not value.args or type(value.args[0].value) is not cst.Name:
         return False
-    (small,) = statements[-1].body if len(statements[-1].body) == 1 else (None,)
-    value = small.value if type(small) is cst.Return else None
-    return (
-        type(value) is cst.Call and type(value.func) is cst.Attribute and value.func.attr.value == "pad"
-        and bool(value.args) and type(value.args[0].value) is cst.Name and value.args[0].value.value == params[0].name.value
-    )
+    if value.args[0].value.value != param:
+        return False
+    func = value.func
+    if type(func) is cst.Attribute:
+        return func.attr.value == "pad"
+    if type(func) is cst.Call:
+        module, _, name = (canonical(names.imports.qualify(func.func)) or "").rpartition(".")
+        return module.split(".")[0] == "transformers" and name.startswith("DataCollator")
+    return False
 
 
 def _rows(
