@@ -19,7 +19,8 @@ import pytest
 from loadlint.monitor import report as mreport
 from loadlint.monitor.instrument import LoaderLog, Monitor, copy_hook
 from loadlint.monitor.sampling import Nvml, Sampler
-from loadlint.monitor.tuner import Feed, Tuner
+from loadlint.monitor import runners
+from loadlint.monitor.tuner import WAITING, Feed, Tuner
 from loadlint.monitor.watch import make_hf_callback, make_lightning_callback
 
 REPO = Path(__file__).resolve().parents[1]
@@ -183,21 +184,31 @@ def test_a_stopping_feed_ends_the_stream_without_pulling() -> None:
     assert feed.pull() == [0]
 
 
-def test_windows_count_whole_bursts() -> None:
-    # 8 batches arrive together every 48 ms: a window from the first batch
-    # of one burst to the first of another holds whole bursts only.
+@pytest.mark.parametrize("phase", [0, 3, 7])
+def test_windows_count_whole_rounds_of_the_workers(phase: int) -> None:
+    # 8 workers waiting on the same storage: 8 batches arrive together every
+    # 48 ms.  Wherever the window starts, it holds whole rounds of 8 batches.
     w: dict[str, Any] = {"config": 1, "n": 0, "elapsed": 0.0, "workers": 8}
-    gaps = ([0.0003] * 7 + [0.046]) * 12
-    done_at = None
-    for i, gap in enumerate(gaps):
+    gaps = (([0.0003] * 7 + [0.046]) * 12)[phase:]
+    for gap in gaps:
         w["n"] += 1
         w["elapsed"] += gap
-        if Tuner._window_done(w, gap):
-            done_at = i
+        if Tuner._window_done(w):
             break
-    assert done_at is not None and gaps[done_at] == 0.046
-    assert w["n"] % 8 == 0
+    assert w["n"] == 24  # 0.1 s at least: three rounds
     assert w["n"] / w["elapsed"] == pytest.approx(8 / (7 * 0.0003 + 0.046))
+
+
+def test_workers_past_the_cpus_are_counted_in_whole_turns() -> None:
+    # 4 CPU-bound workers on 2 CPUs: two batches every 0.2 s.  A window of
+    # two batches would measure 10 or 5000 batches/s depending on where it fell.
+    w: dict[str, Any] = {"config": 2, "n": 0, "elapsed": 0.0, "workers": 4}
+    for gap in [0.0002, 0.2] * 4:
+        w["n"] += 1
+        w["elapsed"] += gap
+        if Tuner._window_done(w):
+            break
+    assert w["n"] == 4 and w["n"] / w["elapsed"] == pytest.approx(4 / 0.4004)
 
 
 def test_steady_windows_end_on_time() -> None:
@@ -205,9 +216,33 @@ def test_steady_windows_end_on_time() -> None:
     for i in range(100):
         w["n"] += 1
         w["elapsed"] += 0.05
-        if Tuner._window_done(w, 0.05):
+        if Tuner._window_done(w):
             break
     assert w["n"] == 5
+
+
+@pytest.mark.parametrize(("cpu_ms", "waiting"), [(0.5, True), (4.0, False)])
+def test_busy_leaves_out_the_wait_for_a_cpu(monkeypatch: pytest.MonkeyPatch, cpu_ms: float, waiting: bool) -> None:
+    # On a loaded machine each fetch spends 6 of its 10 ms waiting for a CPU:
+    # a loader that sleeps on storage computes 0.5 ms of the other 4, a
+    # CPU-bound one all 4.
+    clock = {"wall": 0.0, "cpu": 0.0, "ready": 0.0}
+
+    class Fetcher:
+        def fetch(self, index: Any) -> Any:
+            clock["wall"] += 0.010
+            clock["ready"] += 0.006
+            clock["cpu"] += cpu_ms / 1e3
+            return index
+
+    monkeypatch.setattr(runners, "time", types.SimpleNamespace(perf_counter=lambda: clock["wall"], thread_time=lambda: clock["cpu"]))
+    monkeypatch.setattr(runners, "ready_seconds", lambda: clock["ready"])
+    single = object.__new__(runners.InProcess)
+    single.fetcher, single.pin, single.cpu, single.wall = Fetcher(), False, 0.0, 0.0
+    feed = Feed(iter([[0], [1], [2]]))
+    assert [single.next(feed) for _ in range(3)] == [[0], [1], [2]]
+    assert single.cpu / single.wall == pytest.approx(cpu_ms / 4.0)
+    assert (single.cpu / single.wall < WAITING) is waiting
 
 
 def test_best_keywords_drop_defaults() -> None:
@@ -243,6 +278,26 @@ def test_status_line_shows_wait_share_and_rate() -> None:
         t += 0.04
     sampler = Sampler(monitor)
     assert sampler.status_text() == "loadlint monitor: train.py:12 data wait 75%, 25.0 batches/s"
+
+
+def test_memory_samples_of_many_workers_space_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    from loadlint.monitor import sampling
+
+    clock = {"now": 10.0}
+    monitor = Monitor()
+    monitor.clock = lambda: clock["now"]  # type: ignore[method-assign]
+    monitor.workers = lambda: list(range(32))  # type: ignore[method-assign]
+
+    def slow(pids: list[int]) -> tuple[int, int]:
+        clock["now"] += 0.003 * len(pids)  # reading each worker's memory takes 3 ms
+        return 1 << 20, 2 << 20
+
+    monkeypatch.setattr(sampling, "pid_memory", slow)
+    sampler = Sampler(monitor)
+    assert sampler._memory(10.0) == pytest.approx(10.0 + 20 * 0.096)  # a 96 ms sample: the next in 1.92 s, not 1 s
+    monitor.workers = lambda: [1]  # type: ignore[method-assign]
+    assert sampler._memory(clock["now"]) == pytest.approx(clock["now"] - 0.003 + 1.0)
+    assert [m["workers"] for m in monitor.memory] == [32, 1]
 
 
 def test_nvml_samples_through_a_fake_module(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -388,6 +443,27 @@ def test_a_loader_that_gains_nothing_ends_as_written() -> None:
     tuner = _drive(lambda config: 50.0 / (1 + 0.1 * (config.get("num_workers") or 0)), busy=0.9)
     assert sorted(tuner.probed) == [1, 2, 4]  # the usable CPUs, then half, then double
     assert tuner.final == 0 and tuner.state == "done"
+
+
+def test_a_lucky_first_round_of_a_cheaper_point_is_measured_again() -> None:
+    # CPU-bound on 2 CPUs: one worker is 1.1x the loop as written, two are
+    # 1.9x; one worker's first round came out at 1.95x (a quiet moment).
+    lucky = {"first": True}
+
+    def rate(config: dict[str, Any]) -> float:
+        nw = config.get("num_workers") or 0
+        if nw == 1 and config.get("prefetch_factor") == 2 and lucky.pop("first", False):
+            return 19.5
+        return {0: 10.0, 1: 11.0, 2: 19.0, 4: 18.5}.get(nw, 18.0) * (1.0 if config.get("prefetch_factor") != 4 else 0.98)
+
+    tuner = _drive(rate, busy=0.95)
+    assert sorted(tuner.probed) == [1, 2, 4]
+    one = next(cid for cid, c in enumerate(tuner.configs) if c.get("num_workers") == 1)
+    assert [round(b / a, 2) for a, b in tuner.pairs[one]] == [1.95, 1.1]  # measured again: 1.52x
+    # The deeper prefetch is tried on the true leader, not on the lucky point.
+    assert [c["num_workers"] for c in tuner.configs if c.get("prefetch_factor") == 4] == [2]
+    assert tuner.configs[tuner.final]["num_workers"] == 2 and tuner.decision is not None
+    assert tuner.decision.verdict == "confirmed"
 
 
 def test_pinned_memory_is_tried_only_where_pageable_copies_to_a_gpu_follow() -> None:

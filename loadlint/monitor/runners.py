@@ -110,16 +110,19 @@ class InProcess:
         pass
 
     def next(self, feed: Feed) -> Any:
-        wall, cpu, ready = time.perf_counter(), time.process_time(), ready_seconds()
+        wall, cpu, ready = time.perf_counter(), time.thread_time(), ready_seconds()
         index = feed.pull()  # StopIteration ends the pass
         data = self.fetcher.fetch(index)
         if self.pin:
             data = self.pin_memory(data, self.device)
-        # Time spent ready to run but not running (other work on the CPUs)
-        # counts as busy: on a loaded machine a CPU-bound loader gets less
-        # CPU per wall second, and would look like one that waits on I/O.
-        self.cpu += time.process_time() - cpu + ready_seconds() - ready
-        self.wall += time.perf_counter() - wall
+        # Busy is the thread's CPU time over the time it was not waiting for
+        # a CPU: on a loaded machine a CPU-bound loader gets less CPU per
+        # wall second (it would look like one waiting on I/O), and a loader
+        # that sleeps on storage waits for a CPU at each wake-up (it would
+        # look busy).  The thread's own: the sampler thread's reads of the
+        # workers' memory are not loading.
+        self.cpu += time.thread_time() - cpu
+        self.wall += time.perf_counter() - wall - (ready_seconds() - ready)
         return data
 
     def close(self) -> None:

@@ -14,6 +14,7 @@ from loadlint.monitor.instrument import Monitor, pid_memory, shm_used
 #: Seconds between samples of the workers' memory (reading /proc costs
 #: milliseconds: more often would show in the loop's step time).
 MEMORY_EVERY = 1.0
+MEMORY_DUTY = 20
 #: Seconds between NVML samples (utilisation is averaged by the driver
 #: over a period of 1/6 s to 1 s; 50 ms follows a step-scale sawtooth).
 GPU_EVERY = 0.05
@@ -79,18 +80,22 @@ class Sampler(threading.Thread):
                 if got is not None:
                     self.gpu.append((now, got[0], got[1]))
                 if now >= next_memory:
-                    next_memory = now + MEMORY_EVERY
-                    self._memory(now)
+                    next_memory = self._memory(now)
                 if self.status is not None and now >= next_status:
                     next_status = now + STATUS_EVERY
                     self._status()
             except Exception:  # sampling never fails the run
                 self.errors += 1
 
-    def _memory(self, now: float) -> None:
+    def _memory(self, now: float) -> float:
+        """One sample of the workers' memory; returns when the next is due.
+        Reading many workers' memory takes a CPU share of its own (about
+        30 ms a worker on a loaded machine): the samples space out so that
+        they take at most 1/MEMORY_DUTY of the time."""
         pids = self.monitor.workers()
         uss, rss = pid_memory(pids) if pids else (0, 0)
         self.memory.append({"t": round(now, 3), "workers": len(pids), "worker_uss": uss, "worker_rss": rss, "shm_used": shm_used()})
+        return now + max(MEMORY_EVERY, MEMORY_DUTY * (self.monitor.clock() - now))
 
     def status_text(self) -> str | None:
         logs = [log for log in self.monitor.logs if len(log.start)]

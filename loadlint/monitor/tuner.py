@@ -33,10 +33,9 @@ MIN_BATCHES = 2
 #: A candidate's window: candidates are fast where it matters, and a short
 #: run must not spend its batches on the search.
 CANDIDATE_S = 0.1
-#: A gap this many times the window's median gap (after this many gaps)
-#: starts a burst of batches.
-BURST_GAPS = 8
-BURST_RATIO = 4.0
+#: A point measured once within this factor of the fastest gets a second
+#: round before the leader is chosen.
+NEAR = 1.25
 #: Rounds (a window as written and a candidate's, in alternating order) per
 #: point of the search; the leader gets more in the proof.
 PROBE_ROUNDS = 1
@@ -239,7 +238,7 @@ class Tuner:
             return
         w["n"] += 1
         w["elapsed"] += gap
-        if not self._window_done(w, gap):
+        if not self._window_done(w):
             return
         rate = w["n"] / w["elapsed"]
         record = {"config": w["config"], "batches": w["n"], "seconds": round(w["elapsed"], 4),
@@ -271,21 +270,16 @@ class Tuner:
             self.window = None
 
     @staticmethod
-    def _window_done(w: dict[str, Any], gap: float) -> bool:
-        """Workers that wait on the same storage deliver in bursts, a burst
-        per item wait: a window counts whole bursts, from the first batch of
-        one to the first of a later one, or it would gain or lose a burst."""
-        gaps = w.setdefault("gaps", [])
-        gaps.append(gap)
-        burst = len(gaps) >= BURST_GAPS and gap > BURST_RATIO * sorted(gaps)[len(gaps) // 2]
-        if burst and not w.get("aligned"):
-            w["aligned"] = True
-            w["n"], w["elapsed"] = 0, 0.0
-            return False
+    def _window_done(w: dict[str, Any]) -> bool:
+        """In order, batch k comes from worker k mod num_workers, so the
+        arrivals repeat every num_workers batches: workers waiting on the same
+        storage deliver in bursts, workers past the CPUs in turns.  A window
+        counts whole rounds of its workers; part of one would put it inside
+        a burst (too fast) or across a gap (too slow)."""
         least = WINDOW_S if w["config"] == 0 else CANDIDATE_S
-        if w["n"] < max(MIN_BATCHES, w["workers"] // 2) or w["elapsed"] < least:
-            return False
-        return burst or not w.get("aligned") or w["elapsed"] >= 3 * least
+        rounds = max(1, int(w["workers"]))
+        n = int(w["n"])
+        return n >= max(MIN_BATCHES, rounds) and n % rounds == 0 and float(w["elapsed"]) >= least
 
     def _swap(self) -> None:
         outgoing, self.current, self.window = self.current, None, None
@@ -378,6 +372,8 @@ class Tuner:
                 else:
                     return
         if self.phase == "prefetch":
+            if self._recheck():
+                return  # the depth is tried on the leader, not on a lucky neighbour
             self.phase = "pin"
             best = self._best()
             if best is not None and self.configs[best].get("num_workers"):
@@ -395,6 +391,8 @@ class Tuner:
                 self._probe(dict(self.configs[best], pin_memory=True))
                 return
         if self.phase == "proof":
+            if self.leader is None and self._recheck():
+                return
             best = self._best()
             if best is None or self._ratio(best) <= 1.0:
                 self._finish(best)
@@ -431,6 +429,19 @@ class Tuner:
                 self.bisected = True
                 return True
         return False
+
+    def _recheck(self) -> bool:
+        """Points measured once near the fastest get a second round before
+        the leader is chosen: one pair of short windows on a busy machine
+        can put the wrong point first, or a cheaper one beside it."""
+        scored = [cid for cid in self.pairs if cid != 0]
+        if not scored:
+            return False
+        top = max(self._ratio(cid) for cid in scored)
+        again = [cid for cid in scored if len(self.pairs[cid]) < 2 and top > 1.0 and self._ratio(cid) * NEAR >= top]
+        for cid in again:
+            self._probe(self.configs[cid], rounds=1)
+        return bool(again)
 
     def _best(self) -> int | None:
         """The fastest point; among those within RISE of it the cheapest
