@@ -13,10 +13,13 @@ batch.  For each loader:
   share of the run spent before the decision, its wall time, and whether
   its batch hashes (so the sample indices, their order and the data) are
   those of the plain run;
-- the oracle: every configuration of a sweep run in the same loop over
-  whole epochs (at least ``--oracle-seconds``), in batches per second;
-  the configuration the tuner ended with is measured the same way, and
-  its rate is given as a fraction of the oracle's best.
+- the oracle: every configuration of a sweep (the call as written, a
+  ``num_workers`` ladder, a deeper prefetch on the best) run in the same
+  loop over whole epochs (at least ``--oracle-seconds``), in batches per
+  second; the configuration the tuner ended with is run in the same rounds,
+  and its rate is given as a fraction of the oracle's best.  Each rate is
+  the median of ``--oracle-rounds`` rounds that run every configuration once,
+  in alternating order: on a shared machine the load moves between runs.
 
 ``--done-when`` runs the issue's acceptance loop instead: 4 epochs over the
 I/O loader (4,096 items waiting 3 ms, batch 16, ``num_workers=0``,
@@ -33,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -119,6 +123,27 @@ def oracle_rate(script: Path, config: dict[str, Any], step_ms: float, seconds: f
     return float(_result(proc, f"oracle {script.name} {config}")["rate"])
 
 
+def oracle(script: Path, configs: list[dict[str, Any]], opts: argparse.Namespace) -> dict[str, float]:
+    """Every configuration's batches/s, the median of ``--oracle-rounds``
+    rounds.  A round runs each configuration once, in the order of the list
+    and then reversed, so that the load of a shared machine, which drifts
+    over minutes, falls on all of them alike.  From the second round on, the
+    best of the first is also run with ``prefetch_factor=4``."""
+    keys = list(dict.fromkeys(json.dumps(_keywords(c), sort_keys=True) for c in configs))
+    samples: dict[str, list[float]] = {k: [] for k in keys}
+    for r in range(opts.oracle_rounds):
+        for k in (keys if r % 2 == 0 else keys[::-1]):
+            samples[k].append(oracle_rate(script, json.loads(k), opts.step_ms, opts.oracle_seconds))
+        if r == 0:
+            first = json.loads(max(keys, key=lambda k: samples[k][0]))
+            if first.get("num_workers"):
+                variant = json.dumps(_keywords(dict(first, prefetch_factor=4)), sort_keys=True)
+                if variant not in samples:
+                    keys.append(variant)
+                    samples[variant] = []
+    return {k: statistics.median(v) for k, v in samples.items() if v}
+
+
 def sweep(waiting: bool, usable: int) -> list[dict[str, Any]]:
     counts = [1, 2, 4, 8, 16, 24, 32] if waiting else sorted({1, 2, 3, 4, usable, 2 * usable})
     configs: list[dict[str, Any]] = [{"num_workers": n, "persistent_workers": True} for n in counts]
@@ -160,28 +185,21 @@ def realistic_table(root: Path, names: list[str], opts: argparse.Namespace) -> N
         after = tuning.get("after", {}).get("config") or {"num_workers": 0}
         written = tuning.get("before", {}).get("config") or {"num_workers": 0}
         waiting = (tuning.get("busy") or 1.0) < 0.5
-        rates = {json.dumps(c, sort_keys=True): oracle_rate(script, c, opts.step_ms, opts.oracle_seconds)
-                 for c in sweep(waiting, usable)}
-        rates[json.dumps({"num_workers": 0}, sort_keys=True)] = base["rate"]
-        best_key = max(rates, key=lambda k: rates[k])
-        best = json.loads(best_key)
-        variant = dict(best, prefetch_factor=4) if best.get("num_workers") else None
-        if variant:
-            rates[json.dumps(variant, sort_keys=True)] = oracle_rate(script, variant, opts.step_ms, opts.oracle_seconds)
-            best_key = max(rates, key=lambda k: rates[k])
-            best = json.loads(best_key)
         mine = _keywords(after) if after.get("num_workers") else {"num_workers": 0}
         key = json.dumps(mine, sort_keys=True)
-        if key not in rates:
-            rates[key] = oracle_rate(script, mine, opts.step_ms, opts.oracle_seconds)
+        rates = oracle(script, [{"num_workers": 0}, *sweep(waiting, usable), mine], opts)
+        best_key = max(rates, key=lambda k: rates[k])
+        best = json.loads(best_key)
         share = tuning.get("share_of_run_tuning")
         verdict = tuning.get("verdict") or "not tuned"
         print(f"{name:<9} {load:>5.1f} {base['passes']:>6}  {plain_wall:>8.1f}  {short(best):<16} {rates[best_key]:>7.1f}  "
               f"{short(after) + ('' if after != written else ' (as written)'):<16} {rates[key]:>7.1f} "
               f"{rates[key] / rates[best_key]:>7.2f}  {verdict:<12} {'-' if share is None else f'{share:.0%}':>6} "
               f"{tuned_wall:>8.1f}  {'yes' if same else 'NO'}", flush=True)
-    print(f"b/s: batches per second of the loop ({opts.step_ms:g} ms steps) over whole epochs; oracle: the best of a "
-          f"sweep (num_workers ladder with persistent workers, then prefetch_factor=4 on the best); tuning: share of "
+    print(f"b/s: batches per second of the loop ({opts.step_ms:g} ms steps) over whole epochs (at least "
+          f"{opts.oracle_seconds:g} s, start-up included), the median of {opts.oracle_rounds} interleaved rounds; oracle: "
+          f"the best of a sweep (as written, a num_workers ladder with persistent workers, prefetch_factor=4 on the first "
+          f"round's best) measured in the same rounds as the configuration --tune ended with; tuning: share of "
           f"the --tune run before its decision; same data: the batch hashes of the --tune run equal the plain run's; "
           f"{usable} usable CPUs, load average now {os.getloadavg()[0]:.1f}")
 
@@ -215,6 +233,8 @@ def main() -> None:
                         help="the plain run trains whole epochs until it passes this; the tuned run the same epochs")
     parser.add_argument("--step-ms", type=float, default=5.0)
     parser.add_argument("--oracle-seconds", type=float, default=4.0)
+    parser.add_argument("--oracle-rounds", type=int, default=3,
+                        help="rounds of the sweep (each configuration once per round, the order reversed each round)")
     parser.add_argument("--done-when", action="store_true", help="the acceptance loop: 4 epochs of the I/O loader")
     parser.add_argument("--keep", action="store_true", help="keep the data folder")
     opts = parser.parse_args()
