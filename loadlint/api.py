@@ -48,7 +48,7 @@ from loadlint.engine.sites import loader_sites as sites_of
 from loadlint.sources.boundary import project_root
 from loadlint.sources.prefilter import passes_prefilter
 from loadlint.sources.source import DecodeError, decode, visible
-from loadlint.types import FileResult, Finding, FixRequest, HardwareProfile, Options, Run
+from loadlint.types import FileResult, Finding, FixRequest, HardwareProfile, Options, Run, Target
 
 #: What the entry points use: the functions below, and these from the
 #: engine as they are (``check_bytes``/``fix_stdin``: one file's bytes, as
@@ -72,6 +72,7 @@ __all__ = [
     "ReportError",
     "Run",
     "Scope",
+    "Target",
     "add_noqa",
     "analyse_cells",
     "analyse_document",
@@ -158,7 +159,7 @@ def loader_sites(path: Path, within: str | None = None) -> list[LoaderSite]:
     except DecodeError:
         return []
     try:
-        _, analysis = analyse(text, str(path), Options(frozenset(), ProfileCache().get(())))
+        _, analysis = analyse(text, str(path), Options(frozenset(), ProfileCache().get(Target())))
         return [] if analysis is None else sites_of(path, analysis)
     except (RecursionError, MemoryError, ValueError):
         return []
@@ -229,11 +230,7 @@ def _project_fixed(project: Path, path: str, profile: HardwareProfile) -> str | 
     """``path``'s text as ``loadlint fix PROJECT`` would write it (a dry run),
     judged against ``profile``'s CPUs, GPUs and memory; None when the project
     run does not reach the file or leaves it as it is."""
-    target: dict[str, Any] = {"cpus": profile.usable_cpus}
-    if profile.gpu_count is not None:
-        target["gpus"] = profile.gpu_count
-    if profile.memory_total:
-        target["memory"] = profile.memory_total
+    target = Target(cpus=profile.usable_cpus, gpus=profile.gpu_count, memory=profile.memory_total or None)
     run = check_paths([project], Overrides(performance_in_tests=True, target=target),
                       fix=FixRequest(unsafe=False, dry_run=True))
     here = os.path.abspath(path)

@@ -7,7 +7,7 @@ may import it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, Callable, Literal, TypedDict, Union
 
 if TYPE_CHECKING:
@@ -72,6 +72,45 @@ class GPU:
 
     name: str
     memory_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class Target:
+    """The training machine as declared (``--target SPEC``, ``[tool.loadlint.target]``,
+    ``target = "detect"``, the table ``init`` writes): parsed and validated
+    once (``hardware.detect.parse_target``, ``validate_target``), then carried
+    as is to the profile the rules read.  A key left None is not declared;
+    ``detect`` has filled in this machine's values already.  Hashable: the
+    profile cache's key."""
+
+    cpus: int | None = None
+    gpus: int | None = None
+    #: Bytes.
+    memory: int | None = None
+    #: Bytes.
+    shm: int | None = None
+    #: linux, macos or windows.
+    platform: str | None = None
+    #: ``major.minor``.
+    python: str | None = None
+    #: ``major`` or ``major.minor``.
+    torch: str | None = None
+
+    def items(self) -> list[tuple[str, int | str]]:
+        """The declared (key, value) pairs, in the documented order."""
+        return [(f.name, value) for f in fields(self) if (value := getattr(self, f.name)) is not None]
+
+    @property
+    def declared(self) -> frozenset[str]:
+        return frozenset(key for key, _ in self.items())
+
+    def __bool__(self) -> bool:
+        return bool(self.items())
+
+    def over(self, base: Target) -> Target:
+        """``base`` with this target's declared keys in place of its own."""
+        declared: dict[str, Any] = dict(self.items())
+        return replace(base, **declared)
 
 
 @dataclass(frozen=True)

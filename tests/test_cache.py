@@ -18,6 +18,7 @@ import loadlint.engine.pipeline as pipeline
 from loadlint.api import ProfileCache
 from loadlint.workspace.cache import CACHEDIR_TAG, Cache
 from loadlint.frontends.cli import cli
+from loadlint.types import Target
 from loadlint.workspace.config import Overrides, ConfigResolver, Settings
 from loadlint.workspace.discover import Candidate, discover
 from loadlint.types import HardwareProfile
@@ -37,7 +38,7 @@ CLEAN = "import os\nprint(os.getcwd())\n"
 PROFILE = HardwareProfile(usable_cpus=4, logical_cpus=4, gpu_count=1)
 
 
-def profiles_with(profile: HardwareProfile = PROFILE, target: tuple = ()) -> ProfileCache:
+def profiles_with(profile: HardwareProfile = PROFILE, target: Target = Target()) -> ProfileCache:
     profiles = ProfileCache()
     profiles._profiles[target] = profile
     return profiles
@@ -166,8 +167,8 @@ def test_config_change_is_a_miss(tree, tmp_path, monkeypatch):
 
 def test_target_change_is_a_miss(tree, tmp_path, monkeypatch):
     cache_dir = tmp_path / "cache"
-    small = Settings(root=str(tree), target=(("cpus", 4), ("gpus", 1)))
-    big = Settings(root=str(tree), target=(("cpus", 64), ("gpus", 1)))
+    small = Settings(root=str(tree), target=Target(cpus=4, gpus=1))
+    big = Settings(root=str(tree), target=Target(cpus=64, gpus=1))
     profiles = ProfileCache()
     profiles._profiles[small.target] = HardwareProfile(usable_cpus=4, gpu_count=1, declared=frozenset({"cpus", "gpus"}))
     profiles._profiles[big.target] = HardwareProfile(usable_cpus=64, gpu_count=1, declared=frozenset({"cpus", "gpus"}))

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from loadlint.api import check_paths, check_source
+from loadlint.types import Target
 from loadlint.workspace.config import ConfigError, Overrides, ConfigResolver, Settings, load_settings
 
 TARGET = '[tool.loadlint.target]\ncpus = 4\ngpus = 1\n'
@@ -51,8 +52,8 @@ def test_closest_config_wins_per_file(tmp_path):
     # Not merged: the nested config does not inherit the parent's target.
     write(tmp_path / "pyproject.toml", '[tool.loadlint]\nselect = ["LL201"]\n' + TARGET)
     fresh = ConfigResolver(Overrides())
-    assert fresh.for_path(tmp_path / "a.py").target_dict() == {"cpus": 4, "gpus": 1}
-    assert fresh.for_path(tmp_path / "sub" / "a.py").target_dict() == {}
+    assert fresh.for_path(tmp_path / "a.py").target == Target(cpus=4, gpus=1)
+    assert fresh.for_path(tmp_path / "sub" / "a.py").target == Target()
 
 
 def test_one_file_per_folder_order(tmp_path):
@@ -103,7 +104,7 @@ def test_extend_inherits_and_overrides(tmp_path):
     )
     settings = load_settings(child)
     assert settings.unsafe_fixes is True
-    assert settings.target_dict() == {"cpus": 32, "gpus": 1}
+    assert settings.target == Target(cpus=32, gpus=1)
     enabled = settings.codes()
     # The child's ignore adds to the parent's.
     assert "LL202" not in enabled and "LL203" not in enabled and "LL201" in enabled
@@ -152,10 +153,10 @@ def test_cli_layers_over_config(tmp_path, config, overrides, enabled, disabled):
 def test_cli_overrides_scalars_and_target(tmp_path):
     write(tmp_path / "loadlint.toml", 'unsafe-fixes = true\noutput-format = "json"\nrespect-gitignore = false\n[target]\ncpus = 8\ngpus = 2\n')
     settings = ConfigResolver(
-        Overrides(unsafe_fixes=False, output_format="github", respect_gitignore=True, target={"cpus": 64})
+        Overrides(unsafe_fixes=False, output_format="github", respect_gitignore=True, target=Target(cpus=64))
     ).for_path(tmp_path / "a.py")
     assert (settings.unsafe_fixes, settings.output_format, settings.respect_gitignore) == (False, "github", True)
-    assert settings.target_dict() == {"cpus": 64, "gpus": 2}
+    assert settings.target == Target(cpus=64, gpus=2)
 
 
 def test_config_flag_and_isolated(tmp_path):
@@ -197,7 +198,7 @@ torch = "2.4"
     assert settings.exclude == (".git", "build") and settings.extend_exclude == ("generated",)
     assert settings.respect_gitignore is False and settings.unsafe_fixes is True
     assert settings.output_format == "sarif"
-    assert settings.target_dict()["gpus"] == 8 and settings.target_dict()["python"] == "3.12"
+    assert settings.target.gpus == 8 and settings.target.python == "3.12"
     assert "LL900" in settings.codes() and "LL203" not in settings.codes()
 
 
@@ -257,7 +258,7 @@ def test_invalid_toml(tmp_path):
 
 
 def _codes_in(text: str) -> list[str]:
-    settings = Settings(target=(("cpus", 4), ("gpus", 1)), select=("LL201", "LL202"))
+    settings = Settings(target=Target(cpus=4, gpus=1), select=("LL201", "LL202"))
     return sorted(f.code for f in check_source(text, "train.py", settings=settings))
 
 

@@ -21,7 +21,7 @@ from loadlint.api import Overrides, check_paths
 from loadlint.hardware import cpus as cpus_module
 from loadlint.hardware import detect as detect_module
 from loadlint.hardware.detect import GIB
-from loadlint.types import GPU, FixRequest, HardwareProfile
+from loadlint.types import GPU, FixRequest, HardwareProfile, Target
 
 REPO = Path(__file__).resolve().parent.parent
 #: Every fixture (rule fixtures, golden projects, notebooks) and every example.
@@ -137,19 +137,19 @@ def test_the_rules_profile_never_probes_this_machine(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(detect_module, "detect", probe)
     monkeypatch.setattr(os, "cpu_count", lambda: 6)
     monkeypatch.setattr(os, "process_cpu_count", lambda: 6, raising=False)
-    bare = detect_module.rules_profile({})
+    bare = detect_module.rules_profile(Target())
     assert (bare.declared, bare.here_cpus, bare.gpu_count, bare.memory_total, bare.shm_bytes) == (frozenset(), 6, None, None, None)
-    partial = detect_module.rules_profile({"gpus": 8})
+    partial = detect_module.rules_profile(Target(gpus=8))
     assert (partial.declared, partial.here_cpus, partial.gpu_count, partial.shm_bytes) == (frozenset({"gpus"}), 6, 8, None)
     assert partial.label == "target: ? CPUs, 8 GPUs"
     # A declared CPU count leaves nothing of this machine, not even the hint.
-    assert detect_module.rules_profile({"cpus": 8}).here_cpus is None
+    assert detect_module.rules_profile(Target(cpus=8)).here_cpus is None
 
 
 def test_detect_declares_this_machine_and_pairs_beside_it_override() -> None:
     here = Machine(cpus=3, gpus=0, memory_gib=8, shm_gib=1).profile
-    assert detect_module.parse_target("detect", detector=here) == {
-        "cpus": 3, "gpus": 0, "memory": 8 * GIB, "shm": GIB, "platform": "linux", "python": "3.11",
-    }
-    assert detect_module.parse_target("detect, gpus=8", detector=here)["gpus"] == 8
-    assert detect_module.parse_target("cpus=16,DETECT", detector=here)["cpus"] == 16
+    assert detect_module.parse_target("detect", detector=here) == Target(
+        cpus=3, gpus=0, memory=8 * GIB, shm=GIB, platform="linux", python="3.11",
+    )
+    assert detect_module.parse_target("detect, gpus=8", detector=here).gpus == 8
+    assert detect_module.parse_target("cpus=16,DETECT", detector=here).cpus == 16

@@ -23,7 +23,7 @@ from loadlint.hardware.detect import (
     validate_target,
 )
 from loadlint.hardware.present import format_profile, profile_to_dict
-from loadlint.types import GPU, HardwareProfile
+from loadlint.types import GPU, HardwareProfile, Target
 
 MIB = 1024**2
 ALLOWED = "(allowed: cpus, gpus, memory, shm, platform, python, torch)"
@@ -356,15 +356,9 @@ def test_import_is_lazy():
 
 def test_parse_target_full():
     spec = "cpus=64,gpus=8,memory=512,shm=64,platform=linux,python=3.12,torch=1.13"
-    assert parse_target(spec) == {
-        "cpus": 64,
-        "gpus": 8,
-        "memory": 512 * GIB,
-        "shm": 64 * GIB,
-        "platform": "linux",
-        "python": "3.12",
-        "torch": "1.13",
-    }
+    assert parse_target(spec) == Target(
+        cpus=64, gpus=8, memory=512 * GIB, shm=64 * GIB, platform="linux", python="3.12", torch="1.13"
+    )
 
 
 @pytest.mark.parametrize(
@@ -384,8 +378,8 @@ def test_parse_target_full():
     ],
 )
 def test_parse_target_sizes(text, expected):
-    assert parse_target(f"memory={text}")["memory"] == expected
-    assert parse_target(f"shm={text}")["shm"] == expected
+    assert parse_target(f"memory={text}").memory == expected
+    assert parse_target(f"shm={text}").shm == expected
 
 
 @pytest.mark.parametrize(
@@ -404,7 +398,7 @@ def test_parse_target_sizes(text, expected):
     ],
 )
 def test_parse_target_forms(spec, expected):
-    assert parse_target(spec) == expected
+    assert parse_target(spec) == Target(**expected)
 
 
 @pytest.mark.parametrize(
@@ -470,17 +464,11 @@ def test_validate_target_toml_values():
         "python": "3.12",
         "torch": 2,
     }
-    assert validate_target(table, SOURCE) == {
-        "cpus": 64,
-        "gpus": 8,
-        "memory": 512 * GIB,
-        "shm": 64 * GIB,
-        "platform": "macos",
-        "python": "3.12",
-        "torch": "2",
-    }
-    assert validate_target({"memory": 0.5}, SOURCE) == {"memory": GIB // 2}
-    assert validate_target({}, SOURCE) == {}
+    assert validate_target(table, SOURCE) == Target(
+        cpus=64, gpus=8, memory=512 * GIB, shm=64 * GIB, platform="macos", python="3.12", torch="2"
+    )
+    assert validate_target({"memory": 0.5}, SOURCE) == Target(memory=GIB // 2)
+    assert validate_target({}, SOURCE) == Target()
 
 
 @pytest.mark.parametrize(
@@ -557,13 +545,13 @@ class Detector:
 def test_resolve_without_target_is_detection():
     detector = Detector()
     assert resolve_profile(None, detector) == DETECTED
-    assert resolve_profile({}, detector) == DETECTED
+    assert resolve_profile(Target(), detector) == DETECTED
     assert detector.calls == [True, True]
 
 
 def test_resolve_target_overrides_and_detection_fills():
     detector = Detector()
-    profile = resolve_profile({"cpus": 64, "memory": 512 * GIB, "python": "3.12"}, detector)
+    profile = resolve_profile(Target(cpus=64, memory=512 * GIB, python="3.12"), detector)
     assert detector.calls == [True]
     assert profile.declared == {"cpus", "memory", "python"}
     # declared
@@ -585,7 +573,7 @@ def test_resolve_target_overrides_and_detection_fills():
 
 def test_resolve_gpus_declared_skips_nvml():
     detector = Detector()
-    profile = resolve_profile({"gpus": 8}, detector)
+    profile = resolve_profile(Target(gpus=8), detector)
     assert detector.calls == [False]
     assert profile.gpu_count == 8
     assert profile.gpus == ()
@@ -595,7 +583,7 @@ def test_resolve_gpus_declared_skips_nvml():
 def test_resolve_gpus_declared_never_touches_real_nvml(tmp_path):
     nvml = fake_pynvml()
     fake = probes(pynvml=nvml, psutil=fake_psutil())
-    profile = resolve_profile({"gpus": 2}, lambda nvml: detect(tmp_path, nvml=nvml, probes=fake))
+    profile = resolve_profile(Target(gpus=2), lambda nvml: detect(tmp_path, nvml=nvml, probes=fake))
     assert nvml.calls == []
     assert profile.gpu_count == 2
 
@@ -618,7 +606,7 @@ def test_resolve_complete_target_does_not_detect():
 
 def test_resolve_torch_alone_still_detects():
     detector = Detector()
-    profile = resolve_profile({"torch": "1.13"}, detector)
+    profile = resolve_profile(Target(torch="1.13"), detector)
     assert detector.calls == [True]
     assert profile.torch == "1.13"
     assert profile.usable_cpus == 4

@@ -13,13 +13,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+import loadlint.frontends.checking as checking
 import loadlint.run.pool as pool
 import loadlint.run.runner as runner
 from loadlint.api import FixRequest, ProfileCache
 from loadlint.frontends.cli import cli
 from loadlint.workspace.config import Settings
 from loadlint.workspace.discover import Candidate
-from loadlint.types import HardwareProfile
+from loadlint.types import HardwareProfile, Target
 
 TEMPLATE = """import torch
 from torch.utils.data import DataLoader, DistributedSampler
@@ -50,7 +51,7 @@ def write_tree(root: Path, count: int = 14) -> Path:
 
 def profiles() -> ProfileCache:
     cache = ProfileCache()
-    cache._profiles[()] = HardwareProfile(usable_cpus=8, logical_cpus=8, gpu_count=2)
+    cache._profiles[Target()] = HardwareProfile(usable_cpus=8, logical_cpus=8, gpu_count=2)
     return cache
 
 
@@ -194,7 +195,7 @@ def test_fix_through_the_pool_matches_sequential(tmp_path):
 
 
 def _invoke(args, cwd: Path, monkeypatch, tty: bool):
-    monkeypatch.setattr(runner, "_is_tty", lambda stream: tty)
+    monkeypatch.setattr(checking, "_is_tty", lambda stream: tty)
     monkeypatch.setattr(runner.Progress, "DELAY", 0.0)
     old = os.getcwd()
     os.chdir(cwd)

@@ -20,11 +20,7 @@ from loadlint.engine.decision import FixFailed, SpecSource, decided_findings, fi
 from loadlint.sources.prefilter import passes_prefilter, undecodable
 from loadlint.sources.files import read_source, write_fixes
 from loadlint.sources.source import DecodeError, decode
-from loadlint.types import FileResult, Finding, FixRequest, HardwareProfile, Location, Options, Summary
-
-#: A hardware target as configuration gives it, hashable: sorted (key, value) pairs.
-Target = tuple[tuple[str, Any], ...]
-
+from loadlint.types import FileResult, Finding, FixRequest, HardwareProfile, Location, Options, Summary, Target
 
 class ProfileCache:
     """One hardware profile per distinct target: the declared keys alone,
@@ -41,7 +37,7 @@ class ProfileCache:
             if profile is None:
                 from loadlint.hardware.detect import rules_profile
 
-                profile = rules_profile(dict(target))
+                profile = rules_profile(target)
                 self._profiles[target] = profile
             return profile
 

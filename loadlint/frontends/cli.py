@@ -18,7 +18,7 @@ import click
 from loadlint import __version__
 from loadlint.sources.source import visible, visible_json, visible_lines
 from loadlint.frontends.checking import CheckOptions, run_paths
-from loadlint.types import HUMAN_FORMATS, FixRequest, Run
+from loadlint.types import HUMAN_FORMATS, FixRequest, Run, Target
 
 if TYPE_CHECKING:
     from loadlint.workspace.config import ConfigResolver, Settings
@@ -79,14 +79,15 @@ def _split(values: tuple[str, ...]) -> tuple[str, ...] | None:
     return tuple(part.strip() for value in values for part in value.split(",") if part.strip())
 
 
-def _parse_targets(values: tuple[str, ...]) -> dict[str, Any]:
+def _parse_targets(values: tuple[str, ...]) -> Target:
+    """The ``--target`` options, a later one's keys over an earlier one's."""
+    target = Target()
     if not values:
-        return {}
+        return target
     from loadlint.hardware.detect import parse_target
 
-    target: dict[str, Any] = {}
     for value in values:
-        target.update(parse_target(value))
+        target = parse_target(value).over(target)
     return target
 
 
@@ -426,7 +427,7 @@ def hardware_command(as_json: bool, targets: tuple[str, ...]) -> None:
 
     try:
         # --target, else the project's [tool.loadlint.target] (what the rules use).
-        target = _parse_targets(targets) or ConfigResolver(Overrides(), None, False).for_path(Path(".")).target_dict()
+        target = _parse_targets(targets) or ConfigResolver(Overrides(), None, False).for_path(Path(".")).target
         # A declared machine is shown alone: this one's memory says nothing about it.
         profile = target_profile(target) if target else resolve_profile(None)
     except (TargetError, ConfigError) as exc:
@@ -457,7 +458,7 @@ def init_command(targets: tuple[str, ...], force: bool) -> None:
         fail("cannot write pyproject.toml: it is not UTF-8")
     origin = "--target" if targets else "this machine"
     click.echo(f"Wrote the training machine ({origin}) to pyproject.toml:\n{visible_lines(table)}", nl=False)
-    if not targets and not target.get("gpus"):
+    if not targets and not target.gpus:
         from loadlint.api import uses_cuda
 
         if uses_cuda(Path(".")):

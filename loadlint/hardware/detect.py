@@ -7,8 +7,8 @@ Three sources feed a :class:`~loadlint.types.HardwareProfile`:
   fails leaves its field ``None``.
 * :func:`parse_target` (``--target cpus=64,gpus=8``) and
   :func:`validate_target` (``[tool.loadlint.target]``) read a declared
-  target, because the machine that runs the linter is rarely the one that
-  trains.
+  target into a :class:`~loadlint.types.Target`, because the machine that
+  runs the linter is rarely the one that trains.
 * :func:`resolve_profile` merges the two: declared keys win, detection
   fills the rest.
 
@@ -30,13 +30,13 @@ import math
 import os
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from loadlint.hardware import cpus
 from loadlint.hardware.workers import SMALL_MACHINE_CPUS, run_time_cpus, workers_for
-from loadlint.types import GPU, HardwareProfile
+from loadlint.types import GPU, HardwareProfile, Target
 
 __all__ = [
     "GIB",
@@ -66,8 +66,8 @@ GIB = 1024**3
 WORKER_MEMORY_BYTES = 1 * GIB
 
 #: Keys accepted by ``--target`` and ``[tool.loadlint.target]``, in the
-#: order error messages list them.
-TARGET_KEYS = ("cpus", "gpus", "memory", "shm", "platform", "python", "torch")
+#: order error messages list them (``Target``'s fields).
+TARGET_KEYS = tuple(f.name for f in fields(Target))
 
 # Keys that detection can supply; torch is not among them (loadlint never
 # imports torch, and the linting environment's torch says little about the
@@ -271,29 +271,25 @@ _TORCH_RE = re.compile(r"(\d+)(?:\.(\d+))?(?:\.\d+)?(?:\+[\w.]+)?")
 DETECT = "detect"
 
 
-def detected_target(detector: Callable[[], HardwareProfile] | None = None) -> dict[str, Any]:
+def detected_target(detector: Callable[[], HardwareProfile] | None = None) -> Target:
     """This machine as a target: what ``init`` writes without ``--target``
     and what ``detect`` declares."""
     profile = (detector or detect)()
-    target: dict[str, Any] = {"cpus": profile.usable_cpus, "gpus": profile.gpu_count or 0}
-    if profile.memory_total:
-        target["memory"] = profile.memory_total
-    if profile.shm_bytes:
-        target["shm"] = profile.shm_bytes
-    target["platform"] = profile.platform
-    target["python"] = profile.python
-    return target
+    return Target(
+        cpus=profile.usable_cpus, gpus=profile.gpu_count or 0, memory=profile.memory_total or None,
+        shm=profile.shm_bytes or None, platform=profile.platform, python=profile.python,
+    )
 
 
-def parse_target(spec: str, source: str = "--target", detector: Callable[[], HardwareProfile] | None = None) -> dict[str, Any]:
+def parse_target(spec: str, source: str = "--target", detector: Callable[[], HardwareProfile] | None = None) -> Target:
     """Parse the command-line form ``cpus=64,gpus=8,memory=512,...``.
 
     ``detect`` among the items declares this machine (:func:`detected_target`);
     the pairs beside it override its keys (``detect,gpus=8``).
 
-    Returns the same normalised dict as :func:`validate_target`: ``cpus``
-    and ``gpus`` as ints, ``memory`` and ``shm`` in bytes, ``platform`` one
-    of linux/macos/windows, ``python`` and ``torch`` as version strings.
+    Returns the target as :func:`validate_target` does: ``cpus`` and
+    ``gpus`` as ints, ``memory`` and ``shm`` in bytes, ``platform`` one of
+    linux/macos/windows, ``python`` and ``torch`` as version strings.
 
     :raises TargetError: on an unknown key, a bad value, a repeated key or
         a malformed pair.
@@ -317,10 +313,10 @@ def parse_target(spec: str, source: str = "--target", detector: Callable[[], Har
     if not table and not here:
         raise TargetError(f"{source}: empty target (expected key=value pairs, e.g. cpus=64,gpus=8, or detect)")
     declared = validate_target(table, source)
-    return {**detected_target(detector), **declared} if here else declared
+    return declared.over(detected_target(detector)) if here else declared
 
 
-def validate_target(table: Mapping[str, Any], source: str) -> dict[str, Any]:
+def validate_target(table: Mapping[str, Any], source: str) -> Target:
     """Validate a ``[tool.loadlint.target]`` table (or parsed CLI pairs).
 
     Accepts TOML values: ints for ``cpus``/``gpus``; a number of GiB or a
@@ -353,7 +349,7 @@ def validate_target(table: Mapping[str, Any], source: str) -> dict[str, Any]:
             expected = _EXPECTED[key] + hint
             raise TargetError(f"{source}: invalid {key} {value!r} (expected {expected})")
         result[key] = parsed
-    return result
+    return Target(**result)
 
 
 def _parse_count(value: Any, minimum: int) -> int | None:
@@ -435,7 +431,7 @@ _PARSERS: dict[str, Callable[[Any], Any]] = {
 
 
 def resolve_profile(
-    target: Mapping[str, Any] | None = None,
+    target: Target | None = None,
     detector: Callable[..., HardwareProfile] = detect,
 ) -> HardwareProfile:
     """Merge a validated target over detection.
@@ -450,16 +446,16 @@ def resolve_profile(
     cores of this machine say nothing about the declared one), and
     ``usable_cpus`` becomes that number. ``declared`` lists the target's keys.
     """
-    target = dict(target or {})
-    declared = frozenset(target)
-    if _DETECTABLE_KEYS <= declared:
-        profile = HardwareProfile(usable_cpus=target["cpus"])
+    target = target or Target()
+    declared = target.declared
+    if _DETECTABLE_KEYS <= declared and target.cpus is not None:
+        profile = HardwareProfile(usable_cpus=target.cpus)
     else:
         profile = detector(nvml="gpus" not in declared)
 
     changes: dict[str, Any] = {"declared": declared}
-    if "cpus" in target:
-        cpus = target["cpus"]
+    if target.cpus is not None:
+        cpus = target.cpus
         changes.update(
             usable_cpus=cpus,
             logical_cpus=cpus,
@@ -467,19 +463,19 @@ def resolve_profile(
             affinity_cpus=None,
             cgroup_cpus=None,
         )
-    if "gpus" in target:
-        changes.update(gpu_count=target["gpus"], gpus=())
-    if "memory" in target:
-        changes.update(memory_total=target["memory"], memory_available=None)
-    if "shm" in target:
-        changes["shm_bytes"] = target["shm"]
+    if target.gpus is not None:
+        changes.update(gpu_count=target.gpus, gpus=())
+    if target.memory is not None:
+        changes.update(memory_total=target.memory, memory_available=None)
+    if target.shm is not None:
+        changes["shm_bytes"] = target.shm
     for key in ("platform", "python", "torch"):
-        if key in target:
-            changes[key] = target[key]
+        if getattr(target, key) is not None:
+            changes[key] = getattr(target, key)
     return dataclasses.replace(profile, **changes)
 
 
-def rules_profile(target: Mapping[str, Any] | None = None) -> HardwareProfile:
+def rules_profile(target: Target | None = None) -> HardwareProfile:
     """The profile the rules judge against: the declared target and nothing
     of this machine (an undeclared key stays unknown), so that findings and
     fixes depend only on the code and the configuration.  Without a declared

@@ -14,12 +14,12 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from loadlint.hardware.detect import GIB, detected_target, ranks_per_node, resolve_profile, suggest_num_workers
 from loadlint.sources.boundary import is_inside, repository_root
 from loadlint.sources.files import create_new, read_source, write_atomic
-from loadlint.types import HardwareProfile
+from loadlint.types import HardwareProfile, Target
 
 __all__ = ["TargetExists", "detected_target", "format_target", "target_profile", "target_to_dict", "write_target"]
 
@@ -28,7 +28,7 @@ class TargetExists(Exception):
     """The configuration file declares a target already."""
 
 
-def target_profile(target: Mapping[str, Any]) -> HardwareProfile:
+def target_profile(target: Target) -> HardwareProfile:
     """A declared target alone, nothing of this machine in it."""
     return resolve_profile(target, detector=lambda **_: HardwareProfile(usable_cpus=1, gpu_count=None))
 
@@ -40,11 +40,10 @@ def _toml_value(key: str, value: Any) -> str:
     return str(value) if isinstance(value, int) else json.dumps(str(value))
 
 
-def target_table(target: Mapping[str, Any]) -> str:
+def target_table(target: Target) -> str:
     """``[tool.loadlint.target]`` with ``target``'s keys, in the documented order."""
-    order = ("cpus", "gpus", "memory", "shm", "platform", "python", "torch")
     lines = ["[tool.loadlint.target]"]
-    lines += [f"{key} = {_toml_value(key, target[key])}" for key in order if key in target]
+    lines += [f"{key} = {_toml_value(key, value)}" for key, value in target.items()]
     return "\n".join(lines) + "\n"
 
 
@@ -55,7 +54,7 @@ _HEADER = re.compile(r"[ \t]*\[[ \t]*tool[ \t]*\.[ \t]*loadlint[ \t]*\.[ \t]*tar
 _ANY_HEADER = re.compile(r"[ \t]*\[")
 
 
-def write_target(pyproject: Path, target: Mapping[str, Any], *, force: bool = False) -> str:
+def write_target(pyproject: Path, target: Target, *, force: bool = False) -> str:
     """Write the target table to ``pyproject`` (created when missing): appended,
     or with ``force`` in place of the one there, every other byte kept; the
     table written.
@@ -135,7 +134,7 @@ def _declares_target(text: str) -> bool:
     return "target" in text and "target" in _loadlint_table(_parsed(text))
 
 
-def _same_besides_target(before: str, after: str, target: Mapping[str, Any]) -> bool:
+def _same_besides_target(before: str, after: str, target: Target) -> bool:
     """Whether ``after`` parses to ``before`` with only the target replaced
     (a value spanning lines that looks like a header would break that)."""
     old, new = _parsed(before), _parsed(after)

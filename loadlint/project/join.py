@@ -177,7 +177,8 @@ def _join_one(
     opened = phase1.sub("project") if phase1 is not None else None
     # The settings as the root sees them: one key whichever files a run is given.
     # Messages quote paths from the current folder, so it is part of the key.
-    settings_key = f"{first.settings.fingerprint(str(root / '__init__.py'))}\0{first.settings.target!r}\0{os.getcwd()}"
+    target = tuple(sorted(first.settings.target.items()))
+    settings_key = f"{first.settings.fingerprint(str(root / '__init__.py'))}\0{target!r}\0{os.getcwd()}"
     # The YAML files the run's modules read are part of the key: editing one changes their findings.
     key = project_key(root, files + files_read(_given_summaries(original, results), root), settings_key, listing)
     found: ProjectResult | None = None

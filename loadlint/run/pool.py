@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 from loadlint import processes
 from loadlint.hardware import cpus
 from loadlint.engine import pipeline
-from loadlint.engine.pipeline import ProfileCache, Target, options_for
+from loadlint.engine.pipeline import ProfileCache, options_for
 from loadlint.run.deadline import OutOfTime, time_limit
 from loadlint.run.progress import Progress
 from loadlint.rules import name_of
 from loadlint.workspace.discover import Candidate
-from loadlint.types import FileResult, Finding, FixRequest, HardwareProfile, Location, Options
+from loadlint.types import FileResult, Finding, FixRequest, HardwareProfile, Location, Options, Target
 
 if TYPE_CHECKING:
     from concurrent.futures import Future

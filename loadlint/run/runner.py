@@ -26,11 +26,11 @@ from loadlint.run.pool import OUT_OF_TIME, POOL_MIN_SAVING, Work, run_pool
 from loadlint.workspace.discover import Candidate
 from loadlint.sources.prefilter import passes_prefilter, undecodable
 from loadlint.sources.files import KeptBytes, Staging, read_resolved
-from loadlint.engine.pipeline import ProfileCache, Target, options_for
+from loadlint.engine.pipeline import ProfileCache, options_for
 from loadlint.run.progress import Progress
 from loadlint.cst.slicing import fast_nodes
 from loadlint.workspace.cache import TurnedAway
-from loadlint.types import FileResult, Finding, FixRequest, Run
+from loadlint.types import FileResult, Finding, FixRequest, Run, Target
 
 if TYPE_CHECKING:
     from loadlint.workspace.cache import Cache

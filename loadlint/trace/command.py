@@ -16,6 +16,7 @@ from loadlint.sources.source import visible, visible_json
 from loadlint.trace.analyse import Diagnosis, diagnose_paths
 from loadlint.trace.report import as_json, as_text, compare_json, compare_text
 from loadlint.trace.stream import TraceError
+from loadlint.types import Target
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -52,9 +53,9 @@ def trace(paths: tuple[str, ...], compare: tuple[str, str] | None, source: str |
     from loadlint.hardware.detect import TargetError, parse_target
 
     try:
-        target: dict[str, Any] = {}
+        target = Target()
         for spec in targets:
-            target.update(parse_target(spec))
+            target = parse_target(spec).over(target)
         code = _compare(compare, output_format, jobs) if compare else _diagnose(paths, source, fix, target, output_format, plot_path, jobs)
     except (TraceError, TargetError) as exc:
         _fail(str(exc))
@@ -68,7 +69,7 @@ def trace(paths: tuple[str, ...], compare: tuple[str, str] | None, source: str |
     sys.exit(EXIT_CLEAN if exit_zero else code)
 
 
-def _diagnose(paths: tuple[str, ...], source: str | None, fix: bool, target: dict[str, Any], output_format: str,
+def _diagnose(paths: tuple[str, ...], source: str | None, fix: bool, target: Target, output_format: str,
               plot_path: str | None, jobs: int | None) -> int:
     diagnoses = diagnose_paths([Path(p) for p in paths], jobs)
     from loadlint.trace.link import apply_fixes, link

@@ -4,7 +4,6 @@ apply their fixes through the fix engine (``--source DIR --fix``)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from loadlint.api import check_paths
 from loadlint.workspace.config import Overrides
@@ -12,7 +11,7 @@ from loadlint.output.report import diff
 from loadlint.sources.boundary import project_root
 from loadlint.trace.analyse import Diagnosis
 from loadlint.trace.source import Match, match
-from loadlint.types import Finding, FixRequest
+from loadlint.types import Finding, FixRequest, Target
 
 
 def _relative(path: Path) -> str:
@@ -36,15 +35,15 @@ def _stack_file(callers: list[str]) -> Path | None:
     return None
 
 
-def call_findings(found: Match, target: dict[str, Any] | None = None) -> list[Finding]:
+def call_findings(found: Match, target: Target | None = None) -> list[Finding]:
     """The static findings reported on the mapped call (for the hardware
     ``target`` the run trained on, when given)."""
     call = found.call
-    run = check_paths([call.path], Overrides(target=target or {}))
+    run = check_paths([call.path], Overrides(target=target or Target()))
     return [f for f in run.findings if call.row <= f.location.row <= call.end_row]
 
 
-def link(diagnoses: list[Diagnosis], root: Path | None, target: dict[str, Any] | None = None) -> list[Match]:
+def link(diagnoses: list[Diagnosis], root: Path | None, target: Target | None = None) -> list[Match]:
     """Map each rank's loader to its call and attach what is known there."""
     matches: list[Match] = []
     for d in diagnoses:
@@ -72,7 +71,7 @@ def link(diagnoses: list[Diagnosis], root: Path | None, target: dict[str, Any] |
     return matches
 
 
-def apply_fixes(matches: list[Match], target: dict[str, Any] | None = None) -> tuple[str, int, list[Match]]:
+def apply_fixes(matches: list[Match], target: Target | None = None) -> tuple[str, int, list[Match]]:
     """Fix the mapped calls' files with the codes found on those calls;
     (the unified diff, how many fixes, the matches too unsure to fix).  A
     low-confidence match is a guess: its file is left alone."""
@@ -86,7 +85,7 @@ def apply_fixes(matches: list[Match], target: dict[str, Any] | None = None) -> t
     for path, selected in sorted(codes.items()):
         if not selected:
             continue
-        run = check_paths([path], Overrides(select=tuple(sorted(selected)), target=target or {}), fix=FixRequest(unsafe=False))
+        run = check_paths([path], Overrides(select=tuple(sorted(selected)), target=target or Target()), fix=FixRequest(unsafe=False))
         chunk, fixed = diff(run)
         text += chunk
         count += fixed

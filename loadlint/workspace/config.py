@@ -21,6 +21,7 @@ from typing import Any, Iterable
 from loadlint.sources.boundary import is_inside, repository_root
 from loadlint.sources.files import read_source
 from loadlint.rules import CODES, DEFAULT_OFF, codes_where
+from loadlint.types import Target
 
 
 def _tomllib() -> ModuleType:
@@ -61,7 +62,7 @@ class Settings:
     #: Whether the performance codes are reported in test files.
     performance_in_tests: bool = False
     output_format: str | None = None
-    target: tuple[tuple[str, Any], ...] = ()
+    target: Target = Target()
     extensions: tuple[str, ...] = ("py", "pyi", "ipynb")
     #: Directory the config file lives in (relative patterns are resolved there).
     root: str = "."
@@ -101,12 +102,9 @@ class Settings:
                 codes = codes - ignored
         return codes
 
-    def target_dict(self) -> dict[str, Any]:
-        return dict(self.target)
-
     def fingerprint(self, path: str) -> str:
         """What a cached result depends on, for this path."""
-        return repr((sorted(self.codes_for(path)), self.target))
+        return repr((sorted(self.codes_for(path)), tuple(sorted(self.target.items()))))
 
 
 #: Folders whose files are tests, and test files' names, as pytest and unittest find them.
@@ -356,8 +354,7 @@ def apply_table(base: Settings, table: dict[str, Any], source: Path) -> Settings
                 target = validate_target(table["target"], f"{source}: [tool.loadlint.target]")
             except TargetError as exc:
                 raise ConfigError(str(exc)) from None
-        merged = {**dict(base.target), **target}
-        changes["target"] = tuple(sorted(merged.items()))
+        changes["target"] = target.over(base.target)
     return replace(base, **changes)
 
 
@@ -373,7 +370,7 @@ class Overrides:
     respect_gitignore: bool | None = None
     unsafe_fixes: bool | None = None
     output_format: str | None = None
-    target: dict[str, Any] = field(default_factory=dict)
+    target: Target = Target()
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] | None = None
     #: ``verify`` sets it: a script the user asks to measure is no test to spare.
     performance_in_tests: bool | None = None
@@ -391,7 +388,7 @@ class Overrides:
             if value is not None:
                 changes[name] = value
         if self.target:
-            changes["target"] = tuple(sorted({**dict(settings.target), **self.target}.items()))
+            changes["target"] = self.target.over(settings.target)
         return replace(settings, **changes) if changes else settings
 
 
@@ -466,8 +463,8 @@ def describe(path: Path, settings: Settings) -> str:
         lines.append(f"{json.dumps(pattern)} = {toml(codes)}")
     lines.append("")
     lines.append("[tool.loadlint.target]")
-    for key, value in settings.target:
-        lines.append(f"{key} = {_size(value) if key in ('memory', 'shm') else toml(value)}")
+    for key, value in sorted(settings.target.items()):
+        lines.append(f"{key} = {_size(int(value)) if key in ('memory', 'shm') else toml(value)}")
     return "\n".join(lines)
 
 

@@ -26,7 +26,7 @@ import pytest
 
 from loadlint.sources.files import FileChanged, write_atomic
 from loadlint.engine.pipeline import fix_bytes
-from loadlint.types import Options
+from loadlint.types import Options, Target
 from loadlint.rules import CODES
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -118,7 +118,7 @@ def round_versions(tmp_path_factory, reference) -> dict[str, set[bytes]]:
         write_tree(tree, originals)
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(runner, "FIX_ROUNDS", rounds)
-            check_paths([tree], Overrides(target={"cpus": 4, "gpus": 1}), isolated=True, fix=FixRequest())
+            check_paths([tree], Overrides(target=Target(cpus=4, gpus=1)), isolated=True, fix=FixRequest())
         for rel, data in read_tree(tree).items():
             versions[rel].add(data)
     return versions

@@ -314,13 +314,14 @@ def test_fifo_and_device_are_not_read(cli, tmp_path):
 
 def test_file_removed_during_the_run(tmp_path, monkeypatch):
     from loadlint.api import ProfileCache
+    from loadlint.types import Target
     from loadlint.workspace.config import Overrides, ConfigResolver
     from loadlint.workspace.discover import discover
     from loadlint.run.runner import lint_candidates
 
     for i in range(5):
         (tmp_path / f"m{i}.py").write_bytes(BASIC)
-    resolver = ConfigResolver(Overrides(target={"cpus": 4, "gpus": 1}), isolated=True)
+    resolver = ConfigResolver(Overrides(target=Target(cpus=4, gpus=1)), isolated=True)
 
     def vanishing():
         for candidate in discover([tmp_path], resolver.for_path):
@@ -337,13 +338,14 @@ def test_file_removed_during_the_run(tmp_path, monkeypatch):
 def test_file_made_unreadable_during_the_run(tmp_path, monkeypatch):
     from loadlint import api
     from loadlint.api import ProfileCache
+    from loadlint.types import Target
     from loadlint.workspace.config import Overrides, ConfigResolver
     from loadlint.workspace.discover import discover
     from loadlint.run.runner import lint_candidates
 
     for i in range(3):
         (tmp_path / f"m{i}.py").write_bytes(BASIC)
-    resolver = ConfigResolver(Overrides(target={"cpus": 4, "gpus": 1}), isolated=True)
+    resolver = ConfigResolver(Overrides(target=Target(cpus=4, gpus=1)), isolated=True)
     real_open = os.open
 
     # Permission bits do not stop root, so the refusal is simulated.
