@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from loadlint.facts.batches import batches_on_gpu, one_batch_read
 from loadlint.facts.loaders import LoaderCall
 from loadlint.facts.values import MISSING, Origin
 from loadlint.rules import unimportable_dataset, worker_hazards
@@ -73,6 +74,14 @@ class SynchronousLoading(Rule):
     RandomDataset`): the finding is taken back, and `fix` leaves that
     loader alone.  A class from an installed package keeps the finding.
 
+    Batches built on the GPU get no finding either, since workers cannot
+    build them (CUDA fails in a forked worker): a dataset built with a
+    CUDA `device=` (MONAI transforms such as `EnsureTypeD(device=device)`),
+    a dataset of CUDA tensors, or a `collate_fn` that moves the batch
+    (DLRM's factories, LL202's test).  Nor does a loader only read for one
+    batch (`first(check_loader)`, `next(iter(loader))`): one worker would
+    build it, after its start-up.
+
     Pre-tokenized Hugging Face rows padded into batches stay silent too: a
     `collate_fn` that is a `transformers` data collator
     (`DataCollatorWithPadding(tokenizer)`, `default_data_collator`, ...) or
@@ -122,6 +131,20 @@ class SynchronousLoading(Rule):
     guessed, so the rule stays silent while the target has the measured
     machine's CPUs (and GPUs), and on other hardware it says the
     measurement was made elsewhere.
+
+    Known limitations (still reported; a `noqa` says the choice):
+    - a dataset held in memory that comes from another module through a
+      function's return or a parameter (DeepSpeed-Chat's
+      `create_prompt_dataset`, a `torch.load` of tokenized tensors padded
+      by its own collator; a `TensorDataset` handed to another module's
+      `evaluate(args, model, dataset)`): only this module's helpers and
+      callers are followed;
+    - a loader left at `num_workers=0` on purpose over a dataset that
+      prefetches on its own threads (DLRM's binary datasets with
+      `batch_size=None`), in-memory graphs batched by a custom
+      `collate_fn`, a demo that reads a few batches and stops
+      (`if i == 40: break`), a one-off conversion loop: the page's words
+      hold, and the finding is the user's to decline.
 
     ## Example
     ```python
@@ -174,7 +197,12 @@ class SynchronousLoading(Rule):
             value = call.value("num_workers")
             if value is not MISSING and (type(value) is not int or value != 0):
                 continue
-            if not ctx.loading_pipeline(call):
+            # Batches built on the GPU (CUDA transforms, a collate that moves
+            # them) cannot be built in workers: CUDA fails in a forked one.
+            if not ctx.loading_pipeline(call) or batches_on_gpu(call, ctx.names, ctx.accelerator) is not None:
+                continue
+            # One batch read (``first(loader)``): one worker would build it, after its start-up.
+            if one_batch_read(call, ctx.names, ctx.iteration, ctx.keys_of(call), ctx.statements):
                 continue
             found = call.origin("num_workers")
             what = "`num_workers` is not set" if value is MISSING else "`num_workers=0`" + origin_note(found)
