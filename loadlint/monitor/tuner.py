@@ -365,8 +365,7 @@ class Tuner:
                     return
                 self.phase = "prefetch"
             else:
-                waiting = self.busy is not None and self.busy < WAITING
-                start = max(8, 4 * self.usable) if waiting else self.usable
+                start = max(8, 4 * self.usable) if self._waiting() else self.usable
                 if self._workers(start) is None:
                     self.phase = "prefetch"
                 else:
@@ -376,7 +375,9 @@ class Tuner:
                 return  # the depth is tried on the leader, not on a lucky neighbour
             self.phase = "pin"
             best = self._best()
-            if best is not None and self.configs[best].get("num_workers"):
+            # A deeper queue covers the wait of workers that wait on storage;
+            # CPU-bound workers are bound by the CPUs, whatever the depth.
+            if best is not None and self.configs[best].get("num_workers") and self._waiting():
                 config = dict(self.configs[best], prefetch_factor=4)
                 if config not in self.configs:
                     self._probe(config)
@@ -430,6 +431,9 @@ class Tuner:
                 return True
         return False
 
+    def _waiting(self) -> bool:
+        return self.busy is not None and self.busy < WAITING
+
     def _recheck(self) -> bool:
         """Points measured once near the fastest get a second round before
         the leader is chosen: one pair of short windows on a busy machine
@@ -438,7 +442,10 @@ class Tuner:
         if not scored:
             return False
         top = max(self._ratio(cid) for cid in scored)
-        again = [cid for cid in scored if len(self.pairs[cid]) < 2 and top > 1.0 and self._ratio(cid) * NEAR >= top]
+        # Not the leader itself: the proof gives it rounds of its own.
+        leader = self._best()
+        again = [cid for cid in scored if cid != leader and len(self.pairs[cid]) < 2 and top > 1.0
+                 and self._ratio(cid) * NEAR >= top]
         for cid in again:
             self._probe(self.configs[cid], rounds=1)
         return bool(again)
