@@ -125,8 +125,12 @@ def test_hardware_shows_what_the_fix_evaluates_to_here() -> None:
     assert "LOADER_WORKERS" not in format_profile(HardwareProfile(usable_cpus=8, declared=frozenset({"cpus"})))
 
 
-#: A CPU count with one taken off: the formula again, outside ``hardware.workers``.
-SECOND_COPY = re.compile(r"(cpu_count\(\)|cpus|cpu|per_rank|usable|CPUS|or1)\)?(//[\w.()]+)?-1\b")
+#: A CPU count with one taken off, always or above a size: the formula
+#: again, outside ``hardware.workers``.
+SECOND_COPY = re.compile(
+    r"(cpu_count\(\)|cpus|cpu|per_rank|usable|CPUS|or1)\)?(//[\w.()]+)?-1\b"
+    r"|-\(1if[\w.()]+>[\w.]+else0\)"
+)
 
 
 def code_tokens(path: Path) -> list[tuple[int, str]]:
@@ -151,9 +155,18 @@ def test_no_second_copy_of_the_formula() -> None:
 
 def test_the_copy_detector_finds_copies(tmp_path: Path) -> None:
     for code in ("n = max(1, os.cpu_count() - 1)\n", "w = usable_cpus // ranks - 1\n", "w = cpus - 1\n",
-                 "w = max(1, (getattr(os, 'process_cpu_count', os.cpu_count)() or 1) - 1)\n"):
+                 "w = max(1, (getattr(os, 'process_cpu_count', os.cpu_count)() or 1) - 1)\n",
+                 "w = max(1, n // ranks - (1 if n > 2 else 0))\n",
+                 "w = max(1, profile.usable_cpus - (1 if profile.usable_cpus > SMALL_MACHINE_CPUS else 0))\n"):
         (tmp_path / "m.py").write_text(code)
         texts = [text for _, text in code_tokens(tmp_path / "m.py")]
         assert any(SECOND_COPY.search(text) for text in texts), code
     (tmp_path / "m.py").write_text("message = 'cpus - 1'  # cpus - 1\n")
     assert not any(SECOND_COPY.search(text) for _, text in code_tokens(tmp_path / "m.py"))
+
+
+def test_the_copy_detector_sees_the_formula_in_its_home() -> None:
+    home = PACKAGE / "hardware" / "workers.py"
+    assert [text for _, text in code_tokens(home) if SECOND_COPY.search(text)] == [
+        "returnmax(1,cpus//max(1,ranks)-(1ifcpus>SMALL_MACHINE_CPUSelse0))"
+    ]
