@@ -85,8 +85,10 @@ class SynchronousLoading(Rule):
     Pre-tokenized Hugging Face rows padded into batches stay silent too: a
     `collate_fn` that is a `transformers` data collator
     (`DataCollatorWithPadding(tokenizer)`, `default_data_collator`, ...) or
-    a function that only returns `tokenizer.pad(batch, ...)` (each of them,
-    for a name bound in branches), over a split (`tokenized_datasets["train"]`)
+    a function that only returns `tokenizer.pad(batch, ...)` or a
+    collator called on its argument (once per branch, after statements
+    that choose the padding options and call nothing; each of them, for a
+    name bound in branches), over a split (`tokenized_datasets["train"]`)
     or a `.map(...)` result, in a module that sets no per-item transform
     (`set_transform`, `with_transform`).  A local collate function that only
     stacks and pads (`pad_sequence`, `torch.stack`, also the one a helper
@@ -95,6 +97,11 @@ class SynchronousLoading(Rule):
     passes, as bound where the call runs (`train_data =
     train_data.with_format("torch")` before `get_data_loader(train_data,
     ...)`; a binding under a condition before it keeps the finding).
+    A collate that does anything more, however cheap (shifting the ids
+    into `labels`, `torch.where`, `torch.arange`), keeps the finding: the
+    rule does not weigh the work.  So does a loader a tutorial only
+    demonstrates (`data_iter = iter(loader)`, then `for x, y in loader:
+    pass`): the rule cannot tell it from the loop users copy.
     Measured with `benchmarks/pretokenized.py` (2 CPUs): a batch of 8
     costs 1.6 to 1.9 ms in the training process, and 1 or 2 workers made it
     0.41x to 0.56x as fast (moving each batch back from a worker costs more
