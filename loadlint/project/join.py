@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
-from loadlint.workspace.cache import summary_from_json
+from loadlint.workspace.entries import summary_from_json
 from loadlint.workspace.config import Settings
 from loadlint.workspace.discover import Candidate
 from loadlint.sources.prefilter import passes_prefilter

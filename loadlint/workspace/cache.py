@@ -6,7 +6,7 @@ the hardware profile.  An entry records all of them and is used only when
 every one matches; anything else (a corrupt, truncated or foreign file, an
 entry written by another version) is a miss, and the entry is rewritten.
 Nothing read from the cache is trusted beyond what it is checked against: it
-is JSON, validated field by field, never unpickled.
+is JSON, validated field by field, never unpickled (``workspace.entries``).
 
 Layout::
 
@@ -41,14 +41,15 @@ import stat
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, cast
+from typing import Callable, Iterable
 
 import loadlint
 from loadlint import __version__
 from loadlint.cst.gate import libcst_version
 from loadlint.sources.boundary import project_root
 from loadlint.sources.source import visible
-from loadlint.types import Edit, Finding, Fix, HardwareProfile, Location, Summary
+from loadlint.types import Finding, HardwareProfile, Summary
+from loadlint.workspace.entries import Entry, entry_json, expect, finding_to_json, parse_entry, read_finding
 
 DEFAULT_DIR = ".loadlint_cache"
 
@@ -58,8 +59,6 @@ def default_dir(start: Path | None = None) -> Path:
     in: one per project at its root, wherever inside it loadlint runs."""
     return project_root(start or Path.cwd()) / DEFAULT_DIR
 
-#: Bumped whenever the entry layout changes.
-SCHEMA = 4
 CACHEDIR_TAG = (
     "Signature: 8a477f597d28d172789f06886806bc55\n"
     "# This file is a cache directory tag created by loadlint.\n"
@@ -156,7 +155,7 @@ class Cache:
         except OSError:
             self.misses += 1
             return None
-        entry = _parse_entry(raw, path, fingerprint, digest, self.stamp)
+        entry = parse_entry(raw, path, fingerprint, digest, self.stamp)
         if entry is None:
             self.misses += 1
         return entry
@@ -169,21 +168,8 @@ class Cache:
     ) -> None:
         if not self.writable:
             return
-        payload = {
-            "loadlint": __version__,
-            "schema": SCHEMA,
-            "stamp": self.stamp,
-            "path": os.path.abspath(path),
-            "fingerprint": fingerprint,
-            "digest": digest,
-            "profile": profile,
-            "findings": [_finding_to_json(f) for f in findings],
-            # A string: a warm run whose project findings are cached too
-            # never decodes it.
-            "summary": None if summary is None else json.dumps(summary, separators=(",", ":")),
-            "cells": {str(index): source for index, source in (cells or {}).items()},
-        }
-        self.write(self._name(path, fingerprint), json.dumps(payload, separators=(",", ":")).encode())
+        entry = entry_json(path, fingerprint, digest, self.stamp, profile, findings, summary, cells)
+        self.write(self._name(path, fingerprint), entry)
 
     # -- files the pre-filter turned away --------------------------------
 
@@ -406,11 +392,11 @@ class ProjectCache:
         try:
             raw = self.cache.read(_project_entry(root))
             data = json.loads(raw)
-            _expect(data, dict)
+            expect(data, dict)
             if data.get("key") != key or data.get("stamp") != self.cache.stamp:
                 return None
-            kinds = _expect(data.get("findings"), dict).items()
-            return {kind: {path: [_read_finding(f, path) for f in _expect(items, list)] for path, items in _expect(found, dict).items()}
+            kinds = expect(data.get("findings"), dict).items()
+            return {kind: {path: [read_finding(f, path) for f in expect(items, list)] for path, items in expect(found, dict).items()}
                     for kind, found in kinds}
         except Exception:  # a corrupt or crafted record is a miss, whatever it raises
             return None
@@ -418,43 +404,8 @@ class ProjectCache:
     def store(self, root: str, key: str, findings: dict[str, dict[str, list[Finding]]]) -> None:
         """Remember the findings for this key (never raises)."""
         payload = {"key": key, "stamp": self.cache.stamp, "findings": {
-            kind: {path: [_finding_to_json(f) for f in items] for path, items in found.items()} for kind, found in findings.items()}}
+            kind: {path: [finding_to_json(f) for f in items] for path, items in found.items()} for kind, found in findings.items()}}
         self.cache.write(_project_entry(root), json.dumps(payload, separators=(",", ":")).encode())
-
-
-class Entry:
-    __slots__ = ("profile", "findings", "summary_json", "cells")
-
-    def __init__(
-        self, profile: str | None, findings: list[Finding], summary_json: str | None = None,
-        cells: dict[int, str] | None = None,
-    ) -> None:
-        #: profile_key() of the profile the rules consulted; None when none did.
-        self.profile = profile
-        self.findings = findings
-        #: The module's project summary (``loadlint.facts.summary``) as JSON, when it was parsed.
-        self.summary_json = summary_json
-        #: A notebook's checked cells (index -> source), which its report quotes.
-        self.cells = cells or {}
-
-    @property
-    def summary(self) -> Summary | None:
-        """The summary, decoded (None when absent or not a JSON object)."""
-        return summary_from_json(self.summary_json)
-
-
-def summary_from_json(text: str | None) -> Summary | None:
-    """A summary kept as JSON text, decoded; None when absent or not a JSON object.
-
-    Only its being an object is checked: the entry's stamp says this code
-    wrote it, and project analysis reads it defensively."""
-    if text is None:
-        return None
-    try:
-        decoded = json.loads(text)
-    except Exception:  # nested too deeply (RecursionError) included
-        return None
-    return cast(Summary, decoded) if isinstance(decoded, dict) else None
 
 
 def is_cache_dir(folder: Path) -> bool:
@@ -478,120 +429,3 @@ def clean(folder: Path) -> bool:
         return False
     shutil.rmtree(folder, ignore_errors=True)
     return True
-
-
-# -- JSON ----------------------------------------------------------------
-
-
-def _location(loc: Location) -> list[int]:
-    return [loc.row, loc.column]
-
-
-def _finding_to_json(f: Finding) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "code": f.code,
-        "name": f.name,
-        "message": f.message,
-        "location": _location(f.location),
-        "end_location": _location(f.end_location),
-        "cell": f.cell,
-        "fix": None,
-    }
-    if f.fix_withheld is not None:
-        out["fix_withheld"] = f.fix_withheld
-    if f.fix is not None:
-        out["fix"] = {
-            "applicability": f.fix.applicability,
-            "message": f.fix.message,
-            "edits": [
-                [e.content, e.start, e.end, _location(e.location), _location(e.end_location)] for e in f.fix.edits
-            ],
-        }
-    return out
-
-
-class _Invalid(Exception):
-    pass
-
-
-def _expect(value: Any, kind: type | tuple[type, ...]) -> Any:
-    # bool is an int; a position of ``true`` is as wrong as one of "1".
-    if not isinstance(value, kind) or (isinstance(value, bool) and kind is int):
-        raise _Invalid
-    return value
-
-
-def _read_location(value: Any) -> Location:
-    _expect(value, list)
-    if len(value) != 2:
-        raise _Invalid
-    return Location(_expect(value[0], int), _expect(value[1], int))
-
-
-def _read_finding(raw: Any, path: str) -> Finding:
-    _expect(raw, dict)
-    fix = None
-    raw_fix = raw.get("fix")
-    if raw_fix is not None:
-        _expect(raw_fix, dict)
-        applicability = raw_fix.get("applicability")
-        if applicability not in ("safe", "unsafe"):
-            raise _Invalid
-        edits = []
-        for edit in _expect(raw_fix.get("edits"), list):
-            _expect(edit, list)
-            if len(edit) != 5:
-                raise _Invalid
-            edits.append(
-                Edit(
-                    _expect(edit[0], str),
-                    _expect(edit[1], int),
-                    _expect(edit[2], int),
-                    _read_location(edit[3]),
-                    _read_location(edit[4]),
-                )
-            )
-        fix = Fix(applicability, _expect(raw_fix.get("message"), str), tuple(edits))
-    cell = raw.get("cell")
-    if cell is not None:
-        _expect(cell, int)
-    withheld = raw.get("fix_withheld")
-    if withheld is not None:
-        _expect(withheld, str)
-    return Finding(
-        _expect(raw.get("code"), str),
-        _expect(raw.get("name"), str),
-        _expect(raw.get("message"), str),
-        path,
-        _read_location(raw.get("location")),
-        _read_location(raw.get("end_location")),
-        fix,
-        cell,
-        withheld,
-    )
-
-
-def _parse_entry(raw: bytes, path: str, fingerprint: str, digest: str, stamp: str) -> Entry | None:
-    try:
-        data = json.loads(raw)
-        _expect(data, dict)
-        if (
-            data.get("loadlint") != __version__
-            or data.get("schema") != SCHEMA
-            or data.get("stamp") != stamp
-            or data.get("path") != os.path.abspath(path)
-            or data.get("fingerprint") != fingerprint
-            or data.get("digest") != digest
-        ):
-            return None
-        profile = data.get("profile")
-        if profile is not None:
-            _expect(profile, str)
-        findings = [_read_finding(f, path) for f in _expect(data.get("findings"), list)]
-        summary = data.get("summary")
-        if summary is not None:
-            _expect(summary, str)
-        cells = {int(_expect(k, str)): _expect(v, str) for k, v in _expect(data.get("cells"), dict).items()}
-    except Exception:  # a corrupt or crafted entry is a miss, whatever it raises
-        return None
-    return Entry(profile, findings, summary, cells)
