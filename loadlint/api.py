@@ -3,11 +3,13 @@ server, the flake8 plugin, ``trace``, ``verify`` and ``monitor``) reach the
 analysis.  They import nothing from ``engine``, ``project``, ``rules`` or
 ``facts`` but through here (the rule registry and the DataLoader signature,
 plain data, excepted); pyproject.toml's import contract holds them to it.
-Every function checks or fixes paths and sources, never raising for one
-bad file.
 
-Every file goes through :mod:`loadlint.engine.pipeline`; many files through
-:mod:`loadlint.run.runner`.  libcst's node classes are changed only while a
+A path or a file's bytes goes through :mod:`loadlint.engine.pipeline`, many
+files through :mod:`loadlint.run.runner`, an editor's text through
+:mod:`loadlint.engine.analysis` and :mod:`loadlint.engine.notebook`.  A file
+that cannot be read or parsed is a finding (LL900, LL901) or an error on its
+result, never an exception; ``fix_source`` and ``fix_from_verify`` raise
+only what their docstrings name.  libcst's node classes are changed only while a
 call parses (:mod:`loadlint.cst.slicing`) and only for the calling thread's
 nodes: they are libcst's own again once it returns.  ``LOADLINT_PLAIN_LIBCST=1``
 leaves them alone altogether (:mod:`loadlint.cst.gate`).
