@@ -16,7 +16,8 @@ import pytest
 from loadlint.api import FixRequest
 from loadlint.types import Options
 from loadlint.sources.nbjson import source_spans
-from loadlint.engine.notebook import _Masker, check
+from loadlint.engine.ipython import Masker
+from loadlint.engine.notebook import check
 from loadlint.rules import CODES
 from loadlint.types import HardwareProfile
 
@@ -176,7 +177,7 @@ def test_ipython_syntax_is_masked_and_non_python_cell_magics_are_skipped():
     ],
 )
 def test_masked_lines_keep_line_count_and_come_back(line):
-    masker = _Masker()
+    masker = Masker()
     source = f"import torch\n{line}\nx = 1\n"
     masked = masker.mask(source)
     assert masked is not None
@@ -198,17 +199,17 @@ def test_masked_lines_keep_line_count_and_come_back(line):
     ],
 )
 def test_python_lines_are_not_masked(source):
-    assert _Masker().mask(source) == source
+    assert Masker().mask(source) == source
 
 
 @pytest.mark.parametrize("magic", ["%%bash", "%%writefile x.py", "%%html", "%%sh", "%%script bash", "%%javascript"])
 def test_non_python_cell_magic_skips_the_cell(magic):
-    assert _Masker().mask(f"{magic}\nDataLoader( $x\n") is None
+    assert Masker().mask(f"{magic}\nDataLoader( $x\n") is None
 
 
 @pytest.mark.parametrize("magic", ["%%time", "%%timeit -n 3", "%%capture out", "%%prun"])
 def test_python_cell_magic_keeps_the_body(magic):
-    masked = _Masker().mask(f"{magic}\nloader = DataLoader(ds)\n")
+    masked = Masker().mask(f"{magic}\nloader = DataLoader(ds)\n")
     assert masked is not None and masked.endswith("loader = DataLoader(ds)\n")
 
 
