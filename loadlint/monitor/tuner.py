@@ -111,8 +111,7 @@ class Tuner:
             # The last pass was left early: its loader restarts on the new
             # feed (a reset drops the tasks in flight, as torch's own does).
             self.draining, self.current = None, None
-            if self.window is not None:
-                self.window["last"] = None
+            self._pass_ended()
         self.feed = Feed(sampler_iter)
         if self.written.get("num_workers"):
             self.feed.prime()
@@ -175,6 +174,8 @@ class Tuner:
         (the script's own work, a new pass starting) is not counted."""
         if self.window is not None:
             self.window["last"] = None
+            # A feed stopped early ended with the pass; the new pass's feed runs.
+            self.window["stopped"] = False
 
     # -- windows -----------------------------------------------------------
 
@@ -238,7 +239,10 @@ class Tuner:
             return
         w["n"] += 1
         w["elapsed"] += gap
-        if not self._window_done(w):
+        if w.get("stopped"):
+            if self.feed.outstanding:
+                return  # the batches in flight still arrive, in the window
+        elif self._stop_early(w) or not self._window_done(w):
             return
         rate = w["n"] / w["elapsed"]
         record = {"config": w["config"], "batches": w["n"], "seconds": round(w["elapsed"], 4),
@@ -248,7 +252,10 @@ class Tuner:
         self.windows.append(record)
         self._after_window(record)
         nxt = self.queue[0] if self.state == "tuning" and self.queue else self.final
-        if nxt != self.current_id and isinstance(self.current, Shadow) and self.current.deepens(self.configs[nxt]):
+        if w.get("stopped"):
+            # The workers delivered all they held: whatever comes next starts them again.
+            self._swap()
+        elif nxt != self.current_id and isinstance(self.current, Shadow) and self.current.deepens(self.configs[nxt]):
             # The same workers, deeper: no swap (a shallower depth waits for
             # a swap: torch asserts that the tasks in flight fit it).
             self.runner(nxt)
@@ -268,6 +275,24 @@ class Tuner:
             self.window["last"] = now
         else:
             self.window = None
+
+    def _stop_early(self, w: dict[str, Any]) -> bool:
+        """Workers hold up to prefetch_factor x num_workers batches in flight,
+        which a swap delivers uncounted.  Where those complete the window
+        (whole rounds, and long enough at the rate so far), the feed stops
+        now and the window ends on the last of them: the same work, fewer
+        batches of the run spent on the search."""
+        workers = int(w["workers"])
+        if not workers or not isinstance(self.current, Shadow) or (self.queue and self.queue[0] == w["config"]):
+            return False  # no workers, or the same ones go on: nothing to drain
+        held = len(self.feed.outstanding)
+        total = int(w["n"]) + held
+        least = WINDOW_S if w["config"] == 0 else CANDIDATE_S
+        if not held or total < max(MIN_BATCHES, workers) or total % workers or float(w["elapsed"]) * total / int(w["n"]) < least:
+            return False
+        self.feed.stopping = True
+        w["stopped"] = True
+        return True
 
     @staticmethod
     def _window_done(w: dict[str, Any]) -> bool:
