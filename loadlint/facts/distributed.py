@@ -47,6 +47,7 @@ LIGHTNING_TRAINERS = {"lightning.Trainer", "lightning.pytorch.Trainer", "pytorch
 _MULTIPROCESS_STRATEGIES = ("ddp", "fsdp", "deepspeed")
 _LIGHTNING_BASES = ("LightningModule", "LightningDataModule")
 _LIGHTNING_HOOKS = {"train_dataloader", "val_dataloader", "test_dataloader", "predict_dataloader"}
+_EPOCH_HOOKS = {"train_dataloader", "val_dataloader"}
 
 
 @dataclass(eq=False)
@@ -158,9 +159,12 @@ def lightning_accelerator(node: cst.Call, scope: Scope) -> str | None:
     return None
 
 
-def lightning_hook(names: NameFacts, call: LoaderCall) -> bool:
-    """The loader is returned by a ``*_dataloader`` hook of a Lightning module."""
-    if call.returned_from not in _LIGHTNING_HOOKS or call.class_name is None:
+def lightning_hook(names: NameFacts, call: LoaderCall, every_epoch: bool = False) -> bool:
+    """The loader is returned by a ``*_dataloader`` hook of a Lightning
+    module; with ``every_epoch``, by one that ``fit`` runs every epoch (the
+    train and validation hooks: ``test`` and ``predict`` run theirs once)."""
+    hooks = _EPOCH_HOOKS if every_epoch else _LIGHTNING_HOOKS
+    if call.returned_from not in hooks or call.class_name is None:
         return False
     cls = names.classes.get(call.class_name)
     return cls is not None and any(b.endswith(_LIGHTNING_BASES) for b in cls.bases)

@@ -4,6 +4,7 @@ from typing import Iterator
 
 import libcst as cst
 
+from loadlint.facts.distributed import lightning_hook
 from loadlint.facts.values import MISSING
 from loadlint.rules.base import Context, Report, Rule, Scope
 from loadlint.facts.loaders import LoaderCall
@@ -104,8 +105,9 @@ class NonPersistentWorkers(Rule):
     Checks for `DataLoader` calls with workers and without
     `persistent_workers=True` whose loader is built outside an epoch loop and
     iterated inside one (directly, through `enumerate`/`tqdm`/`zip`, through
-    a function called in the loop, or as the `train_dataloader` hook of a
-    Lightning module, which the Trainer iterates every epoch).
+    a function called in the loop, or as the `train_dataloader` or
+    `val_dataloader` hook of a Lightning module, which `fit` iterates every
+    epoch; the `test_dataloader` and `predict_dataloader` hooks run once).
 
     The known DataLoader subclasses (MONAI's `DataLoader`, PyG's
     `DataLoader` and `DenseDataLoader`: README, Rules) are checked like
@@ -201,7 +203,7 @@ class NonPersistentWorkers(Rule):
             value = call.value("persistent_workers")
             if value is not MISSING and value is not False:
                 continue
-            if not ctx.epoch_uses(call, outlived=True) and not ctx.lightning_hook(call):
+            if not ctx.epoch_uses(call, outlived=True) and not lightning_hook(ctx.names, call, every_epoch=True):
                 continue
             if measured_anywhere(ctx, call):
                 continue  # loadlint verify measured this configuration (its persistence holds on any machine)

@@ -35,6 +35,18 @@ def main(a, b, c, fast):
 
 
 VALID = [
+    # fit runs the train and validation hooks every epoch; test and predict run theirs once.
+    Valid("""
+        import lightning as L
+        from torch.utils.data import DataLoader
+        class Data(L.LightningDataModule):
+            def train_dataloader(self):
+                return DataLoader(self.train, batch_size=32, num_workers=2, persistent_workers=True)
+            def test_dataloader(self):
+                return DataLoader(self.test, batch_size=32, num_workers=2)
+            def predict_dataloader(self):
+                return DataLoader(self.test, batch_size=32, num_workers=2)
+    """),
     # Each loader of the dict is iterated once.
     Valid("""
         from torch.utils.data import DataLoader
