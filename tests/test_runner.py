@@ -309,3 +309,58 @@ def test_fewer_collections_restores_the_callers_pace():
     with pytest.raises(RuntimeError), fewer_collections():
         raise RuntimeError
     assert gc.get_threshold() == before
+
+
+#: Its one finding's fix is unsafe: a safe fix leaves the file as it is.
+SETTLED = """import torch
+from torch.utils.data import DataLoader, IterableDataset
+
+
+class Stream(IterableDataset):
+    def __iter__(self):
+        yield from range(8)
+
+
+def make():
+    return DataLoader(Stream(), batch_size=4, pin_memory=True)
+
+
+for batch in make():
+    batch.to("cuda", non_blocking=True)
+"""
+UNFIXED = TEMPLATE.format(i=1, batch=8, extra="")
+
+
+def test_a_writing_fix_reads_a_file_with_nothing_to_fix_once(tmp_path, monkeypatch):
+    import loadlint.engine.pipeline as pipeline
+    import loadlint.project.join as join
+
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "settled.py").write_text(SETTLED)
+    (root / "train.py").write_text(UNFIXED)
+    parsed: list[tuple[str, bool]] = []
+    summarised: list[str] = []
+    check_bytes, summarise_text = pipeline.check_bytes, join.summarise_text
+
+    def counted_check(data, path, options, fix=None, **kwargs):
+        parsed.append((Path(path).name, fix is not None))
+        return check_bytes(data, path, options, fix, **kwargs)
+
+    def counted_summary(text):
+        summarised.append(text)
+        return summarise_text(text)
+
+    monkeypatch.setattr(pipeline, "check_bytes", counted_check)
+    monkeypatch.setattr(join, "summarise_text", counted_summary)
+    run = runner.lint_candidates(candidates(root), FixRequest(unsafe=False), jobs=1, profiles=profiles())
+    # The check pass reads both files; the fix pass only the one with a fix to apply,
+    # and the project phase takes the other's summary from the check pass.
+    assert parsed[:3] == [("settled.py", False), ("train.py", False), ("train.py", True)]
+    assert ("settled.py", True) not in parsed and SETTLED not in summarised
+    assert (root / "settled.py").read_text() == SETTLED and "num_workers=" in (root / "train.py").read_text()
+    # What the fix reports is what a check right after it says.
+    monkeypatch.undo()
+    after = runner.lint_candidates(candidates(root), None, jobs=1, profiles=profiles())
+    assert [r for r in report(run) if r[2]] == report(after)
+    assert [(Path(path).name, [code for code, *_ in found]) for path, _, found in report(after)] == [("settled.py", ["LL201"])]

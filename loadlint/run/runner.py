@@ -104,12 +104,13 @@ def _fix_rounds(candidates: list[Candidate], request: FixRequest, setup: _Setup)
     withdrawn: dict[str, frozenset[tuple[str, int, int]]] = {}
     read_as: dict[str, tuple[int, int] | None] = {}
     setup = dataclasses.replace(setup, read_as=read_as)
-    checked = _lint_once(candidates, None, setup.quiet(), withdrawn=withdrawn)
+    own: dict[int, FileResult] = {}
+    checked = _lint_once(candidates, None, setup.quiet(), withdrawn=withdrawn, own=own)
     # What check offered: the summary says how many more the fixes made possible.
     offered = sum(1 for f in checked.findings if f.fix and (request.unsafe or f.fix.applicability == "safe"))
     request = dataclasses.replace(request, skip=withdrawn)
     held: dict[str, frozenset[tuple[str, int, int]]] = {}
-    run = _lint_once(candidates, request, setup, withdrawn=held)
+    run = _lint_once(candidates, request, setup, withdrawn=held, reuse=_unfixable(own, request))
     from loadlint.project.fixing import write
 
     # What earlier rounds applied, by path: the last round's results say the rest.
@@ -146,8 +147,13 @@ def _lint_once(
     *,
     project: bool = True,
     withdrawn: dict[str, frozenset[tuple[str, int, int]]] | None = None,
+    own: dict[int, FileResult] | None = None,
+    reuse: dict[int, FileResult] | None = None,
 ) -> Run:
-    """One pass of ``lint_candidates``: per file, then the project."""
+    """One pass of ``lint_candidates``: per file, then the project.
+    ``own`` gets a copy of each file's result before the project phase
+    changes it (by candidate index); ``reuse`` gives results to take as
+    they are, the files not read or parsed again."""
     cache, progress, profiles = setup.cache, setup.progress, setup.profiles
     candidates = list(candidates)
     results: list[FileResult | None] = [None] * len(candidates)
@@ -170,6 +176,9 @@ def _lint_once(
     kept = KeptBytes(KEEP_BYTES, staging) if project and request is None else None
     read = staging.read_resolved if staging is not None else read_resolved
     for index, candidate in enumerate(candidates):
+        if reuse is not None and index in reuse:
+            results[index] = reuse[index]
+            continue
         path = str(candidate.path)
         notebook = path.endswith(".ipynb")
         if away is not None and not notebook and away.still(path):
@@ -229,6 +238,8 @@ def _lint_once(
         from loadlint.project.fixing import stage_fixed
 
         stage_fixed([r for r in results if r is not None], staging)
+    if own is not None:
+        own.update((i, _copied(r)) for i, r in enumerate(results) if r is not None)
     if project:
         from loadlint.project.join import join_project
 
@@ -259,6 +270,24 @@ def fewer_collections() -> Iterator[None]:
         yield
     finally:
         gc.set_threshold(*before)
+
+
+def _copied(result: FileResult) -> FileResult:
+    """A copy the project phase leaves alone: it adds and removes findings and withholds their fixes."""
+    return dataclasses.replace(result, findings=[dataclasses.replace(f) for f in result.findings])
+
+
+def _unfixable(own: dict[int, FileResult], request: FixRequest) -> dict[int, FileResult]:
+    """The check pass's results that fixing would leave as they are: no fix
+    the request applies (as a cache hit is taken), no error, no time-out, not
+    a notebook.  The fix pass takes them instead of parsing their files again,
+    and its project phase their summaries instead of making them again."""
+    return {
+        index: result
+        for index, result in own.items()
+        if result.error is None and not result.path.endswith(".ipynb") and not _has_applicable_fix(result.findings, request)
+        and not any(f.message.startswith(OUT_OF_TIME) for f in result.findings)
+    }
 
 
 def _has_applicable_fix(findings: list[Finding], request: FixRequest) -> bool:
