@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# Every CUDA and NVML path of `loadlint verify` on one NVIDIA GPU, in under
-# five minutes, ending with one summary table:
+# Every CUDA and NVML path of `loadlint verify` and `loadlint monitor` on one
+# NVIDIA GPU, in under ten minutes, ending with one summary table:
 #   1. host-to-device bandwidth, pageable vs pinned, with and without
 #      non_blocking (torch directly), and verify's own pinned/pageable figure;
 #   2. a simulated GPU training step (--step-ms, a spinning kernel) with the
 #      loader as written (0 workers) against the configuration the search
 #      finds, NVML utilisation sampled every 50 ms, --plot with the curves;
 #   3. --in-situ on a small CUDA training script (benchmarks/gpu_train.py),
-#      NVML sampled in the script's own loop, --plot with the curves.
+#      NVML sampled in the script's own loop, --plot with the curves;
+#   4. `loadlint monitor --tune` on the same script: the NVML utilisation
+#      curve, PCIe receive throughput, the pinned/pageable finding of its
+#      copies (LL202) and the tuning, --plot with the curves.
 #
 # Needs Python 3.12 (or 3.10+) with torch (CUDA), nvidia-ml-py, psutil, click,
 # pathspec, matplotlib and libcst; nothing is downloaded. A libcst wheel in
@@ -98,6 +101,11 @@ LOADLINT_VERIFY_EXTRA_ROUNDS=0 timeout 150 "${VERIFY[@]}" benchmarks/gpu_train.p
     -- --items 1024 --rounds 20 \
     > "$OUT/insitu.txt" 2> "$OUT/insitu.err" || { say "--in-situ run failed: $(tail -1 "$OUT/insitu.err")"; status=1; }
 
+# -- 4. loadlint monitor --tune on the CUDA training script -------------------
+timeout 180 "$PY" -m loadlint monitor --tune -o "$OUT/monitor.json" --plot "$OUT/monitor.png" \
+    benchmarks/gpu_train.py -- --items 4096 --rounds 20 --epochs 3 \
+    > "$OUT/monitor.txt" 2> "$OUT/monitor.err" || { say "monitor run failed: $(tail -1 "$OUT/monitor.err")"; status=1; }
+
 # -- summary -------------------------------------------------------------------
 "$PY" - "$OUT" <<'PY' || status=1
 import json, os, sys
@@ -136,7 +144,25 @@ for name, label in (("step.json", "--step-ms 20"), ("insitu.json", "--in-situ"))
     rows.append((label, "verdict", site["verdict"], f"{site.get('speedup') or 0:.2f}x"))
     gpu = rep.get("gpu") or {}
     rows.append((label, "NVML sampling", "every 50 ms" if gpu.get("sampled") else gpu.get("reason", "?"), ""))
-for plot in ("step.png", "insitu.png"):
+rep = load("monitor.json")
+if rep is None:
+    rows.append(("monitor --tune", "no report", "FAILED", ""))
+else:
+    gpu = rep.get("gpu") or {}
+    util = [s[1] for s in gpu.get("samples") or []]
+    rx = [s[2] for s in gpu.get("samples") or [] if s[2] is not None]
+    rows.append(("monitor --tune", "NVML utilisation",
+                 f"{len(util)} samples, mean {sum(util) / len(util):.0f}%" if util else f"FAILED ({gpu.get('reason')})", ""))
+    rows.append(("monitor --tune", "PCIe receive", f"mean {sum(rx) / len(rx):.0f} MB/s" if rx else "-", ""))
+    h2d = (rep.get("summary") or {}).get("h2d") or {}
+    rows.append(("monitor --tune", "host-to-device copies",
+                 f"pageable {h2d.get('pageable_bytes', 0):,} B, pinned {h2d.get('pinned_bytes', 0):,} B", ""))
+    rows.append(("monitor --tune", "findings", ", ".join(sorted({f["code"] for f in rep.get("findings", [])})) or "none", ""))
+    tuning = rep.get("tuning") or {}
+    if tuning:
+        rows.append(("monitor --tune", f"tuned to {tuning['after']['config']}", tuning["verdict"],
+                     f"{tuning.get('speedup') or 0:.2f}x"))
+for plot in ("step.png", "insitu.png", "monitor.png"):
     path = os.path.join(out, plot)
     rows.append(("--plot", plot, f"{os.path.getsize(path)} bytes" if os.path.exists(path) else "MISSING", ""))
 w = [max(len(r[i]) for r in rows) for i in range(4)]
