@@ -13,6 +13,27 @@ VALID = [
         dist.init_process_group("nccl")
         loader = DataLoader(ds, batch_size=8, sampler=DistributedSampler(ds))
     """),
+    # The branch runs in a single process: wav2vec2's transcription.
+    Valid("""
+        import os
+        import torch.distributed as dist
+        from torch.utils.data import DataLoader
+        multi_gpu = int(os.environ.get("WORLD_SIZE", 1)) > 1
+        if multi_gpu:
+            dist.init_process_group("nccl")
+        def transcribe(ds):
+            assert not multi_gpu, "transcription runs on one GPU"
+            return DataLoader(ds, batch_size=8)
+    """),
+    # Each rank loads its own part of the indices (PyG's multi-GPU examples).
+    Valid("""
+        import torch.distributed as dist
+        from torch.utils.data import DataLoader
+        def run(rank, world_size, idx):
+            dist.init_process_group("nccl", rank=rank, world_size=world_size)
+            idx = idx.split(idx.size(0) // world_size)[rank]
+            return DataLoader(idx, batch_size=1024, shuffle=True)
+    """),
     # A conditional sampler is still a sampler.
     Valid("""
         import torch.distributed as dist

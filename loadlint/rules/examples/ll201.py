@@ -26,6 +26,19 @@ def train(buffer):
 
 
 VALID = [
+    # The transforms run on the GPU: workers could not build these batches.
+    Valid("""
+        import monai.transforms as mt
+        from monai.data import CacheDataset, DataLoader
+        transform = mt.Compose([mt.LoadImageD(keys="image"), mt.EnsureTypeD(keys="image", device="cuda:0")])
+        loader = DataLoader(CacheDataset(data=files, transform=transform), batch_size=1)
+    """),
+    # Only one batch is read, to look at it.
+    Valid("""
+        from monai.data import DataLoader, first
+        check_loader = DataLoader(check_ds, batch_size=2)
+        check_data = first(check_loader)
+    """),
     # Set again after the config is made: unknown.
     Valid("""
         from omegaconf import OmegaConf
