@@ -1,8 +1,7 @@
-"""The command line: parse options, call the API, print, choose the exit code.
-
-Exit codes (ruff's): 0 clean or everything fixed, 1 findings remain (or
-``--diff`` has a diff), 2 usage, configuration or internal error.  Errors
-are one line on stderr, never a traceback (set LOADLINT_DEBUG=1 for one).
+"""The command line: the commands and their options; ``check`` and ``fix``
+run in ``frontends.checking``, the exit codes and ``fail`` are in
+``frontends.arguments``.  Errors are one line on stderr, never a traceback
+(set LOADLINT_DEBUG=1 for one).
 """
 
 from __future__ import annotations
@@ -11,19 +10,14 @@ import importlib
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, NoReturn, TextIO, TypeVar
+from typing import Any, Callable, NoReturn, TypeVar
 
 import click
 
 from loadlint import __version__
 from loadlint.sources.source import visible, visible_json, visible_lines
-from loadlint.frontends.checking import CheckOptions, run_paths
-from loadlint.types import HUMAN_FORMATS, FixRequest, Run, Target
-
-if TYPE_CHECKING:
-    from loadlint.workspace.config import ConfigResolver, Settings
-
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+from loadlint.frontends.arguments import EXIT_CLEAN, EXIT_ERROR, fail, parse_targets
+from loadlint.frontends.checking import CheckOptions, run_check
 
 
 class LazyGroup(click.Group):
@@ -56,66 +50,6 @@ class LazyGroup(click.Group):
 
                 return unavailable
         return super().get_command(ctx, name)
-
-
-def _target_error() -> type[Exception]:
-    # Evaluated only while an exception is being handled: a clean run never
-    # pays for importing loadlint.hardware.detect.
-    from loadlint.hardware.detect import TargetError
-
-    return TargetError
-
-
-def fail(message: str, code: int = EXIT_ERROR) -> NoReturn:
-    """Print one error line and exit."""
-    # One line: a path in the message cannot break it or reach the terminal raw.
-    click.echo(f"loadlint: error: {visible(message)}", err=True)
-    sys.exit(code)
-
-
-def _split(values: tuple[str, ...]) -> tuple[str, ...] | None:
-    if not values:
-        return None
-    return tuple(part.strip() for value in values for part in value.split(",") if part.strip())
-
-
-def _parse_targets(values: tuple[str, ...]) -> Target:
-    """The ``--target`` options, a later one's keys over an earlier one's."""
-    target = Target()
-    if not values:
-        return target
-    from loadlint.hardware.detect import parse_target
-
-    for value in values:
-        target = parse_target(value).over(target)
-    return target
-
-
-def _per_file_ignores(values: tuple[str, ...]) -> tuple[tuple[str, tuple[str, ...]], ...] | None:
-    if not values:
-        return None
-    from loadlint.workspace.config import expand
-
-    entries: list[tuple[str, tuple[str, ...]]] = []
-    for value in values:
-        pattern, sep, codes = value.rpartition(":")
-        if not sep or not pattern:
-            raise click.BadParameter(f"expected GLOB:CODES, got {value!r}", param_hint="--per-file-ignores")
-        listed = tuple(c.strip() for c in codes.split(",") if c.strip())
-        # Refused here as the same codes are in pyproject.toml.
-        expand(listed, f"--per-file-ignores {pattern}")
-        entries.append((pattern, listed))
-    return tuple(entries)
-
-
-def _selectors(values: tuple[str, ...], flag: str) -> tuple[str, ...] | None:
-    """A selection option's codes, each checked under the flag it came with."""
-    codes = _split(values)
-    if codes:
-        from loadlint.workspace.config import expand
-
-        expand(codes, flag)
-    return codes
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -187,232 +121,6 @@ def fix_command(**kwargs: Any) -> None:
     sys.exit(run_check(CheckOptions(**kwargs)))
 
 
-def run_check(options: CheckOptions) -> int:
-    """Run ``check``/``fix`` as ``options`` say; the exit code."""
-    from loadlint.workspace.config import ConfigError, Overrides, ConfigResolver, describe
-
-    try:
-        overrides = Overrides(
-            select=_selectors(options.select, "--select"),
-            ignore=_selectors(options.ignore, "--ignore"),
-            extend_select=_selectors(options.extend_select, "--extend-select"),
-            exclude=_split(options.exclude),
-            extend_exclude=_split(options.extend_exclude),
-            respect_gitignore=options.respect_gitignore,
-            unsafe_fixes=options.unsafe_fixes,
-            output_format=options.output_format,
-            target=_parse_targets(options.targets),
-            per_file_ignores=_per_file_ignores(options.per_file_ignores),
-        )
-        resolver = ConfigResolver(overrides, Path(options.config_path) if options.config_path else None, options.isolated)
-        # As in ruff, --stdin-filename alone means "read stdin".
-        paths = list(options.paths) or (["-"] if options.stdin_filename else ["."])
-        if options.stdin_filename and paths != ["-"]:
-            # ruff reads stdin then too, and says which paths it leaves.
-            for path in dict.fromkeys(p for p in paths if p != "-"):
-                click.echo(f"loadlint: warning: ignoring {path} in favour of standard input (--stdin-filename)", err=True)
-            paths = ["-"]
-        if options.show_settings:
-            first = Path(options.stdin_filename if paths == ["-"] and options.stdin_filename else paths[0])
-            click.echo(visible_lines(describe(first, resolver.for_path(first))))
-            return EXIT_CLEAN
-        if options.from_verify:
-            return _fix_from_verify(resolver, options, options.from_verify)
-        if paths == ["-"]:
-            return _check_stdin(resolver, options)
-        for path in paths:
-            if not os.path.lexists(path):
-                fail(f"{path}: no such file or folder")
-        return _check_paths([Path(p) for p in paths], resolver, options)
-    except (ConfigError, _target_error()) as exc:
-        fail(str(exc))
-    except (click.exceptions.Exit, click.ClickException):
-        raise
-    except KeyboardInterrupt:
-        click.echo("loadlint: interrupted", err=True)
-        return 130
-    except Exception as exc:  # one line, not a traceback
-        if os.environ.get("LOADLINT_DEBUG"):
-            raise
-        fail(f"internal error: {type(exc).__name__}: {exc}")
-    return EXIT_ERROR
-
-
-def _check_paths(paths: list[Path], resolver: ConfigResolver, options: CheckOptions) -> int:
-    first = resolver.for_path(paths[0])
-    if options.add_noqa:
-        if options.fixing:
-            fail("--add-noqa cannot be combined with --fix or --diff")
-        return _add_noqa(run_paths(paths, resolver, options, None, "full"))
-    unsafe = options.unsafe_fixes if options.unsafe_fixes is not None else first.unsafe_fixes
-    request = FixRequest(unsafe=unsafe, dry_run=options.diff) if options.fixing else None
-    fmt = options.output_format or first.output_format or "full"
-    _statistics_format(options, fmt)
-    run = run_paths(paths, resolver, options, request, fmt)
-    if run.files == 0:
-        # ruff's warning; "All checks passed!" would claim a check that never ran
-        # (a machine format still gets its empty report).
-        click.echo("loadlint: warning: No Python files found under the given path(s)", err=True)
-        if fmt in HUMAN_FORMATS and not options.statistics:
-            return EXIT_CLEAN
-    return _finish(run, first, options, unsafe=unsafe)
-
-
-#: The formats ``--statistics`` is printed in: its table, or JSON objects.
-STATISTICS_FORMATS = ("full", "concise", "json", "json-lines")
-
-
-def _statistics_format(options: CheckOptions, fmt: str) -> None:
-    """A usage error for ``--statistics`` in a format that has no place for
-    counts (SARIF, annotations, a Code Quality report...): printing the text
-    table there would break the file a CI step reads."""
-    if options.statistics and fmt not in STATISTICS_FORMATS:
-        fail(f"--statistics cannot be written as {fmt}: use --output-format {', '.join(STATISTICS_FORMATS[:-1])} or {STATISTICS_FORMATS[-1]}")
-
-
-def _add_noqa(run: Run) -> int:
-    """Suppress every finding where it is reported; notebooks and files that
-    do not parse are left as they are."""
-    from loadlint.sources.files import read_source, write_fixes
-    from loadlint.api import add_noqa
-    from loadlint.rules import codes_where
-
-    engine = codes_where(engine=True)
-    total = 0
-    for result in run.results:
-        rows: dict[int, set[str]] = {}
-        for finding in result.findings:
-            if finding.cell is None and finding.code not in engine:
-                rows.setdefault(finding.location.row, set()).add(finding.code)
-        if not rows or result.path.endswith(".ipynb"):
-            continue
-        original = read_source(Path(result.path))
-        try:
-            text = original.decode("utf-8")
-        except UnicodeDecodeError:
-            continue
-        new, added, refused = add_noqa(text, rows)
-        for row in refused:
-            # Counted as added, these would still be reported by the next check.
-            codes = ", ".join(sorted(rows[row]))
-            click.echo(f"loadlint: warning: {visible(result.path)}:{row}: no `# noqa` there would suppress {codes}", err=True)
-        if added:
-            error = write_fixes(Path(result.path), original, new.encode("utf-8"))
-            if error is not None:
-                click.echo(f"{visible(result.path)}: error: {visible(error)}", err=True)
-                continue
-            total += added
-    click.echo(f"Added {total} noqa directive{'s' if total != 1 else ''}.")
-    return EXIT_CLEAN
-
-
-def _check_stdin(resolver: ConfigResolver, options: CheckOptions) -> int:
-    from loadlint.workspace.discover import is_force_excluded
-    from loadlint.api import ProfileCache, check_bytes, fix_stdin, options_for
-
-    name = options.stdin_filename or "-"
-    settings = resolver.for_path(Path(name))
-    _statistics_format(options, options.output_format or settings.output_format or "full")
-    if options.force_exclude and options.stdin_filename and is_force_excluded(Path(name), settings):
-        # An excluded file is passed through untouched, with no findings.
-        if options.fix and not options.diff:
-            _write_bytes(sys.stdin.buffer.read())
-        return EXIT_CLEAN
-    data = sys.stdin.buffer.read()
-    file_options = options_for(settings, name, ProfileCache())
-    unsafe = options.unsafe_fixes if options.unsafe_fixes is not None else settings.unsafe_fixes
-    if not options.fixing:
-        return _report(Run.of([check_bytes(data, name, file_options)]), settings, options, unsafe=unsafe)
-    result, out = fix_stdin(data, name, file_options, FixRequest(unsafe=unsafe))
-    run = Run.of([result])
-    if out is None:  # not text: echoed back as it came, the report on stderr
-        if not options.diff:
-            _write_bytes(data)
-        return _report(run, settings, options, unsafe=unsafe, stream=sys.stderr)
-    if options.diff:
-        return _print_diff(run, tally=False)
-    # Whatever happens, an editor piping through us gets its code back.
-    _write_bytes(out)
-    return _report(run, settings, options, unsafe=unsafe, stream=sys.stderr)
-
-
-def _write_bytes(data: bytes) -> None:
-    sys.stdout.buffer.write(data)
-    sys.stdout.flush()
-
-
-def _fix_from_verify(resolver: ConfigResolver, options: CheckOptions, report: str) -> int:
-    from loadlint.api import ReportError, fix_from_verify
-
-    try:
-        run, skipped, first = fix_from_verify(report, options.paths, resolver, dry_run=options.diff)
-    except ReportError as exc:
-        fail(str(exc))
-    for note in skipped:
-        click.echo(f"loadlint: {visible(note)}", err=True)
-    if skipped and first is None:
-        # Nothing confirmed: not a clean run (a contended or refuted report).
-        click.echo(f"loadlint: {visible(report)} has no confirmed configuration: nothing was written", err=True)
-        return EXIT_FINDINGS
-    return _finish(run, first or resolver.for_path(Path(".")), options, unsafe=False)
-
-
-def _finish(run: Run, settings: Settings, options: CheckOptions, *, unsafe: bool) -> int:
-    return _print_diff(run) if options.diff else _report(run, settings, options, unsafe=unsafe)
-
-
-def _print_diff(run: Run, *, tally: bool = True) -> int:
-    """``--diff``: the fixes as one unified diff on stdout; failures (and
-    with ``tally``, how many fixes) on stderr.  Exit 1 when there is a diff
-    or a file could not be fixed."""
-    from loadlint.output.report import diff, unlocked, writable
-
-    text, fixed = diff(run)
-    click.echo(writable(text, sys.stdout), nl=False)
-    for result in run.errors:
-        click.echo(f"{visible(result.path)}: error: {visible(result.error or '')}", err=True)
-    if fixed and tally:
-        later = unlocked(fixed, sum(getattr(r.applied, "later", 0) for r in run.results))
-        click.echo(f"Would fix {fixed} problem{'s' if fixed != 1 else ''}" + (f"; {later}." if later else "."), err=True)
-    return EXIT_FINDINGS if text or run.errors else EXIT_CLEAN
-
-
-def _report(run: Run, settings: Settings, options: CheckOptions, *, unsafe: bool, stream: TextIO | None = None) -> int:
-    from loadlint.output.report import Style, encoded, render, summarize, use_color, writable
-
-    fmt = options.output_format or settings.output_format or "full"
-    summary = summarize(run, unsafe, options.fixing)
-    summary.enabled = settings.codes()
-    stream = stream or sys.stdout
-    style = Style(use_color(options.color, stream) and fmt in HUMAN_FORMATS and not options.output_file)
-    text = render(
-        run, summary, fmt, style, quiet=options.quiet, show_fixes=options.show_fixes, as_statistics=options.statistics
-    )
-    if options.output_file:
-        try:
-            Path(options.output_file).parent.mkdir(parents=True, exist_ok=True)
-            Path(options.output_file).write_bytes(encoded(text))
-        except OSError as exc:
-            fail(f"cannot write {options.output_file}: {exc.strerror or exc}")
-    else:
-        # click strips escape codes from non-TTY streams unless told otherwise,
-        # which would make --color always / FORCE_COLOR useless in CI logs.
-        click.echo(writable(text, stream), nl=False, file=stream, color=style.color)
-    return exit_code(run, options, summary.fixed)
-
-
-def exit_code(run: Run, options: CheckOptions, fixed: int) -> int:
-    """ruff's exit code for a run: 1 when findings remain, a file failed,
-    or (with --exit-non-zero-on-fix) anything was fixed."""
-    if run.errors:
-        return EXIT_FINDINGS if not options.exit_zero else EXIT_CLEAN
-    if options.exit_non_zero_on_fix and fixed:
-        return EXIT_FINDINGS
-    if run.findings and not options.exit_zero:
-        return EXIT_FINDINGS
-    return EXIT_CLEAN
-
-
 @cli.command("hardware")
 @click.option("--json", "as_json", is_flag=True, help="Print the profile as JSON.")
 @click.option("--target", "targets", multiple=True, metavar="SPEC", help="Show this target's figures instead of this machine's.")
@@ -427,7 +135,7 @@ def hardware_command(as_json: bool, targets: tuple[str, ...]) -> None:
 
     try:
         # --target, else the project's [tool.loadlint.target] (what the rules use).
-        target = _parse_targets(targets) or ConfigResolver(Overrides(), None, False).for_path(Path(".")).target
+        target = parse_targets(targets) or ConfigResolver(Overrides(), None, False).for_path(Path(".")).target
         # A declared machine is shown alone: this one's memory says nothing about it.
         profile = target_profile(target) if target else resolve_profile(None)
     except (TargetError, ConfigError) as exc:
@@ -448,7 +156,7 @@ def init_command(targets: tuple[str, ...], force: bool) -> None:
     from loadlint.hardware.target import TargetExists, detected_target, write_target
 
     try:
-        target = _parse_targets(targets) or detected_target()
+        target = parse_targets(targets) or detected_target()
         table = write_target(Path("pyproject.toml"), target, force=force)
     except (TargetError, TargetExists) as exc:
         fail(str(exc))
