@@ -1,8 +1,9 @@
 """The facade: the one way the entry points (the command line, the language
 server, the flake8 plugin, ``trace``, ``verify`` and ``monitor``) reach the
-analysis.  They import nothing from ``engine``, ``project``, ``rules`` or
-``facts`` but through here (the rule registry and the DataLoader signature,
-plain data, excepted); pyproject.toml's import contract holds them to it.
+analysis.  They import nothing from ``run``, ``engine``, ``project``,
+``rules`` or ``facts`` but through here (the rule registry and the
+DataLoader signature, plain data, excepted); pyproject.toml's import
+contract holds them to it.
 
 A path or a file's bytes goes through :mod:`loadlint.engine.pipeline`, many
 files through :mod:`loadlint.run.runner`, an editor's text through

@@ -319,8 +319,10 @@ def test_the_facade_check_sees_a_bypass_and_lets_plain_data_through() -> None:
         Import("loadlint.verify.report", "loadlint.facts.signature", "TUNABLE_DEFAULTS", 4),
         Import("loadlint.frontends.cli", "loadlint.api", "check_paths", 5),
         Import("loadlint.api", "loadlint.engine.analysis", "analyse", 6),
+        Import("loadlint.frontends.checking", "loadlint.run.runner", "lint_candidates", 7),
     ]
     assert facade_bypasses(imports) == [
+        "loadlint/frontends/checking.py:7: loadlint.frontends.checking imports loadlint.run.runner (use loadlint.api)",
         "loadlint/frontends/lsp/documents.py:1: loadlint.frontends.lsp.documents imports loadlint.engine.analysis (use loadlint.api)",
         "loadlint/trace/source.py:2: loadlint.trace.source imports loadlint.facts.loaders (use loadlint.api)",
     ]
