@@ -21,14 +21,15 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
 import libcst as cst
 
 from loadlint.cst.codegen import code_for_node
 from loadlint.facts.cursor import Cursor, Provider
-from loadlint.facts.cli_options import argparse_option, dataclass_fields, keyword_value, parameters, passes, spawned_call
-from loadlint.facts.names import ClassFacts, FunctionFacts, NameFacts
-from loadlint.facts.resolve import MISSING, UNKNOWN, Flow, Namespace, Option, Origin, Point, Scope, evaluate, is_known, origin
+from loadlint.facts.cli_options import parameters, passes, spawned_call
+from loadlint.facts.cli_parsers import FRAMEWORK_ARGUMENTS, Parser, Parsers
+from loadlint.facts.names import NameFacts
+from loadlint.facts.training_args import TrainingArgumentsCall
+from loadlint.facts.resolve import Flow, Namespace, Option, Origin, Point, Scope, evaluate, is_known
 
 _PARSERS = {
     "argparse.ArgumentParser": "argparse",
@@ -38,14 +39,6 @@ _PARSERS = {
 }
 #: Calls that parse the command line into one dataclass instance.
 _DATACLASS_CLI = {"simple_parsing.parse", "tyro.cli"}
-#: Hugging Face's own argument classes: the framework reads them, and their
-#: values on the command line are the user's business (the rules stay silent).
-FRAMEWORK_ARGUMENTS = {
-    "transformers.TrainingArguments",
-    "transformers.Seq2SeqTrainingArguments",
-    "transformers.training_args.TrainingArguments",
-    "transformers.training_args_seq2seq.Seq2SeqTrainingArguments",
-}
 #: Process starts whose target receives ``args=``: ``spawn`` prepends the process index.
 _SPAWN = {"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes"}
 _PROCESS = {"multiprocessing.Process", "torch.multiprocessing.Process", "multiprocessing.process.Process"}
@@ -85,16 +78,6 @@ class CliFacts:
 
 
 @dataclass(eq=False)
-class _Parser:
-    kind: str
-    node: cst.Call
-    scope: Scope
-    options: list[tuple[cst.Call, Scope]] = field(default_factory=list)
-    defaults: list[tuple[cst.Call, Scope]] = field(default_factory=list)
-    dataclasses: list[tuple[cst.Call, Scope]] = field(default_factory=list)
-
-
-@dataclass(eq=False)
 class _Parse:
     """A parse call: ``receiver.method()`` or ``simple_parsing.parse(Cls)``."""
 
@@ -112,13 +95,10 @@ class CliProvider(Provider[CliFacts]):
     def __init__(self, cursor: Cursor, facts: CliFacts) -> None:
         super().__init__(cursor, facts)
         self._names: NameFacts = cursor.names
-        self._parsers: dict[int, _Parser] = {}
-        self._aliases: dict[tuple[int, str], cst.BaseExpression] = {}
-        self._alias_scopes: dict[tuple[int, str], Scope] = {}
+        self.parsers = Parsers(cursor.names, cursor.qualify)
         self._members: list[tuple[str, cst.BaseExpression, cst.Call, Scope]] = []
         self._parses: dict[int, _Parse] = {}
         self._assigns: list[tuple[cst.BaseExpression, cst.BaseExpression, Scope]] = []
-        self._returns: dict[FunctionFacts, list[tuple[cst.BaseExpression, Scope]]] = {}
         self._calls: dict[str, list[tuple[cst.Call, Scope]]] = {}
         #: Attribute (any receiver) or name -> the points where it changes.
         self._changed_attrs: dict[str, list[Point]] = {}
@@ -147,7 +127,7 @@ class CliProvider(Provider[CliFacts]):
         if qualified in FRAMEWORK_ARGUMENTS:
             self._record_training_arguments(node, qualified)
         elif qualified in _PARSERS:
-            self._parsers[id(node)] = _Parser(_PARSERS[qualified], node, cursor.scope)
+            self.parsers.by_call[id(node)] = Parser(_PARSERS[qualified], node, cursor.scope)
         elif qualified in _DATACLASS_CLI:
             self._parses[id(node)] = _Parse(node, cursor.scope, qualified, None)
         elif type(func) is cst.Name:
@@ -167,8 +147,8 @@ class CliProvider(Provider[CliFacts]):
             for target in cursor.pending_targets.get(id(node), ()):
                 place = self._place(target)
                 if place is not None:
-                    self._aliases[(id(place[0]), place[1])] = func.value
-                    self._alias_scopes[(id(place[0]), place[1])] = cursor.scope
+                    self.parsers.aliases[(id(place[0]), place[1])] = func.value
+                    self.parsers.alias_scopes[(id(place[0]), place[1])] = cursor.scope
 
     def _record_training_arguments(self, node: cst.Call, qualified: str) -> None:
         args: dict[str, cst.Arg] = {}
@@ -240,7 +220,7 @@ class CliProvider(Provider[CliFacts]):
     def visit_Return(self, node: cst.Return) -> None:
         fn = self.cursor.function
         if fn is not None and node.value is not None:
-            self._returns.setdefault(fn, []).append((node.value, self.cursor.scope))
+            self.parsers.returns.setdefault(fn, []).append((node.value, self.cursor.scope))
 
     def _assigned(self, target: cst.BaseExpression) -> None:
         # ``args.workers = 8`` anywhere: that option's default is not what runs.
@@ -264,7 +244,7 @@ class CliProvider(Provider[CliFacts]):
         self._module, self._code = module, text
         self.facts.written = set(self._changed_attrs)
         for method, receiver, node, scope in self._members:
-            parser = self._parser_of(receiver, scope, 0)
+            parser = self.parsers.parser_of(receiver, scope, 0)
             if parser is None:
                 continue
             {"add_argument": parser.options, "set_defaults": parser.defaults,
@@ -276,38 +256,6 @@ class CliProvider(Provider[CliFacts]):
         self._flow_intoparameters()
         self._parameter_defaults()
         self._export()
-
-    def _parser_of(self, expr: cst.BaseExpression, scope: Scope, depth: int) -> _Parser | None:
-        """The parser an expression holds: a name bound to one (or to a group
-        or subparser of one), or a local function returning one."""
-        if depth > 8:
-            return None
-        if type(expr) is cst.Call:
-            parser = self._parsers.get(id(expr))
-            if parser is not None:
-                return parser
-            fn = self._local_function(expr, scope)
-            returns = self._returns.get(fn, []) if fn is not None else []
-            if len(returns) == 1:
-                return self._parser_of(returns[0][0], returns[0][1], depth + 1)
-            return None
-        if type(expr) is not cst.Name:
-            return None
-        found = scope.lookup(expr.value)
-        if found is None or len(found[1]) != 1:
-            return None
-        owner, bindings = found
-        alias = self._aliases.get((id(owner), expr.value))
-        if alias is not None:
-            return self._parser_of(alias, self._alias_scopes[(id(owner), expr.value)], depth + 1)
-        value = bindings[0].value
-        return self._parser_of(value, owner, depth + 1) if value is not None else None
-
-    def _local_function(self, call: cst.Call, scope: Scope) -> FunctionFacts | None:
-        if type(call.func) is not cst.Name:
-            return None
-        definition = self._names.definition(call.func.value, scope)
-        return definition if isinstance(definition, FunctionFacts) else None
 
     def _result(self, value: cst.BaseExpression, scope: Scope, depth: int = 0) -> list[Namespace] | None:
         """What an expression evaluates to: one namespace, or the tuple a
@@ -334,94 +282,28 @@ class CliProvider(Provider[CliFacts]):
             return None
         parse = self._parses.get(id(value))
         if parse is None:
-            fn = self._local_function(value, scope)
-            returns = self._returns.get(fn, []) if fn is not None else []
+            fn = self.parsers.local_function(value, scope)
+            returns = self.parsers.returns.get(fn, []) if fn is not None else []
             return self._result(returns[0][0], returns[0][1], depth + 1) if len(returns) == 1 else None
         if parse.receiver is None:
-            return self._made(self._dataclass_result(value, scope))
+            return self._made(self.parsers.dataclass_result(value, scope))
         # Arguments given to the parse call replace the command line.
         if value.args:
             return None
-        parser = self._parser_of(parse.receiver, parse.scope, 0)
+        parser = self.parsers.parser_of(parse.receiver, parse.scope, 0)
         if parser is None:
             return None
         if parse.method == "parse_args_into_dataclasses":
-            return self._made(self._dataclass_namespaces(parser, value))
+            return self._made(self.parsers.dataclass_namespaces(parser, value))
         if parser.kind != "argparse":
             return None
-        ns = self._argparse_namespace(parser)
+        ns = self.parsers.argparse_namespace(parser)
         return self._made([ns] if ns is not None else None)
 
     def _made(self, result: list[Namespace] | None) -> list[Namespace] | None:
         """Namespaces a parse call makes: their reads follow the flow."""
         self._parsed.update(id(ns) for ns in result or ())
         return result
-
-    def _dataclass_result(self, call: cst.Call, scope: Scope) -> list[Namespace] | None:
-        if not call.args or call.args[0].keyword is not None:
-            return None
-        ns = self._dataclass_namespace(call.args[0].value, scope, call)
-        return [ns] if ns is not None else None
-
-    def _dataclass_namespaces(self, parser: _Parser, call: cst.Call) -> list[Namespace] | None:
-        if parser.kind != "dataclasses" or not parser.node.args:
-            return None
-        types = parser.node.args[0].value
-        elements = [e.value for e in types.elements] if isinstance(types, (cst.Tuple, cst.List)) else [types]
-        out = []
-        for element in elements:
-            ns = self._dataclass_namespace(element, parser.scope, call)
-            if ns is None:
-                return None
-            out.append(ns)
-        return out
-
-    def _dataclass_namespace(self, expr: cst.BaseExpression, scope: Scope, call: cst.Call) -> Namespace | None:
-        """The fields of a local dataclass with their defaults; a framework's
-        own arguments class gives an empty namespace (silence)."""
-        qualified = self.cursor.qualify(expr)
-        if qualified in FRAMEWORK_ARGUMENTS:
-            return Namespace()
-        if type(expr) is not cst.Name:
-            return None
-        cls = self._names.definition(expr.value, scope)
-        if not isinstance(cls, ClassFacts):
-            return None
-        ns = Namespace()
-        for klass in reversed(self._names.class_hierarchy(cls)):
-            ns.options.update(dataclass_fields(klass, self._names.module_scope))
-        return ns
-
-    def _argparse_namespace(self, parser: _Parser, depth: int = 0) -> Namespace | None:
-        options: dict[str, Option | Namespace] = {}
-        for element in getattr(keyword_value(parser.node, "parents"), "elements", ()) if depth < 8 else ():  # theirs first
-            parent = self._parser_of(element.value, parser.scope, 0)
-            options.update(getattr(parent and parent.kind == "argparse" and self._argparse_namespace(parent, depth + 1), "options", {}))
-        for node, scope in parser.options:
-            parsed = argparse_option(node, scope)
-            if parsed is None:
-                continue
-            dest, option = parsed
-            # The same dest twice (subparsers) with different defaults: unknown.
-            previous = options.get(dest)
-            if isinstance(previous, Option) and previous.value != option.value:
-                option = Option(UNKNOWN)
-            options[dest] = option
-        for node, scope in parser.defaults:
-            for arg in node.args:
-                if arg.star or arg.keyword is None:
-                    return None
-                key, value = arg.keyword.value, evaluate(arg.value, scope)
-                options[key] = Option(value, Origin(f"with the default `{key}={value!r}`", arg.value))
-        for node, scope in parser.dataclasses:
-            dest_expr = keyword_value(node, "dest")
-            name = evaluate(dest_expr, scope) if dest_expr is not None else None
-            if not node.args or not isinstance(name, str):
-                continue
-            inner = self._dataclass_namespace(node.args[0].value, scope, node)
-            if inner is not None:
-                options[name] = inner
-        return Namespace(options)
 
     def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression, scope: Scope) -> None:
         result = self._result(value, scope)
@@ -457,7 +339,7 @@ class CliProvider(Provider[CliFacts]):
             for fn in self._names.functions:
                 if fn.class_name is not None:
                     continue
-                calls = [(c, s) for c, s in self._calls.get(fn.name, ()) if self._local_function(c, s) is fn]
+                calls = [(c, s) for c, s in self._calls.get(fn.name, ()) if self.parsers.local_function(c, s) is fn]
                 if not calls:
                     continue
                 for index, param in enumerate(fn.params):
@@ -473,7 +355,7 @@ class CliProvider(Provider[CliFacts]):
         """``def build(ds, workers=4)`` that every call in the module leaves
         ``workers`` out of: inside it, ``workers`` is 4."""
         for fn in self._names.functions:
-            calls = [(c, s) for c, s in self._calls.get(fn.name, ()) if self._local_function(c, s) is fn]
+            calls = [(c, s) for c, s in self._calls.get(fn.name, ()) if self.parsers.local_function(c, s) is fn]
             # Only a function the module calls, and never refers to otherwise (the def names it once).
             if fn.class_name is not None or not calls or not any(p.default for p in parameters(fn)):
                 continue
@@ -531,11 +413,11 @@ class CliProvider(Provider[CliFacts]):
             # Another module's read has no point here: any change counts.
             if ns.flow is None or not ns.flow.whole:
                 values.namespaces[name] = {k: v for k, v in _plain(ns).items() if k not in self._changed_attrs}
-        for fn, returns in self._returns.items():
+        for fn, returns in self.parsers.returns.items():
             if fn.nested or fn.class_name is not None or len(returns) != 1:
                 continue
-            parser = self._parser_of(returns[0][0], returns[0][1], 0)
-            built = self._argparse_namespace(parser) if parser is not None and parser.kind == "argparse" else None
+            parser = self.parsers.parser_of(returns[0][0], returns[0][1], 0)
+            built = self.parsers.argparse_namespace(parser) if parser is not None and parser.kind == "argparse" else None
             if built is not None:
                 values.parser_functions[fn.name] = {k: v for k, v in _plain(built).items() if k not in self._changed_attrs}
 
@@ -550,45 +432,3 @@ def _plain(ns: Namespace) -> dict[str, tuple[object, str]]:
         for name, option in ns.options.items()
         if isinstance(option, Option) and is_known(option.value) and option.origin is not None
     }
-
-
-#: The loader settings of Hugging Face's ``TrainingArguments`` (transformers 5.x defaults).
-TRAINING_DEFAULTS: dict[str, object] = {
-    "dataloader_num_workers": 0,
-    "dataloader_pin_memory": True,
-    "dataloader_persistent_workers": False,
-    "dataloader_prefetch_factor": None,
-    "per_device_train_batch_size": 8,
-    "num_train_epochs": 3.0,
-    "max_steps": -1,
-}
-
-
-@dataclass(eq=False)
-class TrainingArgumentsCall:
-    """A ``TrainingArguments(...)`` call: the Trainer builds its loaders from it."""
-
-    node: cst.Call
-    scope: Scope
-    #: The class as written (``TrainingArguments``, ``Seq2SeqTrainingArguments``).
-    name: str
-    args: dict[str, cst.Arg]
-    #: A ``*args`` or ``**kwargs`` may hide any argument.
-    opaque: bool
-
-    def value(self, name: str) -> Any:
-        """The argument's value, MISSING when certainly absent, else UNKNOWN."""
-        arg = self.args.get(name)
-        if arg is not None:
-            return evaluate(arg.value, self.scope)
-        return UNKNOWN if self.opaque else MISSING
-
-    def effective(self, name: str) -> Any:
-        """Like value(), with a missing argument replaced by the framework's default."""
-        value = self.value(name)
-        return TRAINING_DEFAULTS[name] if value is MISSING else value
-
-    def origin(self, name: str) -> Origin | None:
-        """Where the argument's value comes from, when it is an overridable default."""
-        arg = self.args.get(name)
-        return origin(arg.value, self.scope) if arg is not None else None

@@ -8,7 +8,7 @@ from typing import AbstractSet
 import libcst as cst
 
 from loadlint.cst.codegen import code_for_node
-from loadlint.facts.cli_args import TrainingArgumentsCall
+from loadlint.facts.training_args import TrainingArgumentsCall
 from loadlint.facts.datasets import WORKER_METHODS
 from loadlint.facts.alive import AliveGroup
 from loadlint.facts.loaders import LoaderCall
