@@ -196,8 +196,8 @@ def test_a_pass_reporting_no_selected_code_is_skipped(monkeypatch: pytest.Monkey
     import loadlint.project as project_package
 
     calls: list[str] = []
-    real = project_package.gpu_trainers
-    monkeypatch.setattr(project_package, "gpu_trainers", lambda *args: calls.append("ran") or real(*args))
+    real = project_package.trainer_runs
+    monkeypatch.setattr(project_package, "trainer_runs", lambda *args: calls.append("ran") or real(*args))
     folder = PROJECTS / "lightning_gpu"
     monkeypatch.chdir(folder)
 

@@ -31,7 +31,7 @@ from typing import Callable, Iterable
 from loadlint.sources.files import read_source
 from loadlint.workspace.config import is_test_file
 from loadlint.project.flow import Walk
-from loadlint.project.lightning import CODES as LIGHTNING_CODES, gpu_trainers
+from loadlint.project.lightning import trainer_runs
 from loadlint.project.modules import ModuleResolver, project_root
 from loadlint.project.reporter import NOTEBOOK, Reporter
 from loadlint.types import Finding, Flags, Location, Options, Summary
@@ -117,8 +117,7 @@ class Project:
                 report.budget.skip(ref.frame.path, report.budget.stopped(), span)
                 continue
             report.loader(ref)
-        if self.codes is None or self.codes & LIGHTNING_CODES:
-            gpu_trainers(self.summaries, summary_of, self.importers, resolver, flags, report)
+        report.rest(lambda wanted: trainer_runs(self.summaries, summary_of, self.importers, resolver, wanted))
         unfinished = report.unfinished()
         found = report.done()
         result = ProjectResult(found, report.held(), unfinished=unfinished)

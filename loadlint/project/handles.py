@@ -1,31 +1,41 @@
-"""LL014 across modules: a loader with workers whose dataset class, defined
-in another project module, keeps a handle that cannot be pickled (the
-class's module summary names it), reported at the loader."""
+"""Loaders of the run's files whose dataset class another project module
+defines, joined to what that module's summary says of the class (a handle
+``__init__`` keeps), and handed to the rules' project hooks
+(``ProjectContext.imported``); their findings are reported at the loader."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from loadlint.engine.summaries import locate
 from loadlint.engine.suppress import file_suppressions, suppressed_codes
+from loadlint.project import NO_FLAGS
+from loadlint.project.context import Locator, Shared, View
 from loadlint.project.modules import ModuleResolver
-from loadlint.rules import name_of
-from loadlint.types import Finding, Options, Summary
+from loadlint.rules import name_of, project_rules
+from loadlint.rules.project_context import HandleClass, ImportedLoader
+from loadlint.types import Finding, Flags, Options, Summary
 
 
-def _why(context: Any, summary: Summary, options: Options) -> str | None:
-    """Why the loader's workers may start with spawn or forkserver; None
-    when they fork or the context is not known."""
-    if context in ("spawn", "forkserver"):
-        return f'`multiprocessing_context="{context}"`'
-    if context is not None:
-        return None  # "fork", or not a literal
-    from loadlint.rules.shared import spawn_reason  # imports libcst: see ``handles_elsewhere``
-
-    methods = (summary.get("flags") or {}).get("start_methods") or []
-    return spawn_reason(options.profile_factory(), None, frozenset(m for m in methods if isinstance(m, str)))
+def imported_loaders(
+    path: str, summary: Summary, summary_of: Callable[[str], Summary | None], resolver: ModuleResolver
+) -> list[ImportedLoader]:
+    """The loaders of ``path`` whose dataset class is another project module's."""
+    methods = frozenset(m for m in (summary.get("flags") or {}).get("start_methods") or [] if isinstance(m, str))
+    out = []
+    for loader in summary.get("imported_datasets", []):
+        name, workers = loader.get("class"), loader.get("workers")
+        where = resolver.module_file(path, name) if isinstance(name, str) else None
+        if where is None or "." in where[1] or where[0] == path:
+            continue
+        module = summary_of(where[0])
+        kept = module.get("handle_classes", {}).get(where[1]) if module is not None else None
+        handle = HandleClass(*(str(kept.get(k, "")) for k in ("cls", "attr", "what", "written", "error"))) if isinstance(kept, dict) else None
+        context = loader.get("context")
+        out.append(ImportedLoader(path, int(loader.get("at", -1)), workers if type(workers) is int else None,
+                                  context if isinstance(context, str) else None, methods, where[0], handle))
+    return out
 
 
 def handles_elsewhere(
@@ -37,43 +47,34 @@ def handles_elsewhere(
     options: Callable[[str], Options],
 ) -> dict[str, list[Finding]]:
     resolver = ModuleResolver(root)
+
+    def flags(path: str) -> Flags:
+        found = summary_of(path)
+        return found["flags"] if found is not None else NO_FLAGS
+
+    # No hook reads the byte search from here: a word counts as present.
+    shared = Shared(Locator(read_text), flags, lambda word: True, lambda path: options(path).profile())
     out: dict[str, list[Finding]] = {}
     for path in original:
         summary = summaries.get(path)
-        if summary is None or "LL014" not in options(path).select:
+        rules = [rule for rule in project_rules() if rule.code in options(path).select] if summary is not None else []
+        if summary is None or not rules:
             continue
-        found: list[tuple[int, str]] = []
-        for loader in summary.get("imported_datasets", []):
-            name, workers = loader.get("class"), loader.get("workers")
-            if not isinstance(name, str) or type(workers) is not int or workers <= 0:
-                continue
-            where = resolver.module_file(path, name)
-            if where is None or "." in where[1] or where[0] == path:
-                continue
-            module = summary_of(where[0])
-            handle = module.get("handle_classes", {}).get(where[1]) if module is not None else None
-            why = _why(loader.get("context"), summary, options(path)) if isinstance(handle, dict) else None
-            if handle is None or why is None:
-                continue
-            # Imported here: the rules' modules import libcst, which a run
-            # served from the cache (this module is imported by every run) never needs.
-            from loadlint.rules.ll014_unpicklable_dataset_handle import message
-
-            owner = f"{handle['cls']}.__init__` (`{os.path.relpath(where[0])}`)"
-            found.append((int(loader.get("at", -1)), message(owner, handle, "the DataLoader", workers, why)))
+        view = View(shared, imported=imported_loaders(path, summary, summary_of, resolver))
+        found = [(rule.code, report.at, report.message) for rule in rules for report in rule.check_project(view)]
         text = read_text(path) if found else None
         if text is None:
             continue
-        spans = locate(text, [at for at, _ in found])
+        spans = locate(text, [at for _, at, _ in found])
         lines = text.splitlines()
         file_level = file_suppressions(text) if options(path).noqa else set()
-        for at, text_of in found:
+        for code, at, message in found:
             if at not in spans:
                 continue
             start, end = spans[at]
             line = lines[start.row - 1] if start.row <= len(lines) else ""
             codes = (suppressed_codes(line) or set()) if options(path).noqa else set()
-            if {"*", "LL014"} & (set(file_level) | set(codes)):
+            if {"*", code} & (set(file_level) | set(codes)):
                 continue
-            out.setdefault(path, []).append(Finding("LL014", name_of("LL014"), text_of, path, start, end))
+            out.setdefault(path, []).append(Finding(code, name_of(code), message, path, start, end))
     return out

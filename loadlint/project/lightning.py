@@ -1,22 +1,22 @@
-"""LL202 across modules for Lightning: a ``LightningDataModule`` (or a
+"""Lightning across modules: a ``LightningDataModule`` (or a
 ``LightningModule`` with ``*_dataloader`` hooks) whose loaders are built in
-one module, fitted by a GPU Trainer in another.
+one module, run by a GPU Trainer in another (``ProjectContext.trainer_runs``).
 
-The class's module shows no GPU (its own LL202 is silent); the module that
-builds ``Trainer(accelerator="gpu")`` and hands it an instance of the class
-(``trainer.fit(model, datamodule=dm)``) does.  The instance is followed from
+The module that builds ``Trainer(accelerator="gpu")`` and hands it an
+instance of the class (``trainer.fit(model, datamodule=dm)``) is found from
 the class, or from a module-level function that returns one (up to
-``MAX_FACTORIES`` such functions deep), to the runs of that Trainer: only
-a name bound once to the Trainer, and to the instance, counts.
+``MAX_FACTORIES`` such functions deep): only a name bound once to the
+Trainer, and to the instance, counts.  Only the classes a rule wants are
+searched for (a byte search of the project per round).
 """
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator
 
 from loadlint.project.modules import ModuleResolver
-from loadlint.project.reporter import Reporter
-from loadlint.types import Flags, FunctionSummary, LoaderSummary, Summary
+from loadlint.rules.project_context import BuiltLoader, LightningClass, TrainerRun
+from loadlint.types import FunctionSummary, LoaderSummary, Summary
 
 #: Lightning's loader hooks, which its Trainer calls and iterates.
 HOOKS = ("train_dataloader", "val_dataloader", "test_dataloader", "predict_dataloader")
@@ -27,8 +27,6 @@ RUN_HOOKS = {
     "test": ("test_dataloader",),
     "predict": ("predict_dataloader",),
 }
-#: The codes this pass reports: a run selecting none of them skips it.
-CODES = frozenset({"LL202"})
 #: Factories followed from the class to the Trainer's module, at most.
 MAX_FACTORIES = 3
 MODULE = "<module>"
@@ -52,23 +50,19 @@ def hook_loaders(summary: Summary, cls: str, hooks: tuple[str, ...] = HOOKS) -> 
     return out
 
 
-def gpu_trainers(
+def trainer_runs(
     summaries: dict[str, Summary],
     summary_of: Callable[[str], Summary | None],
     importers: Callable[[dict[str, set[str]]], Iterable[str]],
     resolver: ModuleResolver,
-    flags: Callable[[str], Flags],
-    report: Reporter,
-) -> None:
-    """Report LL202 on the hook loaders of Lightning classes that a GPU
-    Trainer in another module is handed."""
+    keep: Callable[[LightningClass], bool],
+) -> Iterator[TrainerRun]:
+    """The runs of GPU Trainers in one module handed an instance of a
+    Lightning class of another that ``keep`` keeps."""
     makers: dict[Maker, Maker] = {}
     for path, summary in summaries.items():
-        own = flags(path)
-        if own.get("cuda") or own.get("cuda_code"):
-            continue  # the file's own LL202 sees its GPU (or its Dataset may return CUDA tensors)
         for cls in summary.get("lightning_classes", []):
-            if any(_unpinned(loader) for loader in hook_loaders(summary, cls)):
+            if keep(LightningClass(path, cls, _built(path, hook_loaders(summary, cls)))):
                 makers[(path, cls)] = (path, cls)
     searched: set[Maker] = set()
     for _ in range(MAX_FACTORIES + 1):
@@ -92,7 +86,7 @@ def gpu_trainers(
                 for callee in run.get("handed", []):
                     maker = made(callee)
                     if maker is not None:
-                        _report(path, run["at"], run["accelerator"], run["method"], maker, makers[maker], summaries, report)
+                        yield from _runs(path, run["at"], run["accelerator"], run["method"], maker, makers[maker], summaries)
             for name, fn in module.get("functions", {}).items():
                 maker = _returned_maker(fn, made) if name != MODULE and "." not in name else None
                 if maker is not None and (path, name) not in makers:
@@ -112,30 +106,16 @@ def _returned_maker(fn: FunctionSummary, made: Callable[[str], Maker | None]) ->
     return made(calls[index]["callee"])
 
 
-def _unpinned(loader: LoaderSummary) -> str | None:
-    values = loader.get("values", {})
-    if "pin_memory" not in values:
-        return "`pin_memory` is not set"
-    return "`pin_memory=False`" if values["pin_memory"].get("value") is False else None
+def _built(path: str, loaders: list[LoaderSummary]) -> list[BuiltLoader]:
+    return [BuiltLoader.of(path, loader) for loader in loaders]
 
 
-def _report(
-    path: str, at: int, accelerator: str, method: str, maker: Maker, cls: Maker, summaries: dict[str, Summary],
-    report: Reporter,
-) -> None:
+def _runs(
+    path: str, at: int, accelerator: str, method: str, maker: Maker, cls: Maker, summaries: dict[str, Summary]
+) -> Iterator[TrainerRun]:
     summary = summaries.get(cls[0])
     if summary is None or cls[0] == path:
         return
-    via = f", made by `{maker[1]}`," if maker != cls else ""
-    for loader in hook_loaders(summary, cls[1], RUN_HOOKS.get(method, ())):
-        what = _unpinned(loader)
-        if what is None:
-            continue
-        message = (
-            f"{what} but batches go to the GPU: copies from pageable memory block and cannot overlap compute; "
-            f"set `pin_memory=True` (`{cls[1]}`{via} is handed to `trainer.{method}` of a Lightning "
-            f"`Trainer(accelerator=\"{accelerator}\")` at {report.place(path, at)}, which moves its batches to the GPU)"
-        )
-        ref = int(loader.get("at", -1))
-        change = None if "pin_memory" in loader.get("kw", {}) else (ref, {"pin_memory": "True"}, "safe", "Set `pin_memory=True`")
-        report.add(cls[0], "LL202", ref, message, change)
+    made = LightningClass(cls[0], cls[1], _built(cls[0], hook_loaders(summary, cls[1])))
+    loaders = _built(cls[0], hook_loaders(summary, cls[1], RUN_HOOKS.get(method, ())))
+    yield TrainerRun(path, at, accelerator, method, made, maker[1] if maker != cls else None, loaders)

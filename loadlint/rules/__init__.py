@@ -96,6 +96,23 @@ def rule_class(code: str) -> type[Rule]:
     return classes[0]
 
 
+#: A rule class's project hook (``Rule.check_project``), as its module writes it.
+_PROJECT_HOOK = re.compile(r"^[ \t]+def check_project\(", re.M)
+
+
+@lru_cache(maxsize=None)
+def project_rules() -> tuple[Rule, ...]:
+    """The rules with a cross-file half, by code: found from their modules'
+    text, so that only those modules are imported (a test checks the text
+    against ``Rule.across_files``)."""
+    found = []
+    for code, entry in CODES.items():
+        data = pkgutil.get_data(__name__, f"{entry.module}.py")
+        if data is not None and _PROJECT_HOOK.search(data.decode("utf-8")):
+            found.append(rule_class(code)())
+    return tuple(found)
+
+
 def all_rules() -> list[type[Rule]]:
     """Every rule class, by code."""
     return [rule_class(code) for code in CODES]

@@ -34,6 +34,7 @@ from loadlint.facts.resolve import dotted_name, evaluate, follow_name
 # exported for their annotations.
 from loadlint.facts.resolve import Scope as Scope
 from loadlint.rules.categories import CategoryName
+from loadlint.rules.project_context import ProjectContext, ProjectReport
 from loadlint.types import HardwareProfile
 
 FixAvailability = Literal["always", "sometimes", "none"]
@@ -293,9 +294,14 @@ class Rule(abc.ABC):
     #: Whether the rule reads the hardware profile (``Context.profile``
     #: raises otherwise; the profile is detected only when a rule reads it).
     needs_hardware: ClassVar[bool] = False
-    #: The project analysis (``loadlint.project``) reports it too, joined
-    #: across files: a ``noqa`` for it is never called unused.
+    #: Derived, never set: the class defines ``check_project``, so the
+    #: project analysis reports it too, joined across files (a ``noqa`` for
+    #: it is then never called unused).
     across_files: ClassVar[bool] = False
+    #: Whether the hook's findings, made as if a file's fix had started
+    #: workers (``ProjectContext.what_if``), withhold that fix; the lowest
+    #: number is asked first, and its first finding is the reason.  0: not asked.
+    project_hazard: ClassVar[int] = 0
     #: Where this rule's reasons go among the worker hazards of LL201's fix
     #: note: crashes first, then wrong data.
     hazard_order: ClassVar[int] = 0
@@ -304,9 +310,19 @@ class Rule(abc.ABC):
     #: (it is applied where its finding was already, never as a consequence).
     implied_fix: ClassVar[bool] = True
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.across_files = cls.check_project is not Rule.check_project
+
     @abc.abstractmethod
     def check(self, ctx: Context) -> Iterator[Report]:
         """Yield a report for each violation in the module."""
+
+    def check_project(self, project: ProjectContext) -> Iterator[ProjectReport]:
+        """The rule's cross-file half: what a single file cannot show, read
+        from the project analysis's joins (``loadlint.rules.project_context``).
+        A rule that defines it is ``across_files``."""
+        return iter(())
 
     def worker_hazards(self, ctx: Context, call: LoaderCall) -> list[str]:
         """Why starting workers at ``call`` would make this rule fire (its

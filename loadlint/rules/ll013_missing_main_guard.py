@@ -7,12 +7,66 @@ import libcst as cst
 from loadlint.facts.names import NameFacts
 from loadlint.facts.toplevel import first_holding, globals_read, is_main_guard, top_statements
 from loadlint.rules.base import Context, FixSpec, Report, Rule
-from loadlint.rules.shared import module_spawn_reason, workers_on
+from loadlint.rules.project_context import Guard, LoaderFlow, ProjectContext, ProjectReport
+from loadlint.rules.shared import module_spawn_reason, spawn_reason, workers_on
 
 
 _GUARD = 'if __name__ == "__main__":'
 _FIX = f"Indent the module-level code that starts the workers under `{_GUARD}`"
 _UNSAFE = " (unsafe: a module that imports this script no longer runs that code)"
+
+
+#: A module body in a use's chain of calls.
+_MODULE = "<module>"
+
+
+def _reached_at_module_level(project: ProjectContext, flow: LoaderFlow) -> Iterator[ProjectReport]:
+    """The unguarded module-level call that reaches a loop over a loader
+    with workers in a function, or the module-level line that starts the
+    workers of a loader built elsewhere."""
+    workers = flow.workers
+    if workers is None or flow.setting("multiprocessing_context").known and (
+        flow.setting("multiprocessing_context").value == "fork"
+    ):
+        return
+    for use in flow.uses:
+        kind = use.kind
+        if kind not in ("iter", "next_iter", "iter_call"):
+            continue
+        chain = use.chain
+        root = chain[0]
+        if root.function != _MODULE or project.notebook(root.path):
+            continue  # a notebook runs as one script: no worker re-imports it (LL012's case)
+        if len(chain) == 1:
+            if use.here or use.guarded:
+                continue  # built here: the file's own check
+            at = use.at
+        else:
+            first = chain[1]
+            if first.site is None or first.site_guarded:
+                continue
+            at = first.site
+        methods = project.module(root.path).start_methods | project.module(flow.built.path).start_methods
+        reason = spawn_reason(project.profile(root.path), None, methods)
+        if reason is None:
+            continue
+        if len(chain) == 1:
+            what = {"iter": "a loop over", "next_iter": "`next(iter(...))` of", "iter_call": "`iter(...)` of"}[kind]
+            message = (
+                f"{what} a loader with {workers} workers (built at {flow.place}) runs at module level "
+                f"without `{_GUARD}`, and its workers may start with spawn or forkserver ({reason}): every "
+                "worker re-imports this script, reaches this line again and fails; move it into a function "
+                f"called under `{_GUARD}`"
+            )
+        else:
+            reached = "`iter(...)` of" if kind == "iter_call" else "a loop over"
+            message = (
+                f"this call reaches {reached} a loader with {workers} workers ({use.place}, in "
+                f"`{use.function}`) without `{_GUARD}`, and its workers may start with "
+                f"spawn or forkserver ({reason}): every worker re-imports this script, runs this call again and "
+                f"fails; call it from a function run under `{_GUARD}`"
+            )
+        yield ProjectReport(root.path, at, message, Guard(at))
 
 
 def guard_fix(body: Sequence[cst.BaseStatement], names: NameFacts, nodes: Sequence[cst.CSTNode]) -> FixSpec | None:
@@ -170,7 +224,6 @@ class MissingMainGuard(Rule):
     code = "LL013"
     name = "missing-main-guard"
     category = "crash"
-    across_files = True
     summary = "a loader with workers iterated at module level without `if __name__ == \"__main__\":` under spawn/forkserver"
     needs_hardware = True
     # Offered everywhere, withheld with its reason where a worker could miss
@@ -178,6 +231,8 @@ class MissingMainGuard(Rule):
     fix_availability = "sometimes"
     # Guarding reshapes the script: only where this finding already is.
     implied_fix = False
+    #: Across files, a fix adding workers would introduce it (asked after LL207).
+    project_hazard = 2
 
     def check(self, ctx: Context) -> Iterator[Report]:
         if ctx.is_notebook:
@@ -228,3 +283,7 @@ class MissingMainGuard(Rule):
         fix = guard_fix(ctx.statements, ctx.names, anchors)
         for node, message in found:
             yield Report(node, message, fix)
+
+    def check_project(self, project: ProjectContext) -> Iterator[ProjectReport]:
+        for flow in project.loaders:
+            yield from _reached_at_module_level(project, flow)

@@ -1,11 +1,13 @@
 from __future__ import annotations
 
+import os
 from typing import Iterator
 
 from loadlint.facts.handles import Handle, stored_handle
 from loadlint.facts.loaders import LoaderCall
 from loadlint.rules.base import Context, Report, Rule
-from loadlint.rules.shared import module_spawn_reason, workers_on
+from loadlint.rules.project_context import ImportedLoader, ProjectContext, ProjectReport
+from loadlint.rules.shared import module_spawn_reason, spawn_reason, workers_on
 
 
 def _spawned_handle(ctx: Context, call: LoaderCall) -> tuple[Handle, str] | None:
@@ -28,6 +30,18 @@ def message(owner: str, handle: dict[str, str], loader: str, workers: object, wh
         f"fails (`TypeError: {handle['error']}`); open it in the worker instead: `self.{attr} = None` in "
         "`__init__`, opened on the first `__getitem__` (or in a `worker_init_fn`)"
     )
+
+
+def _imported_why(project: ProjectContext, loader: ImportedLoader) -> str | None:
+    """Why the workers of a loader whose class is another module's may
+    start with spawn or forkserver; None when they fork or the context is
+    not a literal."""
+    context = loader.context
+    if context in ("spawn", "forkserver"):
+        return f'`multiprocessing_context="{context}"`'
+    if context is not None:
+        return None  # "fork", or not a literal
+    return spawn_reason(project.profile(loader.path), None, loader.start_methods)
 
 
 class UnpicklableDatasetHandle(Rule):
@@ -124,7 +138,6 @@ class UnpicklableDatasetHandle(Rule):
     name = "unpicklable-dataset-handle"
     summary = "a Dataset stores an `lmdb`/`h5py`/file handle opened in `__init__`: workers under spawn/forkserver cannot receive it"
     category = "crash"
-    across_files = True
     needs_hardware = True
     hazard_order = 2
 
@@ -150,3 +163,17 @@ class UnpicklableDatasetHandle(Rule):
             loader = f"`{call.key[1]}`" if call.key is not None else "the DataLoader"
             fields = {"attr": handle.attr, "what": handle.what, "written": handle.written, "error": handle.error}
             yield Report(handle.node, message(f"{handle.cls}.__init__`", fields, loader, call.workers(), why))
+
+    def check_project(self, project: ProjectContext) -> Iterator[ProjectReport]:
+        """A loader with workers whose dataset class, defined in another
+        module, keeps a handle: reported at the loader."""
+        for loader in project.imported:
+            handle = loader.handle
+            if loader.workers is None or loader.workers <= 0 or handle is None:
+                continue
+            why = _imported_why(project, loader)
+            if why is None:
+                continue
+            owner = f"{handle.cls}.__init__` (`{os.path.relpath(loader.module)}`)"
+            fields = {"attr": handle.attr, "what": handle.what, "written": handle.written, "error": handle.error}
+            yield ProjectReport(loader.path, loader.at, message(owner, fields, "the DataLoader", loader.workers, why))

@@ -10,6 +10,40 @@ from loadlint.facts.loaders import LoaderCall
 from loadlint.facts.names import LoopFrame
 from loadlint.facts.arguments import sampler_presence
 from loadlint.rules.base import Context, FixSpec, Report, Rule
+from loadlint.rules.project_context import LoaderFlow, ProjectContext, ProjectReport
+
+
+#: The finding's text; across files, the loader's place and epoch loop follow.
+MESSAGE = (
+    "`DistributedSampler` shuffles with the same seed every epoch: its loader is iterated in an epoch "
+    "loop but `set_epoch` is never called; call `sampler.set_epoch(epoch)` at the start of each epoch"
+)
+
+
+def _iterated_elsewhere(project: ProjectContext, flow: LoaderFlow) -> Iterator[ProjectReport]:
+    """A shuffling sampler whose loader is iterated every epoch in another
+    function, no module on the way calling ``set_epoch``."""
+    sampler = flow.sampler
+    if sampler is None:
+        return
+    shuffle = sampler.shuffle
+    if shuffle.written and not shuffle.is_(True):
+        return  # False, or unknown: silent (as in one file)
+    for use in flow.uses:
+        if use.kind != "iter" or not use.repeated:
+            continue
+        if use.here and sampler.here:
+            continue  # one function: the file's own check
+        modules = use.reached | flow.callers | sampler.callers
+        if any(project.module(m).set_epoch or project.module(m).frameworks for m in modules):
+            return
+        # A module the walk never entered may call it (on a global loader,
+        # through a helper that is not given the loader): stay silent.
+        if project.mentions(b"set_epoch"):
+            return
+        where = f"the loader, built at {flow.place}, is iterated every epoch {use.by}"
+        yield ProjectReport(sampler.path, sampler.at, f"{MESSAGE} ({where})")
+        return
 
 
 def _shuffle_arg(node: cst.Call) -> cst.BaseExpression | None:
@@ -97,7 +131,6 @@ class MissingSetEpoch(Rule):
     code = "LL102"
     name = "missing-set-epoch"
     category = "data-bug"
-    across_files = True
     summary = "`DistributedSampler` without `set_epoch`: every epoch uses the same order"
     fix_availability = "sometimes"
 
@@ -115,12 +148,12 @@ class MissingSetEpoch(Rule):
                 uses = ctx.epoch_uses(call)
                 if not uses:
                     continue
-                message = (
-                    "`DistributedSampler` shuffles with the same seed every epoch: its loader is iterated in an epoch "
-                    "loop but `set_epoch` is never called; call `sampler.set_epoch(epoch)` at the start of each epoch"
-                )
-                yield Report(sampler.node, message, self._fix(sampler, call, presence, uses))
+                yield Report(sampler.node, MESSAGE, self._fix(sampler, call, presence, uses))
                 break
+
+    def check_project(self, project: ProjectContext) -> Iterator[ProjectReport]:
+        for flow in project.loaders:
+            yield from _iterated_elsewhere(project, flow)
 
     @staticmethod
     def _uses(call: LoaderCall, node: cst.Call) -> str | None:

@@ -6,7 +6,73 @@ from loadlint.facts.batches import batches_on_gpu, batches_to_host, index_datase
 from loadlint.facts.loaders import LoaderCall
 from loadlint.facts.values import MISSING
 from loadlint.rules.base import Context, Report, Rule
+from loadlint.rules.project_context import LightningClass, LoaderFlow, ProjectContext, ProjectReport, Setting
 from loadlint.rules.shared import dataset_touches_cuda, origin_note, set_argument_fix
+
+
+def message(what: str, where: str = "") -> str:
+    """The finding's text; ``what``: how the loader leaves pinning off,
+    ``where``: how its batches reach the GPU, across files."""
+    return (
+        f"{what} but batches go to the GPU: copies from pageable memory block and cannot overlap compute; "
+        "set `pin_memory=True`" + (f" ({where})" if where else "")
+    )
+
+
+def _unpinned(pinned: Setting) -> str | None:
+    """How a loader's ``pin_memory`` leaves pinning off, as the message says it."""
+    if not pinned.written:
+        return "`pin_memory` is not set"
+    return "`pin_memory=False`" if pinned.is_(False) else None
+
+
+def _moved_elsewhere(project: ProjectContext, flow: LoaderFlow) -> Iterator[ProjectReport]:
+    """A loader that is not pinned whose batches another module moves to the
+    GPU (where it is built, no CUDA is in sight)."""
+    what = _unpinned(flow.setting("pin_memory"))
+    built = flow.built
+    own = project.module(built.path)
+    # The file's own LL202 sees its CUDA evidence; a module whose code
+    # touches CUDA may hand the loader a Dataset that returns CUDA tensors.
+    if what is None or own.cuda or own.cuda_code:
+        return
+    for use in flow.uses:
+        if use.kind != "transfer" or use.method not in ("cuda", "to"):
+            continue
+        if use.method == "to":
+            kind = use.device
+            if kind is None and project.module(use.path).cuda:
+                kind = "cuda"  # the module's CUDA evidence, as the file's LL202 reads a module
+            if kind not in ("cuda", "accelerator"):
+                continue
+        # A value passed in is the caller's to choose.
+        change = None if "pin_memory" in built.passed else (built.at, {"pin_memory": "True"}, "safe", "Set `pin_memory=True`")
+        yield ProjectReport(built.path, built.at, message(what, f"batches moved to the GPU {use.by}"), change)
+        return
+
+
+def _handed_to_gpu_trainer(project: ProjectContext) -> Iterator[ProjectReport]:
+    """The hook loaders of a Lightning class whose module shows no GPU, when
+    another module hands an instance to a GPU Trainer."""
+
+    def wanted(cls: LightningClass) -> bool:
+        own = project.module(cls.path)
+        # The file's own LL202 sees its GPU (or its Dataset may return CUDA tensors).
+        return not (own.cuda or own.cuda_code) and any(_unpinned(loader.setting("pin_memory")) for loader in cls.loaders)
+
+    for run in project.trainer_runs(wanted):
+        via = f", made by `{run.maker}`," if run.maker is not None else ""
+        for loader in run.loaders:
+            what = _unpinned(loader.setting("pin_memory"))
+            if what is None:
+                continue
+            where = (
+                f"`{run.cls.name}`{via} is handed to `trainer.{run.method}` of a Lightning "
+                f"`Trainer(accelerator=\"{run.accelerator}\")` at {project.place(run.path, run.at)}, which moves its "
+                "batches to the GPU"
+            )
+            change = None if "pin_memory" in loader.passed else (loader.at, {"pin_memory": "True"}, "safe", "Set `pin_memory=True`")
+            yield ProjectReport(loader.path, loader.at, message(what, where), change)
 
 
 def _training_arguments(ctx: Context) -> Iterator[Report]:
@@ -131,7 +197,6 @@ class MissingPinMemory(Rule):
     code = "LL202"
     name = "missing-pin-memory"
     category = "performance"
-    across_files = True
     summary = "batches go to the GPU from pageable memory (`pin_memory` not set)"
     fix_availability = "always"
 
@@ -155,10 +220,13 @@ class MissingPinMemory(Rule):
                 continue
             found = call.origin("pin_memory")
             what = "`pin_memory` is not set" if value is MISSING else "`pin_memory=False`" + origin_note(found)
-            message = (
-                f"{what} but batches go to the GPU: copies from pageable memory block and cannot overlap compute; "
-                "set `pin_memory=True`"
-            )
             fix = set_argument_fix(call.node, "pin_memory", "True", found, "Set `pin_memory=True`")
-            yield Report(call.node, message, fix)
+            yield Report(call.node, message(what), fix)
         yield from _training_arguments(ctx)
+
+    def check_project(self, project: ProjectContext) -> Iterator[ProjectReport]:
+        """Batches moved to the GPU in another module: followed from the
+        loader through the calls, or by a Lightning Trainer."""
+        for flow in project.loaders:
+            yield from _moved_elsewhere(project, flow)
+        yield from _handed_to_gpu_trainer(project)

@@ -7,6 +7,7 @@ import libcst as cst
 from loadlint.facts.distributed import lightning_hook
 from loadlint.facts.values import MISSING
 from loadlint.rules.base import Context, Report, Rule, Scope
+from loadlint.rules.project_context import BuiltLoader, KeywordChange, ProjectContext, ProjectReport
 from loadlint.facts.loaders import LoaderCall
 from loadlint.rules.shared import (
     code_of, measured_anywhere, origin_note, set_argument_fix, too_many_together, workers_on,
@@ -97,6 +98,23 @@ def _persistent_code(ctx: Context, call: LoaderCall) -> str | None:
         return "True" if call.origin("num_workers") is None and _positive(ctx, expr, scope) else None
     count = code_of(expr)
     return f"{count} > 0" if isinstance(expr, _TIGHT) else f"({count}) > 0"
+
+
+def _persistent_change(built: BuiltLoader) -> KeywordChange | None:
+    """Across files: ``persistent_workers=True``, or ``=<param> > 0`` where
+    the worker count is the factory's parameter (another caller may pass
+    0, and persistent workers without workers raise)."""
+    if "persistent_workers" in built.passed:
+        return None  # the caller's to choose
+    param = built.passed.get("num_workers")
+    if isinstance(param, str) and param.isidentifier():
+        code = f"{param} > 0"
+    else:
+        count = built.setting("num_workers")
+        if not (count.cpu_count or count.known and type(count.value) is int and count.value > 0):
+            return None
+        code = "True"
+    return built.at, {"persistent_workers": code}, "safe", f"Set `persistent_workers={code}`"
 
 
 class NonPersistentWorkers(Rule):
@@ -191,7 +209,6 @@ class NonPersistentWorkers(Rule):
     needs_hardware = True  # only to tell whether kept workers would crowd the CPUs
     name = "non-persistent-workers"
     category = "performance"
-    across_files = True
     summary = "workers restarted every epoch (`persistent_workers` not set)"
     fix_availability = "sometimes"
 
@@ -226,3 +243,26 @@ class NonPersistentWorkers(Rule):
                 fix = set_argument_fix(call.node, "persistent_workers", code, found, f"Set `persistent_workers={code}`")
             yield Report(call.node, message, fix)
         yield from _training_arguments(ctx)
+
+    def check_project(self, project: ProjectContext) -> Iterator[ProjectReport]:
+        """A loader with workers iterated every epoch by another function
+        than the one that built it (a fix here is no reason to withhold one:
+        not asked ``what_if``)."""
+        for flow in project.loaders:
+            persistent = flow.setting("persistent_workers")
+            if flow.workers is None or persistent.written and not persistent.is_(False):
+                continue
+            what = "`persistent_workers=False`" if persistent.written else "`persistent_workers` is not set"
+            count = flow.setting("num_workers")
+            # An imported constant says where it comes from, as a factory's values do.
+            note = f" (with {count.note})" if count.note else ""
+            for use in flow.uses:
+                if use.here or not use.repeated or use.kind != "iter":
+                    continue  # the file's own check sees what happens where it is built
+                calls = use.calls
+                message = (
+                    f"{what}: {flow.workers} workers{note} of this loader are started again at every epoch; "
+                    f"set `persistent_workers=True` (iterated every epoch by `{use.function}` ({use.place})"
+                    + (f" {calls})" if calls else ")")
+                )
+                yield ProjectReport(flow.built.path, flow.built.at, message, _persistent_change(flow.built))

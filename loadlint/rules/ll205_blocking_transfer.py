@@ -5,7 +5,26 @@ from typing import Iterator
 from loadlint.facts.accelerator import device_kind
 from loadlint.facts.iteration import plain_copy
 from loadlint.rules.base import CallChange, Context, FixSpec, Report, Rule
+from loadlint.rules.project_context import ProjectContext, ProjectReport
 from loadlint.rules.shared import is_truthy
+
+
+def blocking_copy(method: str | None, non_blocking: bool, plain: bool, device: str | None) -> bool:
+    """A copy of a batch to the GPU that waits for the transfer: without
+    ``non_blocking=True``, with arguments the fix can extend
+    (``facts.iteration.plain_copy``), to CUDA (``.to``'s ``device`` kind;
+    ``.cuda()`` and a CUDA tensor type are copies to it)."""
+    if non_blocking or method == "pin_memory" or not plain:
+        return False
+    return method != "to" or device == "cuda"
+
+
+def message(method: str, where: str = "") -> str:
+    """The finding's text; ``where``: the loader's place, across files."""
+    return (
+        f"`.{method}()` of a pinned batch without `non_blocking=True`: the copy blocks and cannot overlap compute, "
+        "so pinning buys nothing; pass `non_blocking=True`" + (f" ({where})" if where else "")
+    )
 
 
 class BlockingTransfer(Rule):
@@ -57,7 +76,6 @@ class BlockingTransfer(Rule):
     code = "LL205"
     name = "blocking-transfer"
     category = "performance"
-    across_files = True
     summary = "pinned batches copied to the GPU without `non_blocking=True`"
     fix_availability = "always"
 
@@ -70,13 +88,29 @@ class BlockingTransfer(Rule):
                 if transfer.key not in keys or transfer.non_blocking or transfer.method == "pin_memory":
                     continue
                 node = transfer.node
-                if not plain_copy(node, transfer.method):
+                device = device_kind(transfer.device, transfer.scope, ctx.names.imports) if transfer.method == "to" else None
+                if not blocking_copy(transfer.method, False, plain_copy(node, transfer.method), device):
                     continue
-                if transfer.method == "to" and device_kind(transfer.device, transfer.scope, ctx.names.imports) != "cuda":
-                    continue
-                message = (
-                    f"`.{transfer.method}()` of a pinned batch without `non_blocking=True`: the copy blocks and cannot "
-                    "overlap compute, so pinning buys nothing; pass `non_blocking=True`"
-                )
                 fix = FixSpec("safe", "Pass `non_blocking=True`", calls=[CallChange(node, {"non_blocking": "True"})])
-                yield Report(node, message, fix)
+                yield Report(node, message(transfer.method), fix)
+
+    def check_project(self, project: ProjectContext) -> Iterator[ProjectReport]:
+        """The batches of a pinned loader copied in another function (where
+        the loader is passed or returned to), the device followed through
+        the callers' values."""
+        for flow in project.loaders:
+            if not flow.setting("pin_memory").is_(True):
+                continue
+            for use in flow.uses:
+                # In the loader's own function the file's LL205 decides, unless
+                # the device is a parameter: then only its callers know it.
+                passed = use.device_param
+                if use.kind != "transfer" or use.here and passed is None or use.method not in ("cuda", "to"):
+                    continue
+                if not blocking_copy(use.method, use.non_blocking, use.plain, use.device if use.method == "to" else None):
+                    continue
+                where = f"the loader is built at {flow.place}"
+                if passed is not None and use.here:
+                    where = f"{where}; with a CUDA `{passed}`; `{use.function}` {use.calls}"
+                change = (use.at, {"non_blocking": "True"}, "safe", "Pass `non_blocking=True`")
+                yield ProjectReport(use.path, use.at, message(use.method, where), change)

@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from loadlint.rules.base import Context, Report, Rule
+from loadlint.rules.project_context import ProjectContext, ProjectReport
 from loadlint.rules.shared import workers_on
 
 
@@ -48,8 +49,9 @@ class IteratorRecreated(Rule):
     code = "LL207"
     name = "iterator-recreated"
     category = "performance"
-    across_files = True
     summary = "`next(iter(loader))` in a loop restarts the workers each time"
+    #: Across files, a fix adding workers would introduce it: asked first.
+    project_hazard = 1
 
     def check(self, ctx: Context) -> Iterator[Report]:
         for call in ctx.calls:
@@ -64,3 +66,20 @@ class IteratorRecreated(Rule):
                     f"priming all {call.workers()} workers for one batch; create the iterator once before the loop"
                 )
                 yield Report(step.node, message)
+
+    def check_project(self, project: ProjectContext) -> Iterator[ProjectReport]:
+        """``next(iter(...))`` in a loop, of a loader with workers built in
+        another function."""
+        for flow in project.loaders:
+            if flow.workers is None:
+                continue
+            for use in flow.uses:
+                if use.here or not use.repeated or use.kind != "next_iter":
+                    continue  # the file's own check sees what happens where it is built
+                calls = use.calls
+                message = (
+                    f"`next(iter(...))` inside a loop creates a new iterator on every pass, restarting and priming "
+                    f"{flow.workers} workers for one batch; create the iterator once before the loop (the loader is "
+                    f"built at {flow.place}" + (f"; `{use.function}` {calls})" if calls else ")")
+                )
+                yield ProjectReport(use.path, use.at, message)

@@ -1,0 +1,126 @@
+"""A rule's cross-file half is its ``check_project`` hook: the project
+analysis hands it typed views of what it joined and places what it reports."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+from click.testing import CliRunner
+
+import loadlint.project.reporter as reporter
+from loadlint.frontends.cli import cli
+from loadlint.rules.base import Context, Report, Rule
+from loadlint.rules.project_context import ABSENT, BuiltLoader, ProjectContext, ProjectReport, Setting
+
+LOADLINT = Path(__file__).parents[1] / "loadlint"
+TARGET = "cpus=8,gpus=1,memory=64,shm=16,platform=linux,python=3.14"
+
+TRAIN = """\
+from torch.utils.data import DataLoader
+from engine import run
+
+
+def main():
+    run(DataLoader(range(8), num_workers=2))
+    run(DataLoader(range(8)))
+"""
+ENGINE = """\
+def run(loader):
+    for epoch in range(3):
+        for batch in loader:
+            pass
+"""
+
+
+class Recorder(Rule):
+    """Reports where each loader is iterated in another function, and records each call."""
+
+    code, name, category, summary = "LL204", "non-persistent-workers", "performance", "records its calls"
+    project_hazard = 1
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[int, bool]] = []
+
+    def check(self, ctx: Context) -> Iterator[Report]:
+        return iter(())
+
+    def check_project(self, project: ProjectContext) -> Iterator[ProjectReport]:
+        self.calls.append((len(project.loaders), project.what_if))
+        for flow in project.loaders:
+            for use in flow.uses:
+                if not use.here and use.kind == "iter":
+                    pinned = "absent" if not flow.setting("pin_memory").written else "written"
+                    yield ProjectReport(use.path, use.at, f"{flow.workers} workers, pin_memory {pinned}, by {use.function}")
+
+
+def _check(folder: Path) -> str:
+    old = os.getcwd()
+    os.chdir(folder)
+    try:
+        args = ["check", "--isolated", "--no-cache", "--select", "LL204", "--target", TARGET, "--output-format",
+                "concise", "-q", "."]
+        return CliRunner().invoke(cli, args, env={"NO_COLOR": "1"}, catch_exceptions=False).output
+    finally:
+        os.chdir(old)
+
+
+def test_the_hook_gets_each_loader_then_the_rest_and_its_reports_become_findings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "train.py").write_text(TRAIN)
+    (tmp_path / "engine.py").write_text(ENGINE)
+    rule = Recorder()
+    monkeypatch.setattr(reporter, "project_rules", lambda: (rule,))
+    # Both loaders are iterated at the same place: the first report there is kept.
+    assert _check(tmp_path) == "engine.py:3:22: LL204 2 workers, pin_memory absent, by run\n"
+    # One call per loader; the loader without workers once more as if the
+    # fix had added them (the rule is a project hazard); then the rest.
+    assert rule.calls == [(1, False), (1, False), (1, True), (0, False)]
+
+
+def test_a_hook_that_no_file_selects_is_not_asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "train.py").write_text(TRAIN)
+    (tmp_path / "engine.py").write_text(ENGINE)
+    rule = Recorder()
+    rule.code = "LL207"  # not selected: asked only what a fix adding workers would introduce
+    monkeypatch.setattr(reporter, "project_rules", lambda: (rule,))
+    assert _check(tmp_path) == ""
+    assert rule.calls == [(1, True)]
+
+
+def test_a_setting_reads_what_the_summary_says() -> None:
+    assert Setting.of({"value": False}).is_(False) and not Setting.of({"value": 0}).is_(False)
+    assert Setting.of({"param": "workers"}) == Setting(True)  # written, value unknown
+    assert Setting.of({"cpu_count": True, "note": "`config.N` from config.py:1"}) == Setting(
+        True, False, None, True, "`config.N` from config.py:1")
+    assert not ABSENT.written and not ABSENT.is_(None)
+    built = BuiltLoader.of("a.py", {"at": 3, "kw": {"num_workers": "n"}, "values": {"num_workers": {"param": "n"}}, "var": None})
+    assert (built.at, dict(built.passed), built.setting("num_workers"), built.setting("pin_memory")) == (
+        3, {"num_workers": "n"}, Setting(True), ABSENT)
+
+
+#: A phrase of each cross-file rule's message, and the one module that words it.
+MESSAGES = {
+    "of a pinned batch without `non_blocking=True`": "ll205_blocking_transfer.py",
+    "but batches go to the GPU: copies from pageable memory": "ll202_missing_pin_memory.py",
+    "shuffles with the same seed every epoch": "ll102_missing_set_epoch.py",
+    "creates a new iterator on every pass": "ll207_iterator_recreated.py",
+    "are started again at every epoch": "ll204_non_persistent_workers.py",
+    "every worker re-imports this script": "ll013_missing_main_guard.py",
+    "stores {handle['what']} on the dataset": "ll014_unpicklable_dataset_handle.py",
+}
+
+
+@pytest.mark.parametrize("phrase", sorted(MESSAGES))
+def test_each_message_is_written_once_in_its_rules_module(phrase: str) -> None:
+    # The examples quote the messages they expect: not where they are written.
+    found = sorted(
+        path.name for path in LOADLINT.rglob("*.py")
+        if "examples" not in path.parts and phrase in path.read_text(encoding="utf-8")
+    )
+    assert found == [MESSAGES[phrase]]
