@@ -142,8 +142,13 @@ class MissingPinMemory(Rule):
       module pins: a choice made for that loader (a validation loader).
 
     Still reported, by design: a `Dataset` class whose items are strings
-    (the rule cannot see what `__getitem__` returns), and a loader peeked
-    at *and* passed on or iterated elsewhere.  Signs include a
+    (the rule cannot see what `__getitem__` returns), a loader peeked
+    at *and* passed on or iterated elsewhere, and batches of a class
+    without a `pin_memory()` method (DETR's `NestedTensor`, built by its
+    `collate_fn`): the pin thread leaves such an object as it is, so
+    `pin_memory=True` pins only the plain tensors beside it; define
+    `pin_memory()` on the class (returning it with its tensors pinned)
+    for the images to be pinned too.  Signs include a
     `--device` option that defaults to `"cuda"`, a CUDA device passed as
     `device=` to a call (`main(device="cpu" if no_cuda else "cuda:0")`), `DistributedDataParallel`
     with `device_ids`, accelerate's `accelerator.device` and Lightning's
