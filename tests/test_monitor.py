@@ -20,6 +20,7 @@ from loadlint.monitor.instrument import LoaderLog, Monitor, copy_hook
 from loadlint.monitor.sampling import Nvml, Sampler
 from loadlint.monitor import runners
 from loadlint.monitor.tuner import WAITING, Feed, Tuner
+from loadlint.monitor.windows import amortized, window_done
 from loadlint.monitor.watch import make_hf_callback, make_lightning_callback
 
 REPO = Path(__file__).resolve().parents[1]
@@ -192,7 +193,7 @@ def test_windows_count_whole_rounds_of_the_workers(phase: int) -> None:
     for gap in gaps:
         w["n"] += 1
         w["elapsed"] += gap
-        if Tuner._window_done(w):
+        if window_done(w):
             break
     assert w["n"] == 24  # 0.1 s at least: three rounds
     assert w["n"] / w["elapsed"] == pytest.approx(8 / (7 * 0.0003 + 0.046))
@@ -205,9 +206,18 @@ def test_workers_past_the_cpus_are_counted_in_whole_turns() -> None:
     for gap in [0.0002, 0.2] * 4:
         w["n"] += 1
         w["elapsed"] += gap
-        if Tuner._window_done(w):
+        if window_done(w):
             break
     assert w["n"] == 4 and w["n"] / w["elapsed"] == pytest.approx(4 / 0.4004)
+
+
+def test_a_workers_start_is_paid_over_the_horizon() -> None:
+    # 32 workers at 200 batches/s: a round of 32 batches takes 0.16 s; the
+    # first batch came 2.16 s after the start, so 2 s are lost.
+    assert amortized(2.16, 32, 200.0, 400) == pytest.approx(2.0 / 4.0)  # 400 batches: 2 s of loading
+    assert amortized(2.16, 32, 200.0, 40_000) == pytest.approx(200 / 202)  # a long run hardly pays it
+    assert amortized(0.1, 32, 200.0, 400) == 1.0  # no slower than the steady rate: nothing lost
+    assert amortized(1.0, 0, 0.0, 400) == 1.0
 
 
 def test_steady_windows_end_on_time() -> None:
@@ -215,7 +225,7 @@ def test_steady_windows_end_on_time() -> None:
     for i in range(100):
         w["n"] += 1
         w["elapsed"] += 0.05
-        if Tuner._window_done(w):
+        if window_done(w):
             break
     assert w["n"] == 5
 
@@ -405,7 +415,7 @@ def test_the_static_core_can_import_without_the_monitor() -> None:
     assert proc.stdout == "False\n"
 
 
-def _drive(rate_of: Any, usable: int = 2, busy: float = 0.02, copies: bool = False) -> Tuner:
+def _drive(rate_of: Any, usable: int = 2, busy: float = 0.02, copies: bool = False, on_plan: Any = None) -> Tuner:
     """The tuner's search on a model of the loop's rate per configuration."""
     monitor = Monitor()
     if copies:
@@ -420,6 +430,8 @@ def _drive(rate_of: Any, usable: int = 2, busy: float = 0.02, copies: bool = Fal
         for i in range(0, len(rounds), 2):
             cid = rounds[i] or rounds[i + 1]
             tuner.pairs.setdefault(cid, []).append((rate_of(tuner.written), rate_of(tuner.configs[cid])))
+        if on_plan is not None:
+            on_plan(tuner)
         tuner._plan()
     return tuner
 
@@ -463,6 +475,27 @@ def test_an_unlucky_first_round_of_a_cheaper_point_is_measured_again() -> None:
     assert tuner.decision.verdict == "confirmed"
     # CPU-bound workers are bound by the CPUs: no deeper prefetch is tried.
     assert not any(c.get("prefetch_factor") == 4 for c in tuner.configs)
+
+
+def test_many_workers_that_start_slowly_lose_to_fewer() -> None:
+    # 32 workers measure 3 % faster than 16 between windows, but their start
+    # takes 3 s (1.3 s for 16): over the run so far (800 batches), 16 lead.
+    def drive_with_starts(tuner: Tuner) -> None:
+        tuner.log.batches = 800
+        for cid, config in enumerate(tuner.configs):
+            nw = config.get("num_workers") or 0
+            if nw and cid not in tuner.first_batch:
+                tuner.first_batch[cid] = {8: 0.8, 16: 1.3, 32: 3.0}.get(nw, 1.0)
+                tuner.windows.append({"config": cid, "batches_per_s": rate(config)})
+
+    def rate(config: dict[str, Any]) -> float:
+        return 18.0 * min(config.get("num_workers") or 1, 16) * (1.03 if config.get("num_workers") == 32 else 1.0)
+
+    tuner = _drive(rate, on_plan=drive_with_starts)
+    assert sorted(tuner.probed) == [8, 12, 16, 32]  # 12: between the leader and the slower 8
+    assert tuner.configs[tuner.final]["num_workers"] == 16
+    thirty_two = tuner.probed[32]
+    assert tuner._ratio(thirty_two) < tuner._ratio(tuner.probed[16]) < 16.0
 
 
 def test_pinned_memory_is_tried_only_where_pageable_copies_to_a_gpu_follow() -> None:

@@ -66,6 +66,23 @@ class Feed:
         self.outstanding.clear()
 
 
+class TunedIter:
+    """The iterator a tuned pass hands to the loop: each batch from the tuner."""
+
+    def __init__(self, tuner: Any) -> None:
+        self.tuner = tuner
+        self.iterator_name = tuner.written_runner_name
+
+    def __iter__(self) -> "TunedIter":
+        return self
+
+    def __len__(self) -> int:
+        return len(self.tuner.loader)
+
+    def __next__(self) -> Any:
+        return self.tuner.next_batch()
+
+
 class FeedSampler:
     """The private loaders' batch sampler: the current pass's feed."""
 

@@ -24,15 +24,10 @@ from collections import deque
 from typing import Any
 
 from loadlint.monitor.instrument import CONFIG_KEYS, MULTI, SINGLE, LoaderLog, Monitor, config_text
-from loadlint.monitor.runners import END, Feed, InProcess, Shadow
+from loadlint.monitor.runners import END, Feed, InProcess, Shadow, TunedIter
+from loadlint.monitor.windows import CANDIDATE_S, MIN_BATCHES, WINDOW_S, amortized, window_done
 from loadlint.verify import measure
 
-#: A window lasts at least this many batches and this long.
-WINDOW_S = 0.25
-MIN_BATCHES = 2
-#: A candidate's window: candidates are fast where it matters, and a short
-#: run must not spend its batches on the search.
-CANDIDATE_S = 0.1
 #: A point measured once within this factor of the fastest gets a second
 #: round before the leader is chosen.
 NEAR = 1.25
@@ -49,21 +44,6 @@ MAX_WORKERS = 64
 RISE = 1.05
 #: A loader whose loading keeps less of a CPU busy than this waits (I/O).
 WAITING = 0.5
-class TunedIter:
-    def __init__(self, tuner: "Tuner") -> None:
-        self.tuner = tuner
-        self.iterator_name = tuner.written_runner_name
-
-    def __iter__(self) -> "TunedIter":
-        return self
-
-    def __len__(self) -> int:
-        return len(self.tuner.loader)
-
-    def __next__(self) -> Any:
-        return self.tuner.next_batch()
-
-
 class Tuner:
     def __init__(self, torch: Any, monitor: Monitor, loader: Any, log: LoaderLog, usable: int) -> None:
         self.torch, self.monitor, self.loader, self.log = torch, monitor, loader, log
@@ -94,6 +74,9 @@ class Tuner:
         self.tuned_at: float | None = None
         self.started_at = monitor.clock()
         self.pending_round: list[int] = []
+        #: Seconds from a fresh start of a configuration's workers to its first batch.
+        self.first_batch: dict[int, float] = {}
+        self.starting: tuple[int, float] | None = None
 
     # -- the passes ------------------------------------------------------
 
@@ -135,6 +118,10 @@ class Tuner:
                 continue
             if self.fetching is self.draining:
                 return got  # a swap's leftovers belong to no window
+            if self.starting is not None and self.fetching is self.current:
+                cid, began = self.starting
+                self.first_batch.setdefault(cid, time.perf_counter() - began)
+                self.starting = None
             try:
                 self._count()
             except Exception as exc:
@@ -214,7 +201,9 @@ class Tuner:
                 runner.close()
         self.current_id = cid
         self.current = self.runner(cid)
+        began = time.perf_counter()
         self.current.start()
+        self.starting = (cid, began) if isinstance(self.current, Shadow) and self.current.fresh else None
         if self.state == "tuning" and self.window is None:
             self.window = self._new_window(cid)
         if self.window is not None:
@@ -242,7 +231,7 @@ class Tuner:
         if w.get("stopped"):
             if self.feed.outstanding:
                 return  # the batches in flight still arrive, in the window
-        elif self._stop_early(w) or not self._window_done(w):
+        elif self._stop_early(w) or not window_done(w):
             return
         rate = w["n"] / w["elapsed"]
         record = {"config": w["config"], "batches": w["n"], "seconds": round(w["elapsed"], 4),
@@ -294,18 +283,6 @@ class Tuner:
         w["stopped"] = True
         return True
 
-    @staticmethod
-    def _window_done(w: dict[str, Any]) -> bool:
-        """In order, batch k comes from worker k mod num_workers, so the
-        arrivals repeat every num_workers batches: workers waiting on the same
-        storage deliver in bursts, workers past the CPUs in turns.  A window
-        counts whole rounds of its workers; part of one would put it inside
-        a burst (too fast) or across a gap (too slow)."""
-        least = WINDOW_S if w["config"] == 0 else CANDIDATE_S
-        rounds = max(1, int(w["workers"]))
-        n = int(w["n"])
-        return n >= max(MIN_BATCHES, rounds) and n % rounds == 0 and float(w["elapsed"]) >= least
-
     def _swap(self) -> None:
         outgoing, self.current, self.window = self.current, None, None
         if self.state == "tuning" and self.queue:
@@ -331,10 +308,33 @@ class Tuner:
             self._plan()
 
     def _ratio(self, cid: int) -> float:
+        """The median paired ratio to the configuration as written, over a
+        horizon that pays the workers' start."""
         if cid == 0:
             return 1.0
         pairs = self.pairs.get(cid) or []
-        return measure.median([b / a for a, b in pairs if a > 0]) if pairs else 0.0
+        return measure.median([b / a for a, b in pairs if a > 0]) * self._amortized(cid) if pairs else 0.0
+
+    def _start_seconds(self, cid: int) -> float | None:
+        """Time to the first batch of a fresh start; a deeper prefetch on the
+        same workers has the start of the configuration that started them."""
+        config = self.configs[cid]
+        same = [c for c in self.first_batch if self.configs[c].get("num_workers") == config.get("num_workers")
+                and bool(self.configs[c].get("pin_memory")) == bool(config.get("pin_memory"))]
+        return self.first_batch.get(cid, self.first_batch[same[0]] if same else None)
+
+    def _amortized(self, cid: int) -> float:
+        """Its workers' start, paid again by every run that applies it, over
+        a pass or the run so far when longer (the rest is not known)."""
+        took = self._start_seconds(cid)
+        rates = [w["batches_per_s"] for w in self.windows if w["config"] == cid]
+        if took is None or not rates:
+            return 1.0
+        try:
+            per_pass = len(self.loader)
+        except TypeError:
+            per_pass = 0
+        return amortized(took, int(self.configs[cid].get("num_workers") or 0), measure.median(rates), max(per_pass, self.log.batches))
 
     def _probe(self, config: dict[str, Any], rounds: int = PROBE_ROUNDS) -> int | None:
         config = {**self.written, **config}
@@ -573,7 +573,12 @@ class Tuner:
             "started_at_s": round(self.started_at, 3),
             "state": self.state,
             "points": [{"config": self.configs[cid], "ratios": [round(b / a, 3) for a, b in pairs if a > 0],
-                        "ratio": round(self._ratio(cid), 3)} for cid, pairs in sorted(self.pairs.items())],
+                        "ratio": round(self._ratio(cid), 3), "start_s": _round(self._start_seconds(cid))}
+                       for cid, pairs in sorted(self.pairs.items())],
             "windows": self.windows,
             "failed": self.failed,
         }
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
