@@ -236,6 +236,25 @@ def test_a_fix_adding_workers_that_would_crash_elsewhere_is_withheld(tmp_path: P
     assert "LL013" not in run(folder, "check", "--no-cache")[0]
 
 
+def test_workers_are_not_added_where_another_modules_dataset_keeps_a_handle(tmp_path: Path) -> None:
+    import json
+
+    folder = copy_of("handle_elsewhere", tmp_path)
+    checked, _ = run(folder, "check", "--no-cache", "--output-format", "json")
+    ll201 = {f["location"]["row"]: f for f in json.loads(checked) if f["code"] == "LL201"}
+    assert ll201[10]["fix"] is None
+    assert ll201[10]["fix_withheld"] == (
+        "no fix: `Frames` (`frames.py`) holds an `lmdb` environment that spawned workers cannot receive "
+        "(Python 3.14 on Linux starts workers with forkserver); open it in the worker first (LL014)"
+    )
+    assert ll201[11]["fix"] is not None
+    run(folder, "fix", "--no-cache")
+    train = (folder / "train.py").read_text()
+    assert "DataLoader(Frames(path), batch_size=8, pin_memory=True)" in train
+    assert "DataLoader(Images(paths), batch_size=8, pin_memory=True, num_workers=7, persistent_workers=True)" in train
+    assert "LL014" not in run(folder, "check", "--no-cache")[0]
+
+
 def test_a_project_fix_is_not_written_to_a_file_changed_since(tmp_path: Path) -> None:
     from loadlint.api import check_paths
     from loadlint.workspace.config import Overrides

@@ -1,19 +1,21 @@
 """Loaders of the run's files whose dataset class another project module
 defines, joined to what that module's summary says of the class (a handle
 ``__init__`` keeps), and handed to the rules' project hooks
-(``ProjectContext.imported``); their findings are reported at the loader."""
+(``ProjectContext.imported``); their findings are reported at the loader,
+and LL201's fix is withheld where the workers it starts would make a
+worker-hazard rule fire (``Rule.imported_worker_hazards``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from loadlint.engine.summaries import locate
 from loadlint.engine.suppress import file_suppressions, suppressed_codes
 from loadlint.project import NO_FLAGS
 from loadlint.project.context import Locator, Shared, View
 from loadlint.project.modules import ModuleResolver
-from loadlint.rules import name_of, project_rules
+from loadlint.rules import hazard_rules, name_of, project_rules
 from loadlint.rules.project_context import HandleClass, ImportedLoader
 from loadlint.types import Finding, Flags, Options, Summary
 
@@ -38,6 +40,15 @@ def imported_loaders(
     return out
 
 
+class Elsewhere(NamedTuple):
+    """What another module's dataset class means for the run's files."""
+
+    #: The project hooks' findings, by path.
+    found: dict[str, list[Finding]]
+    #: LL201 findings whose fix is withheld, the reason on each, by path.
+    held: dict[str, list[Finding]]
+
+
 def handles_elsewhere(
     root: Path,
     summaries: dict[str, Summary],
@@ -45,7 +56,7 @@ def handles_elsewhere(
     read_text: Callable[[str], str | None],
     original: dict[str, int],
     options: Callable[[str], Options],
-) -> dict[str, list[Finding]]:
+) -> Elsewhere:
     resolver = ModuleResolver(root)
 
     def flags(path: str) -> Flags:
@@ -54,18 +65,27 @@ def handles_elsewhere(
 
     # No hook reads the byte search from here: a word counts as present.
     shared = Shared(Locator(read_text), flags, lambda word: True, lambda path: options(path).profile())
-    out: dict[str, list[Finding]] = {}
+    out = Elsewhere({}, {})
     for path in original:
         summary = summaries.get(path)
-        rules = [rule for rule in project_rules() if rule.code in options(path).select] if summary is not None else []
-        if summary is None or not rules:
+        select = options(path).select if summary is not None else frozenset()
+        rules = [rule for rule in project_rules() if rule.code in select]
+        if summary is None or not (rules or "LL201" in select and summary.get("imported_datasets")):
             continue
         view = View(shared, imported=imported_loaders(path, summary, summary_of, resolver))
         found = [(rule.code, report.at, report.message) for rule in rules for report in rule.check_project(view)]
-        text = read_text(path) if found else None
+        # Every hazard counts, selected or not: the fix would crash the run all the same.
+        hazards = [(report.at, report.message) for rule in hazard_rules() for report in rule.imported_worker_hazards(view)
+                   ] if "LL201" in select else []
+        text = read_text(path) if found or hazards else None
         if text is None:
             continue
-        spans = locate(text, [at for _, at, _ in found])
+        spans = locate(text, [at for _, at, _ in found] + [at for at, _ in hazards])
+        for at, reason in hazards:
+            if at in spans:
+                out.held.setdefault(path, []).append(
+                    Finding("LL201", name_of("LL201"), "", path, *spans[at], fix_withheld=reason)
+                )
         lines = text.splitlines()
         file_level = file_suppressions(text) if options(path).noqa else set()
         for code, at, message in found:
@@ -76,5 +96,5 @@ def handles_elsewhere(
             codes = (suppressed_codes(line) or set()) if options(path).noqa else set()
             if {"*", code} & (set(file_level) | set(codes)):
                 continue
-            out.setdefault(path, []).append(Finding(code, name_of(code), message, path, start, end))
+            out.found.setdefault(path, []).append(Finding(code, name_of(code), message, path, start, end))
     return out

@@ -331,8 +331,12 @@ def _analyse(
     configured = [(path, summary) for path, summary in sorted(summaries.items()) if path in original]
     for path, findings in project_config_findings(root, configured, read_text, options, own_findings).items():
         found.setdefault(path, []).extend(f for f in findings if not any(_same_place(f, g) for g in found.get(path, [])))
-    for path, handles in handles_elsewhere(root, summaries, summary_of, read_text, original, options).items():
+    elsewhere = handles_elsewhere(root, summaries, summary_of, read_text, original, options)
+    for path, handles in elsewhere.found.items():
         found.setdefault(path, []).extend(f for f in handles if not any(_same_place(f, g) for g in found.get(path, [])))
+    for path, held in elsewhere.held.items():
+        text = read_text(path) if path.endswith(NOTEBOOK) else None
+        result.held.setdefault(path, []).extend(held if text is None else to_cells(held, text))
     for path, findings in found.items():
         text = read_text(path) if path.endswith(NOTEBOOK) else None
         if text is not None:

@@ -330,6 +330,12 @@ class Rule(abc.ABC):
         worker hazard: LL201's fix is unsafe where one applies."""
         return []
 
+    def imported_worker_hazards(self, project: ProjectContext) -> Iterator[ProjectReport]:
+        """Across files: at loaders whose dataset class another module
+        defines (``project.imported``), why starting workers would make this
+        rule fire; LL201's fix is withheld there, the message its reason."""
+        return iter(())
+
     @classmethod
     def documentation(cls) -> str:
         """The rule's page: ``# name (CODE)`` and the docstring's sections."""

@@ -164,6 +164,16 @@ class UnpicklableDatasetHandle(Rule):
             fields = {"attr": handle.attr, "what": handle.what, "written": handle.written, "error": handle.error}
             yield Report(handle.node, message(f"{handle.cls}.__init__`", fields, loader, call.workers(), why))
 
+    def imported_worker_hazards(self, project: ProjectContext) -> Iterator[ProjectReport]:
+        for loader in project.imported:
+            handle = loader.handle
+            why = _imported_why(project, loader) if handle is not None else None
+            if handle is not None and why is not None:
+                yield ProjectReport(loader.path, loader.at, (
+                    f"no fix: `{handle.cls}` (`{os.path.relpath(loader.module)}`) holds {handle.what} that spawned "
+                    f"workers cannot receive ({why}); open it in the worker first (LL014)"
+                ))
+
     def check_project(self, project: ProjectContext) -> Iterator[ProjectReport]:
         """A loader with workers whose dataset class, defined in another
         module, keeps a handle: reported at the loader."""

@@ -176,9 +176,11 @@ class SynchronousLoading(Rule):
     without the main guard while workers start with spawn or forkserver
     (LL013), an `IterableDataset` that does not shard by worker (LL104), a
     `collate_fn`/`worker_init_fn` that cannot be pickled for spawned workers
-    (LL007), CUDA in the Dataset (LL105), or a random generator every worker
-    would copy (LL103).  In a notebook under spawn or forkserver it is
-    withheld unless the dataset is traced to a class of an importable module:
+    (LL007), CUDA in the Dataset (LL105), a random generator every worker
+    would copy (LL103), or a dataset class of another project module that
+    keeps an `lmdb`, `h5py` or file handle spawned workers cannot receive
+    (LL014, read by project analysis).  In a notebook under spawn or
+    forkserver it is withheld unless the dataset is traced to a class of an importable module:
     a class of the notebook (LL012) or a dataset not traced at all (a
     parameter, `{"train": a, "test": b}[split]` over untraced entries) would
     fail in the workers.  It is also withheld for a loader built at a
