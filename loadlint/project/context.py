@@ -113,8 +113,10 @@ def setting(value: Value) -> Setting:
 
 
 def flags_of(flags: Flags) -> ModuleFlags:
+    methods = flags.get("start_methods")
     return ModuleFlags(bool(flags.get("cuda")), bool(flags.get("cuda_code")), bool(flags.get("set_epoch")),
-                       bool(flags.get("frameworks")), frozenset(m for m in flags.get("start_methods", ()) if isinstance(m, str)))
+                       bool(flags.get("frameworks")),
+                       frozenset(m for m in methods if isinstance(m, str)) if isinstance(methods, list) else frozenset())
 
 
 def _paths(frame: Frame) -> frozenset[str]:

@@ -5,7 +5,9 @@ availability and user documentation (the class docstring, in ruff's
 sections).  Its VALID/INVALID examples, which the parametrised test runs, are
 in ``loadlint.rules.examples``, in a module named by its code.  ``check``
 reads the facts collected by ``loadlint.facts`` through a ``Context`` and
-yields reports; it never walks the tree itself.
+yields reports; it never walks the tree itself.  A rule with a cross-file
+half defines ``check_project`` too, in the same class: it reads what the
+project analysis joined (``loadlint.rules.project_context``).
 """
 
 from __future__ import annotations
