@@ -74,24 +74,36 @@ def _keyword(node: cst.Call, name: str) -> cst.BaseExpression | None:
     return None
 
 
-def _cuda_device_inside(node: cst.BaseExpression, scope: Scope | None, imports: ImportTable) -> bool:
+def _cuda_device_inside(node: cst.BaseExpression, scope: Scope | None, imports: ImportTable, depth: int = 0) -> bool:
     """A ``device=<CUDA>`` keyword anywhere in an expression, following
-    names bound once (MONAI transforms built with ``device="cuda:0"``)."""
-    stack: list[tuple[cst.CSTNode, Scope | None, int]] = [(node, scope, 0)]
+    names (MONAI transforms built with ``device="cuda:0"``); a name bound
+    more than once (a notebook's cells) counts when each binding has one."""
+    stack: list[tuple[cst.CSTNode, Scope | None, int]] = [(node, scope, depth)]
     seen = 0
     while stack and seen < _MAX_NODES:
-        current, where, depth = stack.pop()
+        current, where, level = stack.pop()
         seen += 1
         if type(current) is cst.Arg and current.keyword is not None and current.keyword.value == "device":
             if device_kind(current.value, where, imports) == "cuda":
                 return True
-        if type(current) is cst.Name and depth < _MAX_DEPTH:
+        if type(current) is cst.Name and level < _MAX_DEPTH:
             target, owner = follow_name(current, where)
             if target is not current:
-                stack.append((target, owner, depth + 1))
+                stack.append((target, owner, level + 1))
+            elif _each_binding_on_cuda(current, where, imports, level + 1):
+                return True
             continue
-        stack.extend((child, where, depth) for child in current.children)
+        # In source order: a transform list's ``device=`` comes early, and the node budget may end first.
+        stack.extend((child, where, level) for child in reversed(current.children))
     return False
+
+
+def _each_binding_on_cuda(name: cst.Name, scope: Scope | None, imports: ImportTable, depth: int) -> bool:
+    found = scope.lookup(name.value) if scope is not None else None
+    if found is None or len(found[1]) < 2 or depth >= _MAX_DEPTH:
+        return False
+    owner, bindings = found
+    return all(b.value is not None and _cuda_device_inside(b.value, owner, imports, depth) for b in bindings)
 
 
 def batches_on_gpu(call: LoaderCall, names: NameFacts, accelerator: AcceleratorFacts) -> str | None:
@@ -114,6 +126,8 @@ def batches_on_gpu(call: LoaderCall, names: NameFacts, accelerator: AcceleratorF
                 return "the `TensorDataset` holds CUDA tensors"
             if _cuda_device_inside(target, owner, imports):
                 return "the dataset is built with a CUDA device"
+        elif type(target) is cst.Name and _each_binding_on_cuda(target, owner, imports, 0):
+            return "the dataset is built with a CUDA device"
     collate = call.expr("collate_fn")
     if collate is not None and _collate_on_gpu(collate, call.scope_of("collate_fn"), names, accelerator):
         return "the `collate_fn` moves batches to the GPU"
