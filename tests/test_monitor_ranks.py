@@ -197,3 +197,28 @@ def test_tuned_ranks_share_the_node_and_keep_the_data(tmp_path: Path) -> None:
     assert f"rank 1: tuning within {share} of the node's {usable_here()} usable CPUs (2 ranks on the node)" in data["notes"]
     assert all(w["config"] == 0 for w in data["tuning"]["windows"][:1])  # the search began as written
     assert len(data["tuning"]["windows"]) >= 2  # and tried a candidate
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_ctrl_c_still_reports_every_rank(tmp_path: Path) -> None:
+    import signal
+
+    pytest.importorskip("torch")
+    (tmp_path / "forever.py").write_text(
+        "import time\nimport torch.distributed as dist\nfrom torch.utils.data import DataLoader\n"
+        "dist.init_process_group('gloo')\n"
+        "loader = DataLoader(range(10**6), batch_size=4)\n"
+        "for i, batch in enumerate(loader):\n"
+        "    time.sleep(0.01)\n"
+        "    if i == 5 and dist.get_rank() == 0:\n        print('ready', flush=True)\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "GLOO_SOCKET_IFNAME": "lo"}
+    proc = subprocess.Popen([sys.executable, "-m", "loadlint", "monitor", "--nproc", "2", "forever.py"], cwd=tmp_path,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    assert proc.stdout is not None
+    assert proc.stdout.readline() == "ready\n"
+    os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: torch.distributed.run stops the ranks
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode != 0
+    assert "2 of 2 ranks reported)" in out
+    assert "     0  forever.py:5 " in out and "     1  forever.py:5 " in out
