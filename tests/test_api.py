@@ -1,4 +1,15 @@
-from loadlint.api import check_source, suggest_for_call
+from loadlint.api import (
+    ProfileCache,
+    analyse_document,
+    check_paths,
+    check_source,
+    findings_in_project,
+    fixed_document,
+    fixed_in_project,
+    options_for,
+    suggest_for_call,
+)
+from loadlint.workspace.config import ConfigResolver, Overrides, Settings
 from loadlint.hardware.detect import parse_target, resolve_profile
 from loadlint.facts.resolve import UNKNOWN
 
@@ -61,3 +72,87 @@ def test_identifier_this_python_rejects_is_a_syntax_error():
     [finding] = check_source(source, "x.py", profile=PROFILE)
     assert (finding.code, finding.location.row, finding.location.column) == ("LL900", 2, 1)
     assert finding.message == "SyntaxError: Name '\\U0002ebf0' is not a valid identifier."
+
+
+# -- what the language server reaches through the API --------------------------
+
+FACTORY = """\
+from torch.utils.data import DataLoader
+
+
+def create_dataloaders(train_data, batch_size):
+    return DataLoader(train_data, batch_size=batch_size, num_workers=2, pin_memory=True, persistent_workers=True)
+"""
+TRANSFERS = """\
+def train(loader, model, device, epochs):
+    for epoch in range(epochs):
+        for x, y in loader:
+            x, y = x.to(device), y.to(device)
+            model(x)
+"""
+CUDA_TRAIN = """\
+import torch
+
+import data_setup
+import engine
+from data import dataset
+
+if __name__ == "__main__":
+    device = torch.device("cuda")
+    model = torch.nn.Linear(3, 2).to(device)
+    engine.train(data_setup.create_dataloaders(dataset, 32), model, device, 5)
+"""
+
+
+def _project(tmp_path):
+    """A pinned loader built in one module, its batches copied in another: LL205 across files."""
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "pyproject.toml").write_text('[tool.loadlint]\nselect = ["LL205"]\n\n[tool.loadlint.target]\ncpus = 8\ngpus = 1\n')
+    (root / "data_setup.py").write_text(FACTORY)
+    (root / "engine.py").write_text(TRANSFERS)
+    (root / "train.py").write_text(CUDA_TRAIN)
+    engine = root / "engine.py"
+    return engine, ConfigResolver(Overrides()).for_path(engine)
+
+
+def test_a_saved_files_findings_include_what_its_project_shows(tmp_path):
+    engine, settings = _project(tmp_path)
+    found = findings_in_project(engine, settings, ProfileCache())
+    assert [(f.code, f.location.row, f.location.column) for f in found] == [("LL205", 4, 20), ("LL205", 4, 34)]
+    # The file alone shows nothing: the pinning is in data_setup.py.
+    assert check_source(TRANSFERS, str(engine), settings=settings) == []
+
+
+def test_a_saved_files_project_fix_is_computed_and_nothing_written(tmp_path):
+    engine, settings = _project(tmp_path)
+    fixed = fixed_in_project(engine, settings, ProfileCache())
+    assert fixed == TRANSFERS.replace("x.to(device), y.to(device)", "x.to(device, non_blocking=True), y.to(device, non_blocking=True)")
+    assert engine.read_text() == TRANSFERS
+
+
+def test_an_editors_next_text_parses_again_only_the_statement_it_changed():
+    options = options_for(Settings(select=("ALL",)), "train.py", ProfileCache())
+    findings, first = analyse_document(SOURCE, "train.py", options)
+    changed = SOURCE.replace("batch_size=32", "batch_size=64")
+    again, second = analyse_document(changed, "train.py", options, first)
+    assert first is not None and second is not None
+    kept = [a is b for a, b in zip(first.module.body, second.module.body)]
+    assert kept == [True, True, False, True, True]
+    assert [(f.code, f.message) for f in again] == [(f.code, f.message) for f in analyse_document(changed, "train.py", options)[0]]
+    assert [f.code for f in again] == [f.code for f in findings]
+
+
+def test_an_editors_text_after_its_own_fixes_or_none():
+    options = options_for(Settings(), "train.py", ProfileCache())
+    fixed = fixed_document(SOURCE, "train.py", options, unsafe=False)
+    assert fixed is not None and "prefetch_factor" not in fixed
+    assert fixed_document(fixed, "train.py", options, unsafe=False) is None
+
+
+def test_check_paths_keeps_a_cache_only_when_asked(tmp_path):
+    (tmp_path / "train.py").write_text(SOURCE)
+    check_paths([tmp_path], isolated=True, cache_dir=str(tmp_path / "unasked"))
+    assert not (tmp_path / "unasked").exists()
+    run = check_paths([tmp_path], isolated=True, cache=True, cache_dir=str(tmp_path / "kept"))
+    assert (tmp_path / "kept").is_dir() and [f.code for f in run.findings] == ["LL001", "LL201", "LL202", "LL202"]
