@@ -53,7 +53,7 @@ Chosen = list[tuple[str, "FixSpec"]]
 
 def fix_text(
     text: str, path: str, options: Options, *, unsafe: bool, external: SpecSource | None = None, notebook: bool = False,
-    skip: AbstractSet[tuple[str, int, int]] = frozenset(),
+    skip: AbstractSet[tuple[str, int, int]] = frozenset(), summaries: list[Summary] | None = None,
 ) -> tuple[str, list[Finding], dict[str, int]]:
     """Apply fixes until none applies; return (new text, remaining findings, applied counts).
 
@@ -69,6 +69,8 @@ def fix_text(
     applied in one round, all or nothing, crash findings the veto.
     ``notebook`` analyses the text as a notebook's joined cells.
     ``skip``: the (code, row, column) of findings whose fixes are not applied.
+    ``summaries`` receives the new text's project summary when it was parsed
+    whole (the project phase then need not parse it again).
     """
     guard = guard_options(options)
     if external is not None:
@@ -97,6 +99,13 @@ def fix_text(
         if round_:
             applied.later += len(decision.kept)
         text, all_findings, analysis = outcome.text, outcome.findings, outcome.analysis
+    if summaries is not None and analysis is not None and analysis.positions.piece is None:
+        from loadlint.facts.summary import Numbering, summarise
+
+        # Before ``_decided``, whose trials patch the facts; a large text's
+        # summary is the project phase's to make (it reads such a module only in part).
+        if len(text) <= slicing.SLICE_ABOVE:
+            summaries.append(summarise(analysis.info, Numbering()))
     if not settled:
         # What a further run (or ``check``) would say about the fixes left.
         all_findings = _decided(text, path, options, guard, all_findings, analysis, notebook)

@@ -127,8 +127,9 @@ def fix_bytes(
     result.source = source
     try:
         skip = request.skip.get(os.path.abspath(path), frozenset())
+        summaries: list[Summary] = []
         fixed, findings, applied = fix_text(
-            source.text, str(path), options, unsafe=request.unsafe, external=external, skip=skip
+            source.text, str(path), options, unsafe=request.unsafe, external=external, skip=skip, summaries=summaries
         )
         new_bytes = source.encode(fixed)
     except (FixFailed, UnicodeEncodeError) as exc:
@@ -139,6 +140,8 @@ def fix_bytes(
         return _unfixed(result, options)
     result.findings = findings
     result.applied = applied
+    # The text as it is left: the project phase takes it instead of parsing the file again.
+    result.summary = summaries[0] if summaries else None
     if fixed == source.text:
         return result
     result.fixed = fixed
@@ -148,7 +151,7 @@ def fix_bytes(
     if result.error is None:
         return result
     # Nothing was written: report the file as it is.
-    result.fixed = None
+    result.fixed, result.summary = None, None
     return _unfixed(result, options)
 
 
