@@ -104,8 +104,10 @@ if __name__ == "__main__":
 """
 
 
-def _project(tmp_path):
-    """A pinned loader built in one module, its batches copied in another: LL205 across files."""
+def _project(tmp_path, monkeypatch):
+    """A pinned loader built in one module, its batches copied in another: LL205 across files.
+    The current folder is the test's: the server's cache is the one of the folder it runs in."""
+    monkeypatch.chdir(tmp_path)
     root = tmp_path / "project"
     root.mkdir()
     (root / "pyproject.toml").write_text('[tool.loadlint]\nselect = ["LL205"]\n\n[tool.loadlint.target]\ncpus = 8\ngpus = 1\n')
@@ -116,16 +118,16 @@ def _project(tmp_path):
     return engine, ConfigResolver(Overrides()).for_path(engine)
 
 
-def test_a_saved_files_findings_include_what_its_project_shows(tmp_path):
-    engine, settings = _project(tmp_path)
+def test_a_saved_files_findings_include_what_its_project_shows(tmp_path, monkeypatch):
+    engine, settings = _project(tmp_path, monkeypatch)
     found = findings_in_project(engine, settings, ProfileCache())
     assert [(f.code, f.location.row, f.location.column) for f in found] == [("LL205", 4, 20), ("LL205", 4, 34)]
     # The file alone shows nothing: the pinning is in data_setup.py.
     assert check_source(TRANSFERS, str(engine), settings=settings) == []
 
 
-def test_a_saved_files_project_fix_is_computed_and_nothing_written(tmp_path):
-    engine, settings = _project(tmp_path)
+def test_a_saved_files_project_fix_is_computed_and_nothing_written(tmp_path, monkeypatch):
+    engine, settings = _project(tmp_path, monkeypatch)
     fixed = fixed_in_project(engine, settings, ProfileCache())
     assert fixed == TRANSFERS.replace("x.to(device), y.to(device)", "x.to(device, non_blocking=True), y.to(device, non_blocking=True)")
     assert engine.read_text() == TRANSFERS
