@@ -1,4 +1,5 @@
 from loadlint.api import (
+    FixRequest,
     ProfileCache,
     analyse_document,
     check_paths,
@@ -158,3 +159,18 @@ def test_check_paths_keeps_a_cache_only_when_asked(tmp_path):
     assert not (tmp_path / "unasked").exists()
     run = check_paths([tmp_path], isolated=True, cache=True, cache_dir=str(tmp_path / "kept"))
     assert (tmp_path / "kept").is_dir() and [f.code for f in run.findings] == ["LL001", "LL201", "LL202", "LL202"]
+
+
+def test_a_dry_run_fix_over_a_warm_cache_applies_each_project_edit_once(tmp_path, monkeypatch):
+    # The project phase's cache was keyed on the files' stat alone, which a
+    # dry run does not change: its later rounds took the first round's
+    # findings and applied their edits again to the text fixed already.
+    engine, settings = _project(tmp_path, monkeypatch)
+    monkeypatch.chdir(engine.parent)  # the default cache is the project's
+    check_paths([engine.parent], cache=True)
+    assert (engine.parent / ".loadlint_cache").is_dir()
+    expected = TRANSFERS.replace("x.to(device), y.to(device)", "x.to(device, non_blocking=True), y.to(device, non_blocking=True)")
+    assert fixed_in_project(engine, settings, ProfileCache()) == expected
+    run = check_paths([engine.parent], cache=True, fix=FixRequest(unsafe=False, dry_run=True))
+    assert [(r.path, r.fixed, r.applied) for r in run.results if r.fixed is not None] == [(str(engine), expected, {"LL205": 2})]
+    assert engine.read_text() == TRANSFERS

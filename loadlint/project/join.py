@@ -139,9 +139,14 @@ def join_project(
             continue
 
 
-def project_key(root: Path, files: list[str], settings: str, listing: Listing | None = None) -> str:
+def project_key(
+    root: Path, files: list[str], settings: str, listing: Listing | None = None, staged: dict[str, bytes] | None = None,
+) -> str:
     """A digest of every project file's name, size and modification time,
-    and the settings: equal keys, equal project findings."""
+    the texts a dry run staged in place of files (their stat still shows
+    the disk's: a later round keyed on it alone got the first round's
+    findings, whose edits then landed on text fixed already), and the
+    settings: equal keys, equal project findings."""
     import hashlib
 
     stat = (listing or Listing()).stat
@@ -150,6 +155,8 @@ def project_key(root: Path, files: list[str], settings: str, listing: Listing | 
         found = stat(path)
         if found is not None:
             digest.update(f"\0{path}\0{found[0]}\0{found[1]}".encode(errors="surrogateescape"))
+    for path, data in sorted((staged or {}).items()):
+        digest.update(f"\0staged\0{path}\0".encode(errors="surrogateescape") + hashlib.blake2b(data, digest_size=20).digest())
     return digest.hexdigest()
 
 
@@ -180,7 +187,8 @@ def _join_one(
     target = tuple(sorted(first.settings.target.items()))
     settings_key = f"{first.settings.fingerprint(str(root / '__init__.py'))}\0{target!r}\0{os.getcwd()}"
     # The YAML files the run's modules read are part of the key: editing one changes their findings.
-    key = project_key(root, files + files_read(_given_summaries(original, results), root), settings_key, listing)
+    key = project_key(root, files + files_read(_given_summaries(original, results), root), settings_key, listing,
+                      staging.files if staging is not None else None)
     found: ProjectResult | None = None
     if opened is not None:
         from loadlint.workspace.cache import ProjectCache
