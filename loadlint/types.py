@@ -402,6 +402,9 @@ _ImportedDatasetRequired = TypedDict("_ImportedDatasetRequired", {"at": int, "cl
 
 class ImportedDataset(_ImportedDatasetRequired, total=False):
     workers: int
+    #: The count as written where it is no known number but at least 1 for
+    #: every input (``LOADER_WORKERS``, ``os.cpu_count()``).
+    workers_code: str
     context: Union[str, None]
 
 

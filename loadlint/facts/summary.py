@@ -37,7 +37,9 @@ import libcst as cst
 from loadlint.facts.accelerator import device_kind
 from loadlint.facts.configs import CONFIG_FILES, bind_files, namespace_options, passed_namespace
 from loadlint.facts.calls import CallSite
+from loadlint.cst.codegen import code_for_node
 from loadlint.facts.collect import ModuleFacts
+from loadlint.facts.counts import positive_count
 from loadlint.facts.datasets import imported_dataset_class, in_memory_classes
 from loadlint.facts.handles import handle_classes
 from loadlint.facts.lightning_runs import gpu_runs, lightning_classes
@@ -60,7 +62,7 @@ MODULE = "<module>"
 #: The loader arguments project analysis reasons about (absent: torch's default).
 _LOADER_SETTINGS = ("num_workers", "persistent_workers", "pin_memory", "multiprocessing_context", "sampler")
 #: Bumped when the shape changes, so cached summaries are not misread.
-VERSION = 9
+VERSION = 10
 
 
 def summarise(facts: ModuleFacts, ref_of: RefOf) -> Summary:
@@ -111,7 +113,7 @@ def summarise(facts: ModuleFacts, ref_of: RefOf) -> Summary:
     for call, name in built:
         if name is not None:
             dataset: ImportedDataset = {"at": ref_of(call.node), "class": name}
-            dataset.update(_start(call))  # type: ignore[typeddict-item]  # workers and context
+            dataset.update(_start(call, facts.loaders.cpu_count_calls))  # type: ignore[typeddict-item]  # workers and context
             datasets.append(dataset)
     if datasets:
         out["imported_datasets"] = datasets
@@ -131,13 +133,17 @@ def summarise(facts: ModuleFacts, ref_of: RefOf) -> Summary:
     return out
 
 
-def _start(call: LoaderCall) -> dict[str, Any]:
-    """The loader's worker count and ``multiprocessing_context`` when
-    written as literals (``"?"`` for a context that is not a string)."""
+def _start(call: LoaderCall, cpu_count_calls: set[int]) -> dict[str, Any]:
+    """The loader's worker count (or, positive but no known number, its
+    code) and ``multiprocessing_context`` when written as literals (``"?"``
+    for a context that is not a string)."""
     out: dict[str, Any] = {}
     workers = call.workers()
+    expr = call.expr("num_workers")
     if type(workers) is int:
         out["workers"] = workers
+    elif expr is not None and positive_count(expr, call.scope_of("num_workers"), cpu_count_calls):
+        out["workers_code"] = code_for_node(expr)
     context = call.value("multiprocessing_context")
     if context is not MISSING:
         out["context"] = context if isinstance(context, str) or context is None else "?"

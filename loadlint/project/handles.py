@@ -27,7 +27,7 @@ def imported_loaders(
     methods = frozenset(m for m in (summary.get("flags") or {}).get("start_methods") or [] if isinstance(m, str))
     out = []
     for loader in summary.get("imported_datasets", []):
-        name, workers = loader.get("class"), loader.get("workers")
+        name, workers = loader.get("class"), loader.get("workers", loader.get("workers_code"))
         where = resolver.module_file(path, name) if isinstance(name, str) else None
         if where is None or "." in where[1] or where[0] == path:
             continue
@@ -35,7 +35,7 @@ def imported_loaders(
         kept = module.get("handle_classes", {}).get(where[1]) if module is not None else None
         handle = HandleClass(*(str(kept.get(k, "")) for k in ("cls", "attr", "what", "written", "error"))) if isinstance(kept, dict) else None
         context = loader.get("context")
-        out.append(ImportedLoader(path, int(loader.get("at", -1)), workers if type(workers) is int else None,
+        out.append(ImportedLoader(path, int(loader.get("at", -1)), workers if type(workers) in (int, str) else None,
                                   context if isinstance(context, str) else None, methods, where[0], handle))
     return out
 

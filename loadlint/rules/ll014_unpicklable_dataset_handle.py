@@ -82,7 +82,9 @@ class UnpicklableDatasetHandle(Rule):
     the worker count or the start method is not known.  A dataset class
     defined in another module of the project is followed by project
     analysis: the finding is then at the `DataLoader(...)`, naming the
-    class's file.
+    class's file, for a worker count known there or at least 1 for every
+    input (`num_workers=LOADER_WORKERS`, LL201's fix), and LL201's fix is
+    not offered at a loader over such a class.
 
     ## Example
     ```python
@@ -179,11 +181,13 @@ class UnpicklableDatasetHandle(Rule):
         module, keeps a handle: reported at the loader."""
         for loader in project.imported:
             handle = loader.handle
-            if loader.workers is None or loader.workers <= 0 or handle is None:
+            workers = loader.workers
+            if workers is None or type(workers) is int and workers <= 0 or handle is None:
                 continue
             why = _imported_why(project, loader)
             if why is None:
                 continue
             owner = f"{handle.cls}.__init__` (`{os.path.relpath(loader.module)}`)"
             fields = {"attr": handle.attr, "what": handle.what, "written": handle.written, "error": handle.error}
-            yield ProjectReport(loader.path, loader.at, message(owner, fields, "the DataLoader", loader.workers, why))
+            count = f"`{workers}`" if type(workers) is str else workers
+            yield ProjectReport(loader.path, loader.at, message(owner, fields, "the DataLoader", count, why))

@@ -4,9 +4,10 @@ from typing import Iterator
 
 import libcst as cst
 
+from loadlint.facts.counts import positive_count
 from loadlint.facts.distributed import lightning_hook
 from loadlint.facts.values import MISSING
-from loadlint.rules.base import Context, Report, Rule, Scope
+from loadlint.rules.base import Context, Report, Rule
 from loadlint.rules.project_context import BuiltLoader, KeywordChange, ProjectContext, ProjectReport
 from loadlint.facts.loaders import LoaderCall
 from loadlint.rules.shared import (
@@ -53,33 +54,6 @@ def _crowds_the_cpus(ctx: Context, call: LoaderCall) -> bool:
 _TIGHT = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.BinaryOperation)
 
 
-def _positive(ctx: Context, expr: cst.BaseExpression, scope: Scope | None, depth: int = 0) -> bool:
-    """The count is at least 1 for every input: a positive value (a
-    constant, a command-line or config default), ``os.cpu_count()``, ``max``
-    with a positive argument (the fix's ``LOADER_WORKERS``), ``min`` of
-    positive ones, or a conditional choosing between positive ones."""
-    value = ctx.evaluate(expr, scope)
-    if type(value) is int:
-        return value > 0
-    target, owner = ctx.follow(expr, scope)
-    if target is not expr and depth < 8:
-        return _positive(ctx, target, owner, depth + 1)
-    if depth >= 8:
-        return False
-    if type(target) is cst.IfExp:
-        return all(_positive(ctx, branch, owner, depth + 1) for branch in (target.body, target.orelse))
-    if type(target) is not cst.Call:
-        return False
-    if id(target) in ctx.loaders.cpu_count_calls:
-        return True
-    func, args = target.func, target.args
-    if (type(func) is not cst.Name or func.value not in ("max", "min") or not args or any(a.star or a.keyword for a in args)
-            or owner is None or owner.lookup(func.value) is not None):
-        return False
-    signs = [_positive(ctx, arg.value, owner, depth + 1) for arg in args]
-    return any(signs) if func.value == "max" else all(signs)
-
-
 def _persistent_code(ctx: Context, call: LoaderCall) -> str | None:
     """What the fix sets ``persistent_workers`` to: ``True`` for a positive
     constant of the code; ``<count> > 0`` for a count that may be another
@@ -95,7 +69,7 @@ def _persistent_code(ctx: Context, call: LoaderCall) -> str | None:
     if type(target) is cst.Integer and call.origin("num_workers") is None:
         return "True"
     if "num_workers" not in call.args:
-        return "True" if call.origin("num_workers") is None and _positive(ctx, expr, scope) else None
+        return "True" if call.origin("num_workers") is None and positive_count(expr, scope, ctx.loaders.cpu_count_calls) else None
     count = code_of(expr)
     return f"{count} > 0" if isinstance(expr, _TIGHT) else f"({count}) > 0"
 
@@ -215,7 +189,7 @@ class NonPersistentWorkers(Rule):
     def check(self, ctx: Context) -> Iterator[Report]:
         for call in ctx.all_calls:
             expr = call.expr("num_workers")
-            if call.loops or expr is None or not _positive(ctx, expr, call.scope_of("num_workers")):
+            if call.loops or expr is None or not positive_count(expr, call.scope_of("num_workers"), ctx.loaders.cpu_count_calls):
                 continue
             value = call.value("persistent_workers")
             if value is not MISSING and value is not False:

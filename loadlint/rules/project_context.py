@@ -218,8 +218,9 @@ class ImportedLoader:
 
     path: str
     at: int
-    #: Its literal worker count, when written.
-    workers: int | None
+    #: Its worker count when known; a count at least 1 for every input but
+    #: no known number, as written (``LOADER_WORKERS``); None otherwise.
+    workers: int | str | None
     #: Its ``multiprocessing_context`` as written: a string, ``"?"`` (not a
     #: string), or None (absent, or None).
     context: str | None
