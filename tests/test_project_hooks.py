@@ -124,3 +124,44 @@ def test_each_message_is_written_once_in_its_rules_module(phrase: str) -> None:
         if "examples" not in path.parts and phrase in path.read_text(encoding="utf-8")
     )
     assert found == [MESSAGES[phrase]]
+
+
+#: Copies of a pinned loader's batch, and whether LL205 reports each.
+COPIES = {
+    "x.cuda()": True,
+    'x.to("cuda")': True,
+    "x.type(torch.cuda.FloatTensor)": True,
+    "x.type(dtype=torch.cuda.HalfTensor)": True,
+    "x.cuda(non_blocking=True)": False,
+    "x.type(torch.cuda.FloatTensor, non_blocking=True)": False,
+    'x.to("cpu")': False,
+    "x.type(torch.FloatTensor)": False,
+    "x.pin_memory()": False,
+}
+
+
+@pytest.mark.parametrize("copy", sorted(COPIES))
+def test_ll205_reads_one_blocking_copy_test_in_the_loaders_function_and_in_another_module(
+    tmp_path: Path, copy: str
+) -> None:
+    (tmp_path / "pyproject.toml").write_text("")
+    loop = f"    for x in loader:\n        y = {copy}\n"
+    (tmp_path / "steps.py").write_text(f"import torch\n\n\ndef run(loader):\n{loop}")
+    (tmp_path / "train.py").write_text(
+        "import torch\nfrom torch.utils.data import DataLoader\nfrom steps import run\n\n"
+        "loader = DataLoader(range(8), num_workers=2, pin_memory=True, persistent_workers=True)\n"
+        f"for x in loader:\n    y = {copy}\nrun(loader)\n"
+    )
+    old = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        args = ["check", "--isolated", "--no-cache", "--select", "LL205", "--target", TARGET, "--output-format",
+                "concise", "-q", "."]
+        out = CliRunner().invoke(cli, args, env={"NO_COLOR": "1"}, catch_exceptions=False).output
+    finally:
+        os.chdir(old)
+    method = copy.split("(")[0].split(".")[1]
+    text = (f"LL205 [*] `.{method}()` of a pinned batch without `non_blocking=True`: the copy blocks and cannot "
+            "overlap compute, so pinning buys nothing; pass `non_blocking=True`")
+    expected = f"steps.py:6:13: {text} (the loader is built at train.py:5)\ntrain.py:7:9: {text}\n"
+    assert out == (expected if COPIES[copy] else "")

@@ -105,7 +105,7 @@ class BlockingTransfer(Rule):
                 # In the loader's own function the file's LL205 decides, unless
                 # the device is a parameter: then only its callers know it.
                 passed = use.device_param
-                if use.kind != "transfer" or use.here and passed is None or use.method not in ("cuda", "to"):
+                if use.kind != "transfer" or use.here and passed is None or use.method is None:
                     continue
                 if not blocking_copy(use.method, use.non_blocking, use.plain, use.device if use.method == "to" else None):
                     continue
