@@ -22,7 +22,7 @@ class Sq(Dataset):
     def __len__(self):
         return 16
     def __getitem__(self, i):
-        return torch.tensor([float(i * i)])
+        return torch.load(f"sq/{i}.pt")
 """
 
 

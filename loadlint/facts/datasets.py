@@ -452,8 +452,8 @@ def _rebuilds_state(fn: FunctionFacts) -> bool:
 def _setting(fn: FunctionFacts, attr: str, hierarchy: list[ClassFacts], facts: DatasetFacts) -> bool:
     """``self.<attr>``, set in ``__init__`` only, is read as a setting: an
     operand, an argument or an attribute path (``self.config.ndigit``),
-    never indexed, called, iterated or read through a call.  Whatever
-    object it holds, reading its fields does no loading."""
+    never indexed, called, iterated, returned as the item or read through a
+    call.  Whatever object it holds, reading its fields does no loading."""
     assignments = [a for klass in hierarchy for a in facts.attr_values.get((klass.name, attr), ())]
     if not assignments or any(method.name != "__init__" for method, _ in assignments):
         return False
@@ -463,9 +463,27 @@ def _setting(fn: FunctionFacts, attr: str, hierarchy: list[ClassFacts], facts: D
     used.update(id(n.iter) for n in find_all(root, cst.For))
     used.update(id(n.iter) for n in find_all(root, cst.CompFor))
     prefix = f"self.{attr}"
+
+    def rooted(node: cst.BaseExpression) -> bool:
+        dotted = dotted_name(node) or ""
+        return dotted.startswith(prefix) and dotted[len(prefix):len(prefix) + 1] in ("", ".")
+
+    # What the item is made of, as it is: a field returned is data, not a setting.
+    for ret in find_all(root, cst.Return):
+        if ret.value is not None:
+            used.add(id(ret.value))
+            if isinstance(ret.value, (cst.Tuple, cst.List)):
+                used.update(id(e.value) for e in ret.value.elements)
+    if any(id(node) in used for node in find_all(root, cst.Attribute) if rooted(node)):
+        return False
+    # A name bound to it (``ndigit = self.config.ndigit``) is read the same way.
+    aliases = {
+        t.target.value for n in find_all(root, cst.Assign) if rooted(n.value)
+        for t in n.targets if type(t.target) is cst.Name
+    }
+    receivers = {id(n.value) for n in find_all(root, cst.Attribute)}
     return not any(
-        id(node) in used for node in find_all(root, cst.Attribute)
-        if (dotted_name(node) or "").startswith(prefix) and (dotted_name(node) or "")[len(prefix):len(prefix) + 1] in ("", ".")
+        node.value in aliases and (id(node) in used or id(node) in receivers) for node in find_all(root, cst.Name)
     )
 
 
