@@ -23,35 +23,33 @@ import os
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from loadlint.workspace.cache import lazy_cache
 from loadlint.workspace.config import Overrides, ConfigResolver, Settings
 from loadlint.workspace.discover import Candidate, discover
 from loadlint.engine.analysis import Analysis, analyse
 from loadlint.engine.decision import Chosen, FixFailed, SpecSource, decided_findings, fix_text
-from loadlint.engine.incremental import reparsed
-from loadlint.engine.measured import MeasuredSite, ReportError, load_verify_report, measured_specs
-from loadlint.engine.noqa import add_noqa
 from loadlint.engine.notebook import Cell, Checked, analyse_cells
 from loadlint.engine.pipeline import ProfileCache, check_bytes, check_text, fix_bytes, fix_source_text, fix_stdin
 from loadlint.engine.pipeline import options_for, options_with_profile
 from loadlint.engine.suppress import NOQA
-from loadlint.facts.collect import ModuleFacts, prepare
-from loadlint.facts.loaders import LoaderCall
-from loadlint.facts.resolve import Scope
-from loadlint.project.budget import STOP
 from loadlint.run.progress import Progress
 from loadlint.run.runner import lint_candidates
 from loadlint.cst.slicing import parse_module
 from loadlint.sources.files import read_source
-from loadlint.engine.positions import Positions
-from loadlint.engine.sites import LoaderSite
-from loadlint.engine.sites import loader_sites as sites_of
 from loadlint.sources.boundary import project_root
 from loadlint.sources.prefilter import passes_prefilter
 from loadlint.sources.source import DecodeError, decode, visible
 from loadlint.types import FileResult, Finding, FixRequest, HardwareProfile, Options, Run, Target
+
+if TYPE_CHECKING:
+    from loadlint.engine.measured import MeasuredSite, ReportError
+    from loadlint.engine.noqa import add_noqa
+    from loadlint.engine.sites import LoaderSite
+    from loadlint.facts.collect import ModuleFacts, prepare
+    from loadlint.facts.loaders import LoaderCall
+    from loadlint.facts.resolve import Scope
 
 #: What the entry points use: the functions below, and these from the
 #: engine as they are (``check_bytes``/``fix_stdin``: one file's bytes, as
@@ -98,6 +96,36 @@ __all__ = [
     "suggest_for_call",
     "uses_cuda",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """The names above that bring libcst with them, imported on first use:
+    a run whose files never mention a DataLoader never imports it."""
+    if name == "add_noqa":
+        from loadlint.engine.noqa import add_noqa
+
+        return add_noqa
+    if name == "ReportError":
+        from loadlint.engine.measured import ReportError
+
+        return ReportError
+    if name in ("ModuleFacts", "prepare"):
+        from loadlint.facts import collect
+
+        return getattr(collect, name)
+    if name == "LoaderCall":
+        from loadlint.facts.loaders import LoaderCall
+
+        return LoaderCall
+    if name == "LoaderSite":
+        from loadlint.engine.sites import LoaderSite
+
+        return LoaderSite
+    if name == "Scope":
+        from loadlint.facts.resolve import Scope
+
+        return Scope
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def check_paths(
@@ -162,6 +190,8 @@ def loader_sites(path: Path, within: str | None = None) -> list[LoaderSite]:
     except DecodeError:
         return []
     try:
+        from loadlint.engine.sites import loader_sites as sites_of
+
         _, analysis = analyse(text, str(path), Options(frozenset(), ProfileCache().get(Target())))
         return [] if analysis is None else sites_of(path, analysis)
     except (RecursionError, MemoryError, ValueError):
@@ -254,6 +284,8 @@ def project_findings(project: Path) -> dict[str, list[int]]:
 
 
 def _call_rows(analysis: Analysis) -> list[tuple[int, int]]:
+    from loadlint.engine.positions import Positions
+
     positions = analysis.positions
     assert isinstance(positions, Positions)
     info: Any = analysis.info
@@ -270,6 +302,8 @@ def fix_from_verify(
     first file (None when there was none).  Raises ``ReportError`` for a
     report that cannot be used.
     """
+    from loadlint.engine.measured import load_verify_report
+
     sites, skipped = load_verify_report(report)
     # A report names files, and a report can come from anywhere: only those
     # in the paths given, or else in the current project, are written.
@@ -301,6 +335,9 @@ def fix_from_verify(
 
 
 def _measured(sites: list[MeasuredSite]) -> SpecSource:
+    from loadlint.engine.measured import measured_specs
+    from loadlint.engine.positions import Positions
+
     def source(text: str, analysis: Analysis | None) -> Chosen:
         positions = analysis.positions if analysis is not None else None
         if not isinstance(positions, Positions):
@@ -361,6 +398,8 @@ def analyse_document(
     (``decided_findings`` decides them), and its analysis.  ``previous``, the
     analysis of the document's last text, lends the top-level statements
     the change left alone."""
+    from loadlint.engine.incremental import reparsed
+
     return analyse(text, path, options, parsed=reparsed(previous, text))
 
 
@@ -393,4 +432,6 @@ def fixed_in_project(path: Path, settings: Settings, profiles: ProfileCache) -> 
 def stop_project_phases() -> None:
     """Stop every project phase of this process at its next step, for good
     (a server shutting down)."""
+    from loadlint.project.budget import STOP
+
     STOP.set()

@@ -1,3 +1,8 @@
+import subprocess
+import sys
+
+import pytest
+
 from loadlint.api import (
     FixRequest,
     ProfileCache,
@@ -174,3 +179,24 @@ def test_a_dry_run_fix_over_a_warm_cache_applies_each_project_edit_once(tmp_path
     run = check_paths([engine.parent], cache=True, fix=FixRequest(unsafe=False, dry_run=True))
     assert [(r.path, r.fixed, r.applied) for r in run.results if r.fixed is not None] == [(str(engine), expected, {"LL205": 2})]
     assert engine.read_text() == TRANSFERS
+
+
+def test_importing_the_facade_imports_no_parser():
+    # The command line imports the API for every check: a repository whose
+    # files never mention DataLoader must not pay for libcst (or the flake8
+    # plugin, on such a file, for the API at all).
+    code = (
+        "import sys\nimport loadlint.api\nprint('libcst' in sys.modules)\n"
+        "del sys.modules['loadlint.api']\nfrom loadlint.frontends.flake8 import Plugin\n"
+        "print(list(Plugin(None, ['x = 1\\n'], 'x.py').run()), 'loadlint.api' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120).stdout
+    assert out == "False\n[] False\n"
+
+
+def test_every_name_the_facade_lists_resolves():
+    import loadlint.api as api
+
+    assert [name for name in api.__all__ if getattr(api, name, None) is None] == []
+    with pytest.raises(AttributeError, match="no attribute 'not_there'"):
+        api.not_there

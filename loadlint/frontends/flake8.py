@@ -53,11 +53,13 @@ class Plugin:
         from loadlint.workspace.config import ConfigError
         from loadlint.sources.prefilter import may_construct_loader
         from loadlint.sources.source import visible
-        from loadlint.api import check_text, options_for
 
         text = "".join(self.lines)
         if not may_construct_loader(text):
             return
+        # Only now: most files of a repository never reach the analysis, nor pay for importing it.
+        from loadlint.api import check_text, options_for
+
         path = self.filename if self.filename not in ("stdin", "-", None) else "stdin.py"
         if path != "stdin.py" and _leaves_project(path):
             return  # as ``check`` passes over it: what a link leads to outside the project is not the project's
