@@ -442,6 +442,18 @@ def _io_rate(config: dict[str, Any]) -> float:
     return 18.0 * max(1, min(nw, 24)) * (1.1 if config.get("prefetch_factor") == 4 else 1.0) * (0.97 + 0.01 * (nw % 3))
 
 
+def test_the_runs_first_window_only_measures_how_busy_loading_is() -> None:
+    monitor = Monitor()
+    tuner = Tuner(None, monitor, _Loader(), monitor.register(_Loader(), ("/x/train.py", 3, 3)), 2)
+    first = {"config": 0, "batches": 2, "seconds": 0.3, "batches_per_s": 6.7, "busy": 0.02}
+    tuner.windows.append(first)
+    tuner._after_window(first)
+    assert tuner.busy == 0.02 and tuner.phase == "workers"
+    assert tuner.pending_round == [] and tuner.pairs == {}
+    eight = tuner.probed[8]  # a waiting loader starts high
+    assert list(tuner.queue) == [0, eight]  # a whole round of its own, as written first
+
+
 def test_the_search_climbs_high_first_for_a_waiting_loader_and_confirms() -> None:
     tuner = _drive(_io_rate)
     assert sorted(tuner.probed) == [8, 16, 32]  # at most 16 per usable CPU; nothing above the top to bisect

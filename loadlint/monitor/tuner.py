@@ -294,11 +294,14 @@ class Tuner:
     # -- the search --------------------------------------------------------
 
     def _after_window(self, record: dict[str, Any]) -> None:
-        self.pending_round.append(len(self.windows) - 1)
         if self.phase == "look":
-            # The first window as written also opens the first round.
+            # The run's first window only says how busy loading keeps the
+            # process: a run's start (imports, cold caches, the monitor's own
+            # start) is no steady rate to pair with.
             self.busy = record.get("busy")
             self.phase = "workers"
+        else:
+            self.pending_round.append(len(self.windows) - 1)
         if len(self.pending_round) == 2:
             a, b = (self.windows[i] for i in self.pending_round)
             written, other = (a, b) if a["config"] == 0 else (b, a)
