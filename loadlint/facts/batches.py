@@ -13,7 +13,7 @@ from typing import Iterator, Sequence
 
 import libcst as cst
 
-from loadlint.cst.walk import walk
+from loadlint.cst.walk import find_all, walk
 from loadlint.facts.accelerator import AcceleratorFacts, device_kind
 from loadlint.facts.cursor import root_name
 from loadlint.facts.iteration import IterationFacts
@@ -234,6 +234,8 @@ class _Reads:
         self.skip: set[int] = set()
         self.peeks: list[cst.Call] = []
         self.loops: list[cst.For] = []
+        #: Names bound to ``iter(x)`` (``dataiter = iter(testloader)``).
+        self.iterators: list[str] = []
         self.other = 0
 
     def _is_name(self, node: cst.BaseExpression) -> bool:
@@ -263,6 +265,13 @@ class _Reads:
         if self._is_name(inner):
             self.skip.add(id(inner))
             self.loops.append(node)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        value = node.value
+        if len(node.targets) == 1 and type(node.targets[0].target) is cst.Name and type(value) is cst.Call:
+            if dotted_name(value.func) == "iter" and len(value.args) == 1 and self._is_name(value.args[0].value):
+                self.skip.add(id(value.args[0].value))
+                self.iterators.append(node.targets[0].target.value)
 
     def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
         self.skip.add(id(node.target))
@@ -349,10 +358,36 @@ def batches_to_host(
     # The loops' bodies first: most send batches to the GPU, and reading the
     # whole function for other uses is dearer.
     loops = [it.node for it in iteration.iterations if it.key in keys]
-    if not loops or not all(_host_only(loop, call.scope, names.imports) for loop in loops):
+    if not loops or not all(
+        _host_only(loop, call.scope, names.imports) or _left_in_place(loop, call.scope, names) for loop in loops
+    ):
         return False
     reads = _reads(call, names, statements)
-    return reads is not None and not reads.other and not reads.peeks and bool(reads.loops)
+    if reads is None or reads.other or reads.peeks or not reads.loops:
+        return False
+    roots = _roots(call.scope.function, names, statements)
+    return all(_read_once(name, roots) for name in reads.iterators)
+
+
+def _read_once(iterator: str, roots: Sequence[cst.CSTNode]) -> bool:
+    """The iterator's only uses are ``next(it)`` outside any loop (besides
+    binding and ``del``): single batches, looked at (``images, labels =
+    next(dataiter)``)."""
+    uses = targets = nexts = 0
+    for root in roots:
+        uses += sum(1 for n in find_all(root, cst.Name) if n.value == iterator)
+        targets += sum(
+            1 for t in find_all(root, cst.AssignTarget) if type(t.target) is cst.Name and t.target.value == iterator
+        )
+        nexts += sum(
+            1 for c in find_all(root, cst.Call) if dotted_name(c.func) == "next" and len(c.args) == 1
+            and type(c.args[0].value) is cst.Name and c.args[0].value.value == iterator
+        )
+        targets += sum(1 for d in find_all(root, cst.Del) for n in find_all(d, cst.Name) if n.value == iterator)
+        loops: list[cst.CSTNode] = [*find_all(root, cst.For), *find_all(root, cst.While)]
+        if any(n.value == iterator for loop in loops for n in find_all(loop, cst.Name)):
+            return False
+    return uses == targets + nexts
 
 
 class _InlineLoop:
@@ -396,6 +431,64 @@ def _host_only(loop: cst.For, scope: Scope, imports: ImportTable) -> bool:
             if device is not None and not _dtype(device, imports) and device_kind(device, scope, imports) != "cpu":
                 gpu = True
     return host and not gpu
+
+
+#: Builtins that read a batch where it is.
+_BUILTINS = frozenset({
+    "print", "len", "int", "float", "str", "list", "tuple", "dict", "zip", "enumerate", "range", "sum", "max",
+    "min", "abs", "round", "isinstance", "sorted", "repr", "format",
+})
+
+
+def _left_in_place(loop: cst.For, scope: Scope, names: NameFacts) -> bool:
+    """The loop moves nothing to a device, and its batches reach only
+    builtins, functions of imported modules (``torch.max``), their own
+    methods and models of classes of this module that place nothing on a
+    device (``net = Net()``; the tutorial's CIFAR-10 test loop on the CPU)."""
+    imports = names.imports
+    bound = {n.value for n in _names(loop.target)}
+    for target in find_all(loop.body, cst.AssignTarget):
+        bound |= {n.value for n in _names(target.target)}
+    for node in _calls(loop.body):
+        func = node.func
+        if type(func) is cst.Attribute and func.attr.value in ("cuda", "pin_memory", "type"):
+            return False
+        if type(func) is cst.Attribute and func.attr.value == "to":
+            device = node.args[0].value if node.args and node.args[0].keyword is None else _keyword(node, "device")
+            if device is None or not (_dtype(device, imports) or device_kind(device, scope, imports) == "cpu"):
+                return False
+        if any(arg.keyword is not None and arg.keyword.value == "non_blocking" for arg in node.args):
+            return False
+        if not any(n.value in bound for arg in node.args for n in find_all(arg.value, cst.Name)):
+            continue
+        root = root_name(func)
+        if type(func) is cst.Name:
+            if func.value in _BUILTINS and scope.lookup(func.value) is None:
+                continue
+            if _placing_nothing(func.value, scope, names):
+                continue
+        elif type(func) is cst.Attribute and root is not None and (root in bound or root in imports.names):
+            continue
+        return False
+    return True
+
+
+def _placing_nothing(name: str, scope: Scope, names: NameFacts) -> bool:
+    """Every binding of ``name`` is an instance of a class of this module
+    whose methods call no ``.cuda()``/``.to()``."""
+    found = scope.lookup(name)
+    if found is None:
+        return False
+    for binding in found[1]:
+        value = binding.value
+        if type(value) is not cst.Call or type(value.func) is not cst.Name:
+            return False
+        cls = names.classes.get(value.func.value)
+        if cls is None or any(
+            type(c.func) is cst.Attribute and c.func.attr.value in ("cuda", "to") for c in find_all(cls.node, cst.Call)
+        ):
+            return False
+    return True
 
 
 def _dtype(node: cst.BaseExpression, imports: ImportTable) -> bool:

@@ -132,7 +132,13 @@ class MissingPinMemory(Rule):
     - batches that never reach the GPU: a loader only read one batch at a
       time (`first(loader)`, `next(iter(loader))`, also in a loop that times
       it), or only iterated by loops that send the batches back to the host
-      (`x.to(torch.float16).cpu()`) and never to a device;
+      (`x.to(torch.float16).cpu()`) and never to a device, or that use them
+      where they are: no transfer in the loop, and the batches reach only
+      builtins, functions of imported modules (`torch.max`), their own
+      methods and a model of a class of the module that places nothing on a
+      device (the CIFAR-10 tutorial's test loop, `net = Net()`, besides a
+      look at one batch through `dataiter = iter(testloader)` and
+      `next(dataiter)`);
     - batches of indices (`range(n)`, `torch.arange`, `mask.nonzero().view(-1)`,
       `torch.where(mask)[0]`): a few integers each, used to index tensors
       already on the GPU (`data.x[idx].to(device)` moves the gathered rows);

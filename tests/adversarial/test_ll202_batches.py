@@ -93,6 +93,36 @@ REPORTED = {
 }
 
 
+#: The CIFAR-10 tutorial: the test loader's batches reach a CPU model.
+_CPU_TEST = """
+    class Net(torch.nn.Module):
+        def forward(self, x):
+            return x
+    train = DataLoader(ds, batch_size=4, pin_memory=True)
+    for x, y in train:
+        x, y = x.to(device), y.to(device)
+    net = Net()
+    test = DataLoader(ds, batch_size=4)
+    dataiter = iter(test)
+    images, labels = next(dataiter)
+    for data in test:
+        images, labels = data
+        outputs = {model}(images)
+        _, predicted = torch.max(outputs.data, 1)
+        total += labels.size(0)
+        print((predicted == labels).sum().item())
+    del dataiter
+"""
+REPORTED |= {
+    "batches handed to an imported helper": _CPU_TEST.replace("{model}(images)", "step(images)"),
+    "a model of an imported class": _CPU_TEST.replace("{model}(images)", "torch.nn.DataParallel(net)(images)"),
+    "a model that moves its input": _CPU_TEST.replace("return x", "return x.cuda()").replace("{model}", "net"),
+    "the iterator read in a loop": _CPU_TEST.replace("{model}", "net").replace(
+        "images, labels = next(dataiter)", "while True:\n        images, labels = next(dataiter)"
+    ),
+}
+
+
 @pytest.mark.parametrize("body", REPORTED.values(), ids=REPORTED.keys())
 def test_ll202_still_reported(body: str) -> None:
     assert len(rows("LL202", body)) == 1
@@ -134,6 +164,11 @@ SILENT = {
             model(x)
     """,
 }
+
+
+SILENT["the batches reach a CPU model of the module (the CIFAR-10 tutorial's test loop)"] = _CPU_TEST.replace(
+    "{model}", "net"
+)
 
 
 @pytest.mark.parametrize("body", SILENT.values(), ids=SILENT.keys())
