@@ -12,8 +12,12 @@ from click.testing import CliRunner
 
 import loadlint.project.reporter as reporter
 from loadlint.frontends.cli import cli
+from loadlint.rules import rule_class
 from loadlint.rules.base import Context, Report, Rule
-from loadlint.rules.project_context import ABSENT, BuiltLoader, ProjectContext, ProjectReport, Setting
+from loadlint.rules.project_context import (
+    ABSENT, BuiltLoader, HoldFix, ImportedLoader, ModuleFlags, ProjectContext, ProjectReport, Revision, Setting,
+    TakeBack, WouldIntroduce,
+)
 
 LOADLINT = Path(__file__).parents[1] / "loadlint"
 TARGET = "cpus=8,gpus=1,memory=64,shm=16,platform=linux,python=3.14"
@@ -113,6 +117,8 @@ MESSAGES = {
     "are started again at every epoch": "ll204_non_persistent_workers.py",
     "every worker re-imports this script": "ll013_missing_main_guard.py",
     "stores {handle['what']} on the dataset": "ll014_unpicklable_dataset_handle.py",
+    "no fix: adding workers would introduce": "ll201_synchronous_loading.py",
+    "imports this module, and under": "ll013_missing_main_guard.py",
 }
 
 
@@ -165,3 +171,108 @@ def test_ll205_reads_one_blocking_copy_test_in_the_loaders_function_and_in_anoth
             "overlap compute, so pinning buys nothing; pass `non_blocking=True`")
     expected = f"steps.py:6:13: {text} (the loader is built at train.py:5)\ntrain.py:7:9: {text}\n"
     assert out == (expected if COPIES[copy] else "")
+
+
+class Joined:
+    """A project context with only what ``revise_own`` reads."""
+
+    def __init__(self, **given: object) -> None:
+        self.imported = given.get("imported", ())
+        self.introduced = given.get("introduced", ())
+        self.summarised = given.get("summarised", ())
+        self.reported = given.get("reported", frozenset())
+        self.flags = given.get("flags", {})
+        self.importers = given.get("importers", {})
+        self.asked: list[list[str]] = []
+
+    def module(self, path: str) -> ModuleFlags:
+        return ModuleFlags(False, False, False, False, frozenset(), path in self.flags)
+
+    def importers_of(self, paths):
+        self.asked.append(list(paths))
+        return {path: by for path, by in self.importers.items() if path in paths}
+
+
+def _imported(at: int, in_memory: bool) -> ImportedLoader:
+    return ImportedLoader("/p/train.py", at, None, None, frozenset(), "/p/data.py", None, in_memory)
+
+
+def test_ll201_takes_back_a_loader_over_another_modules_in_memory_class_and_words_the_held_fix() -> None:
+    rule = rule_class("LL201")()
+    joined = Joined(imported=[_imported(3, True), _imported(7, False)])
+    assert list(rule.revise_own(joined)) == [TakeBack("/p/train.py", 3)]
+    would = WouldIntroduce("/p/train.py", 5, "LL207", "iterator-recreated", "engine.py:4", "a message")
+    assert list(rule.revise_own(Joined(introduced=[would]))) == [HoldFix(
+        "/p/train.py", 5, "no fix: adding workers would introduce LL207 (iterator-recreated) at engine.py:4: a message")]
+
+
+def test_ll013_withholds_its_guard_in_every_imported_script_it_or_its_hook_found(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir("/")
+    rule = rule_class("LL013")()
+    joined = Joined(summarised=["/p/a.py", "/p/b.py", "/p/c.py"], flags={"/p/a.py"}, reported=frozenset({"/p/c.py"}),
+                    importers={"/p/a.py": "/p/eval.py", "/p/b.py": "/p/x.py", "/p/c.py": "/p/y.py"})
+    reason = ("no fix: `{}` imports this module, and under `if __name__ == \"__main__\":` the code it runs on import "
+              "would no longer run there; move that code into a function instead")
+    assert list(rule.revise_own(joined)) == [
+        HoldFix("/p/a.py", None, reason.format("p/eval.py")), HoldFix("/p/c.py", None, reason.format("p/y.py"))]
+    # Only the scripts (a module-level start, or the hook's finding) are searched for importers.
+    assert joined.asked == [["/p/a.py", "/p/c.py"]]
+
+
+TAKEN_BACK = """\
+from torch.utils.data import DataLoader
+from data import Numbers
+
+
+def main():
+    loader = DataLoader(Numbers())
+    for epoch in range(3):
+        for batch in loader:
+            pass
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_the_project_places_a_rules_revisions_whatever_its_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The drivers know no code: a rule's TakeBack removes its own finding
+    and a HoldFix withholds its fix with the rule's reason."""
+    import loadlint.project as project
+    import loadlint.project.handles as handles
+
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "data.py").write_text("import torch\n\n\nclass Numbers(torch.utils.data.Dataset):\n    pass\n")
+    (tmp_path / "train.py").write_text(TAKEN_BACK)
+
+    class Reviser(Rule):
+        code, name, category, summary = "LL201", "synchronous-loading", "performance", "revises"
+        verdict: type = TakeBack
+
+        def check(self, ctx: Context) -> Iterator[Report]:
+            return iter(())
+
+        def revise_own(self, project: ProjectContext) -> Iterator[Revision]:
+            for loader in project.imported:
+                yield TakeBack(loader.path, loader.at) if self.verdict is TakeBack else HoldFix(loader.path, loader.at, "no fix: a reason")
+
+    def run(*extra: str) -> str:
+        old = os.getcwd()
+        os.chdir(tmp_path)
+        try:
+            args = ["check", "--isolated", "--no-cache", "--select", "LL201", "--target", TARGET, "--output-format",
+                    "concise", *extra, "."]
+            return CliRunner().invoke(cli, args, env={"NO_COLOR": "1"}, catch_exceptions=False).output
+        finally:
+            os.chdir(old)
+
+    shown = run("-q")
+    assert shown.startswith("train.py:6:14: LL201 [*] `num_workers` is not set") and shown.count("\n") == 1
+    rule = Reviser()
+    monkeypatch.setattr(handles, "revising_rules", lambda: (rule,))
+    monkeypatch.setattr(project, "revising_rules", lambda: ())
+    assert run("-q") == ""
+    rule.verdict = HoldFix
+    held = run("--output-format", "full")
+    assert held.startswith("train.py:6:14: LL201 `num_workers` is not set") and "  = help: no fix: a reason\n" in held

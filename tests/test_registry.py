@@ -21,7 +21,7 @@ from loadlint.engine.withhold import declared
 
 from loadlint.types import Options
 from loadlint.facts.collect import collect
-from loadlint.rules import CODES, all_rules, category_of, hazard_rules, project_rules, rule_class
+from loadlint.rules import CODES, all_rules, category_of, hazard_rules, project_rules, revising_rules, rule_class
 from loadlint.rules.categories import CATEGORIES
 from loadlint.rules.examples import examples_of, module_of
 from loadlint.rules.base import Context, Invalid, ProfileNotDeclared, Rule, RuleSettings, dedent
@@ -198,6 +198,14 @@ def test_the_rules_across_files_are_those_with_a_project_hook():
     assert [type(rule).code for rule in project_rules()] == sorted(hooked)
 
 
+def test_the_rules_that_revise_their_own_findings_across_files():
+    revising = {rule.code for rule in all_rules() if rule.revise_own is not Rule.revise_own}
+    assert revising == {"LL013", "LL201"}
+    assert [type(rule).code for rule in revising_rules()] == sorted(revising)
+    # Revising its own findings does not make a rule's findings cross-file ones.
+    assert not rule_class("LL201").across_files
+
+
 def test_a_class_that_sets_across_files_without_a_hook_is_not_across_files():
     class Claims(Rule):
         code, name, summary = "LL998", "claims", "says it is across files"
@@ -214,13 +222,12 @@ def test_a_class_that_sets_across_files_without_a_hook_is_not_across_files():
 
 
 def test_the_project_package_words_no_rule_finding():
-    """The project joins; each verdict and message is its rule's hook's.
-    What is left names a code only for the phase's own work: LL900 where it
-    stopped short, LL201's fix withheld (and LL201 taken back), LL013's
-    fix withheld in a script another module imports."""
+    """The project joins; each verdict and message is its rule's hook's
+    (``check_project``, ``revise_own``).  What is left names a code only
+    for the phase's own work: LL900 where it stopped short."""
     project = RULES_DIR.parent / "project"
     named = {code for path in project.glob("*.py") for code in re.findall(r'"(LL\d{3})"', path.read_text(encoding="utf-8"))}
-    assert named == {"LL013", "LL201", "LL900"}
+    assert named == {"LL900"}
     worded = {code for path in project.glob("*.py")
               for code in re.findall(r'Finding\("(LL\d{3})", [^,]+, (?!"")', path.read_text(encoding="utf-8"))}
     assert worded == {"LL900"}

@@ -26,14 +26,17 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Sequence
 
 from loadlint.sources.files import read_source
 from loadlint.workspace.config import is_test_file
 from loadlint.project.flow import Walk
 from loadlint.project.lightning import trainer_runs
 from loadlint.project.modules import ModuleResolver, project_root
+from loadlint.project.context import View
 from loadlint.project.reporter import NOTEBOOK, Reporter
+from loadlint.rules import name_of, revising_rules
+from loadlint.rules.project_context import HoldFix
 from loadlint.types import Finding, Flags, Location, Options, Summary
 
 __all__ = ["Project", "ProjectResult", "project_root"]
@@ -48,10 +51,10 @@ class ProjectResult:
 
     #: New findings to report.
     findings: dict[str, list[Finding]] = field(default_factory=dict)
-    #: The places of the file's findings whose fixes to withhold (adding
-    #: workers would introduce a finding elsewhere), each with the reason.
+    #: The places of the file's own findings whose fixes to withhold, each
+    #: with the reason (``Rule.revise_own``); row 0: every finding of the code.
     held: dict[str, list[Finding]] = field(default_factory=dict)
-    #: The file's own findings to take back.
+    #: The file's own findings to take back (``Rule.revise_own``).
     withdrawn: dict[str, list[Finding]] = field(default_factory=dict)
     #: Whether the phase stopped short: such a result is never cached.
     unfinished: bool = False
@@ -120,19 +123,39 @@ class Project:
         report.rest(lambda wanted: trainer_runs(self.summaries, summary_of, self.importers, resolver, wanted))
         unfinished = report.unfinished()
         found = report.done()
-        result = ProjectResult(found, report.held(), unfinished=unfinished)
-        # A script whose module-level call reaches a loop elsewhere is guarded
-        # by the fix of its project finding: importers count there too.
-        reaching = {path for path, findings in found.items() if any(f.code == "LL013" for f in findings)}
-        imported = self._imported_scripts(reaching)
-        for path, held in imported.items():
-            result.held.setdefault(path, []).extend(held)
+        result = ProjectResult(found, unfinished=unfinished)
+        # Every finding of a code in a file: why its fixes are withheld, by (path, code).
+        whole = self._revise(result, report)
         if report.changes:
             from loadlint.project.fixing import decide
 
-            unguardable = {path: str(held[0].fix_withheld) for path, held in imported.items()}
-            decide(found, report.changes, self.read_text, self.file_options, unguardable)
+            decide(found, report.changes, self.read_text, self.file_options, whole)
         return result
+
+    def _revise(self, result: ProjectResult, report: Reporter) -> dict[tuple[str, str], str]:
+        """The rules' revisions of their own findings (``Rule.revise_own``)
+        into ``result``, given what the hooks reported."""
+        whole: dict[tuple[str, str], str] = {}
+        introduced = report.introduced()
+        for rule in revising_rules():
+            reported = frozenset(path for path, found in result.findings.items() if any(f.code == rule.code for f in found))
+            view = View(report.shared, introduced=introduced, summarised=tuple(self.summaries), reported=reported,
+                        importers=self._importers_of)
+            for revision in rule.revise_own(view):
+                at = None if revision.at is None else report.where.span(revision.path, revision.at)
+                if revision.at is None and isinstance(revision, HoldFix):
+                    # One finding at row 0 stands for all of the file's.
+                    at = (Location(0, 0), Location(0, 0))
+                    whole.setdefault((revision.path, rule.code), revision.reason)
+                if at is None or revision.at is not None and revision.path.endswith(NOTEBOOK):
+                    continue  # a notebook's own findings are placed in its cells
+                finding = Finding(rule.code, name_of(rule.code), "", revision.path, *at)
+                if isinstance(revision, HoldFix):
+                    finding.fix_withheld = revision.reason
+                    result.held.setdefault(revision.path, []).append(finding)
+                else:
+                    result.withdrawn.setdefault(revision.path, []).append(finding)
+        return whole
 
     def mentions(self, word: bytes) -> bool:
         """Whether any project file contains ``word`` (a byte search, for a
@@ -147,17 +170,10 @@ class Project:
                 continue
         return False
 
-    def _imported_scripts(self, reaching: set[str]) -> dict[str, list[Finding]]:
-        """LL013's fix withheld in every file another project module
-        imports: under the guard, what the module runs on import would no
-        longer run for its importer.  One finding at row 0 stands for all
-        of the file's LL013 findings.  ``reaching``: files whose project
-        findings are LL013 (their unguarded start is a call)."""
-        scripts = {
-            path: _stem(path) for path, summary in self.summaries.items()
-            if (summary.get("flags") or {}).get("unguarded_starts") and not path.endswith(NOTEBOOK) and _stem(path)
-        }
-        scripts.update((path, _stem(path)) for path in reaching if not path.endswith(NOTEBOOK) and _stem(path))
+    def _importers_of(self, paths: Sequence[str]) -> dict[str, str]:
+        """For each module of ``paths`` that another project module imports,
+        the first importer found (a notebook is never imported)."""
+        scripts = {path: _stem(path) for path in paths if not path.endswith(NOTEBOOK) and _stem(path)}
         if not scripts:
             return {}
         stems = re.compile(rb"\b(?:" + b"|".join(re.escape(os.fsencode(s)) for s in sorted(set(scripts.values()))) + rb")\b")
@@ -177,13 +193,7 @@ class Project:
                 found = resolver.module_file(path, dotted) if isinstance(dotted, str) else None
                 if found is not None and found[0] in scripts and found[0] != path:
                     importer.setdefault(found[0], path)
-        return {
-            path: [Finding("LL013", "missing-main-guard", "", path, Location(0, 0), Location(0, 0), fix_withheld=(
-                f"no fix: `{os.path.relpath(by)}` imports this module, and under `if __name__ == \"__main__\":` "
-                "the code it runs on import would no longer run there; move that code into a function instead"
-            ))]
-            for path, by in importer.items()
-        }
+        return importer
 
     def importers(self, wanted: dict[str, set[str]]) -> list[str]:
         """Project files that import one of the modules (by path) and name

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Sequence
 
 from loadlint.engine.notebook import cell_of
 from loadlint.engine.summaries import locate
@@ -21,7 +21,7 @@ from loadlint.project.flow import MISSING_VALUE, MODULE, Event, Frame, LoaderRef
 from loadlint.project.modules import shown_path
 from loadlint.rules.project_context import (
     ABSENT, UNBOUND, BuiltLoader, ImportedLoader, LightningClass, LoaderFlow, ModuleFlags, Setting, Step,
-    TrainerRun,
+    TrainerRun, WouldIntroduce,
 )
 from loadlint.types import Flags, HardwareProfile, Location, UseKind
 
@@ -116,7 +116,8 @@ def flags_of(flags: Flags) -> ModuleFlags:
     methods = flags.get("start_methods")
     return ModuleFlags(bool(flags.get("cuda")), bool(flags.get("cuda_code")), bool(flags.get("set_epoch")),
                        bool(flags.get("frameworks")),
-                       frozenset(m for m in methods if isinstance(m, str)) if isinstance(methods, list) else frozenset())
+                       frozenset(m for m in methods if isinstance(m, str)) if isinstance(methods, list) else frozenset(),
+                       bool(flags.get("unguarded_starts")))
 
 
 def _paths(frame: Frame) -> frozenset[str]:
@@ -292,6 +293,10 @@ class View:
     imported: Sequence[ImportedLoader] = ()
     what_if: bool = False
     trainers: Callable[[Callable[[LightningClass], bool]], Iterator[TrainerRun]] | None = None
+    introduced: Sequence[WouldIntroduce] = ()
+    summarised: Sequence[str] = ()
+    reported: frozenset[str] = frozenset()
+    importers: Callable[[Sequence[str]], Mapping[str, str]] | None = None
 
     def module(self, path: str) -> ModuleFlags:
         return flags_of(self.shared.flags(path))
@@ -313,3 +318,6 @@ class View:
 
     def trainer_runs(self, wanted: Callable[[LightningClass], bool]) -> Iterator[TrainerRun]:
         return iter(()) if self.trainers is None else self.trainers(wanted)
+
+    def importers_of(self, paths: Sequence[str]) -> Mapping[str, str]:
+        return {} if self.importers is None else self.importers(paths)

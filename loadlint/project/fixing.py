@@ -38,15 +38,17 @@ def decide(
     changes: dict[Key, Change],
     read_text: Callable[[str], str | None],
     file_options: Callable[[str], Options],
-    unguardable: dict[str, str] | None = None,
+    withheld: dict[tuple[str, str], str] | None = None,
 ) -> None:
     """Give each finding of ``found`` the fix its change asks for, or the
-    reason it is withheld.  ``unguardable``: by path, why a main guard is
-    withheld in that file whatever it holds (another module imports it)."""
+    reason it is withheld.  ``withheld``: by (path, code), why the fixes of
+    every finding of the code in that file are withheld (LL013's guard in
+    a script another module imports), whatever they would change."""
     for path, findings in found.items():
         asked = [(f, changes[_key(f)]) for f in findings if _key(f) in changes]
         if asked:
-            _decide_file(path, asked, read_text(path), file_options(path), (unguardable or {}).get(path))
+            held = {code: why for (where, code), why in (withheld or {}).items() if where == path}
+            _decide_file(path, asked, read_text(path), file_options(path), held)
 
 
 def _key(finding: Finding) -> Key:
@@ -54,7 +56,7 @@ def _key(finding: Finding) -> Key:
 
 
 def _decide_file(
-    path: str, asked: list[tuple[Finding, Change]], text: str | None, options: Options, unguardable: str | None
+    path: str, asked: list[tuple[Finding, Change]], text: str | None, options: Options, withheld: dict[str, str]
 ) -> None:
     import libcst as cst
 
@@ -76,14 +78,14 @@ def _decide_file(
     #: The guard's verdict, tried once for all of them: (fix, why withheld).
     guarded_as: tuple[Fix | None, str | None] | None = None
     for finding, change in asked:
+        why = withheld.get(finding.code)
+        if why is not None:
+            finding.fix_withheld = why
+            continue
         if isinstance(change, Guard) and guarded_as is not None:
             finding.fix, finding.fix_withheld = guarded_as
             continue
         if isinstance(change, Guard):
-            guarded_as = (None, unguardable)
-            if unguardable is not None:
-                finding.fix_withheld = unguardable
-                continue
             guarded = guard_fix(facts.statements, facts.names, starts)
             if guarded is None:
                 continue

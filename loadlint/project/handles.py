@@ -1,9 +1,9 @@
 """Loaders of the run's files whose dataset class another project module
 defines, joined to what that module's summary says of the class (a handle
 ``__init__`` keeps), and handed to the rules' project hooks
-(``ProjectContext.imported``); their findings are reported at the loader,
-and LL201's fix is withheld where the workers it starts would make a
-worker-hazard rule fire (``Rule.imported_worker_hazards``)."""
+(``ProjectContext.imported``): their findings are reported at the loader,
+and the revisions of their own findings (``Rule.revise_own``) are placed
+there too."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from typing import Callable, NamedTuple
 from loadlint.engine.summaries import locate
 from loadlint.engine.suppress import file_suppressions, suppressed_codes
 from loadlint.project import NO_FLAGS
-from loadlint.project.context import Locator, Shared, View
+from loadlint.project.context import NOTEBOOK, Locator, Shared, View
 from loadlint.project.modules import ModuleResolver
-from loadlint.rules import hazard_rules, name_of, project_rules
-from loadlint.rules.project_context import HandleClass, ImportedLoader
+from loadlint.rules import name_of, project_rules, revising_rules
+from loadlint.rules.project_context import HandleClass, HoldFix, ImportedLoader
 from loadlint.types import Finding, Flags, Options, Summary
 
 
@@ -35,8 +35,9 @@ def imported_loaders(
         kept = module.get("handle_classes", {}).get(where[1]) if module is not None else None
         handle = HandleClass(*(str(kept.get(k, "")) for k in ("cls", "attr", "what", "written", "error"))) if isinstance(kept, dict) else None
         context = loader.get("context")
+        in_memory = module is not None and where[1] in module.get("in_memory_classes", ())
         out.append(ImportedLoader(path, int(loader.get("at", -1)), workers if type(workers) in (int, str) else None,
-                                  context if isinstance(context, str) else None, methods, where[0], handle))
+                                  context if isinstance(context, str) else None, methods, where[0], handle, in_memory))
     return out
 
 
@@ -45,8 +46,10 @@ class Elsewhere(NamedTuple):
 
     #: The project hooks' findings, by path.
     found: dict[str, list[Finding]]
-    #: LL201 findings whose fix is withheld, the reason on each, by path.
+    #: The files' own findings whose fix is withheld, the reason on each, by path.
     held: dict[str, list[Finding]]
+    #: The files' own findings taken back, by path.
+    withdrawn: dict[str, list[Finding]]
 
 
 def handles_elsewhere(
@@ -56,6 +59,7 @@ def handles_elsewhere(
     read_text: Callable[[str], str | None],
     original: dict[str, int],
     options: Callable[[str], Options],
+    own_findings: Callable[[str], list[Finding] | None],
 ) -> Elsewhere:
     resolver = ModuleResolver(root)
 
@@ -65,27 +69,33 @@ def handles_elsewhere(
 
     # No hook reads the byte search from here: a word counts as present.
     shared = Shared(Locator(read_text), flags, lambda word: True, lambda path: options(path).profile())
-    out = Elsewhere({}, {})
+    out = Elsewhere({}, {}, {})
     for path in original:
         summary = summaries.get(path)
         select = options(path).select if summary is not None else frozenset()
         rules = [rule for rule in project_rules() if rule.code in select]
-        if summary is None or not (rules or "LL201" in select and summary.get("imported_datasets")):
+        # A rule revises its findings only in a file that has some (when known).
+        own = own_findings(path) if summary is not None and summary.get("imported_datasets") else []
+        revising = [rule for rule in revising_rules() if rule.code in select and (
+            own is None or any(f.code == rule.code for f in own))]
+        if summary is None or not (rules or revising):
             continue
         view = View(shared, imported=imported_loaders(path, summary, summary_of, resolver))
         found = [(rule.code, report.at, report.message) for rule in rules for report in rule.check_project(view)]
-        # Every hazard counts, selected or not: the fix would crash the run all the same.
-        hazards = [(report.at, report.message) for rule in hazard_rules() for report in rule.imported_worker_hazards(view)
-                   ] if "LL201" in select else []
-        text = read_text(path) if found or hazards else None
+        revised = [(rule.code, revision) for rule in revising for revision in rule.revise_own(view)
+                   if revision.path == path and revision.at is not None]
+        text = read_text(path) if found or revised else None
         if text is None:
             continue
-        spans = locate(text, [at for _, at, _ in found] + [at for at, _ in hazards])
-        for at, reason in hazards:
-            if at in spans:
+        spans = locate(text, [at for _, at, _ in found] + [int(revision.at or 0) for _, revision in revised])
+        for code, revision in revised:
+            if revision.at not in spans:
+                continue
+            if isinstance(revision, HoldFix):
                 out.held.setdefault(path, []).append(
-                    Finding("LL201", name_of("LL201"), "", path, *spans[at], fix_withheld=reason)
-                )
+                    Finding(code, name_of(code), "", path, *spans[revision.at], fix_withheld=revision.reason))
+            elif not path.endswith(NOTEBOOK):  # a notebook's own findings are placed in its cells
+                out.withdrawn.setdefault(path, []).append(Finding(code, name_of(code), "", path, *spans[revision.at]))
         lines = text.splitlines()
         file_level = file_suppressions(text) if options(path).noqa else set()
         for code, at, message in found:

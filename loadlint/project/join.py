@@ -339,7 +339,7 @@ def _analyse(
     configured = [(path, summary) for path, summary in sorted(summaries.items()) if path in original]
     for path, findings in project_config_findings(root, configured, read_text, options, own_findings).items():
         found.setdefault(path, []).extend(f for f in findings if not any(_same_place(f, g) for g in found.get(path, [])))
-    elsewhere = handles_elsewhere(root, summaries, summary_of, read_text, original, options)
+    elsewhere = handles_elsewhere(root, summaries, summary_of, read_text, original, options, own_findings)
     for path, handles in elsewhere.found.items():
         found.setdefault(path, []).extend(f for f in handles if not any(_same_place(f, g) for g in found.get(path, [])))
     for path, held in elsewhere.held.items():
@@ -349,59 +349,17 @@ def _analyse(
         text = read_text(path) if path.endswith(NOTEBOOK) else None
         if text is not None:
             found[path] = to_cells(findings, text)
-    withdrawn = _in_memory_elsewhere(root, summaries, summary_of, read_text, original, own_findings)
-    for path, gone in withdrawn.items():
+    for path, gone in elsewhere.withdrawn.items():
+        result.withdrawn.setdefault(path, []).extend(gone)
+    for path, gone in result.withdrawn.items():
         places = {_place(f) for f in gone}
         if path in found:
             found[path] = [f for f in found[path] if _place(f) not in places]
-        result.withdrawn[path] = gone
     return result
 
 
 def _place(finding: Finding) -> tuple[str, int, int]:
     return finding.code, finding.location.row, finding.location.column
-
-
-def _in_memory_elsewhere(
-    root: Path,
-    summaries: dict[str, Summary],
-    summary_of: Callable[[str], Summary | None],
-    read_text: Callable[[str], str | None],
-    original: dict[str, int],
-    own_findings: Callable[[str], list[Finding] | None],
-) -> dict[str, list[Finding]]:
-    """LL201 findings to take back: on loaders of the run's files whose
-    dataset is built from a class of another project module that holds its
-    data in memory (the test a class of the same module passes)."""
-    from loadlint.engine.summaries import locate
-
-    resolver = ModuleResolver(root)
-    out: dict[str, list[Finding]] = {}
-    for path in original:
-        summary = summaries.get(path)
-        if summary is None or path.endswith(NOTEBOOK) or not summary.get("imported_datasets"):
-            continue
-        # Locating the loaders parses the file again: only where there is something to take back.
-        own = own_findings(path)
-        if own is not None and not any(f.code == "LL201" for f in own):
-            continue
-        refs = []
-        for loader in summary.get("imported_datasets", []):
-            name = loader.get("class")
-            found = resolver.module_file(path, name) if isinstance(name, str) else None
-            if found is None or "." in found[1]:
-                continue
-            module = summary_of(found[0])
-            if module is not None and found[1] in module.get("in_memory_classes", ()):
-                refs.append(int(loader.get("at", -1)))
-        text = read_text(path) if refs else None
-        if text is None:
-            continue
-        spans = locate(text, refs)
-        out[path] = [
-            Finding("LL201", "synchronous-loading", "", path, spans[ref][0], spans[ref][1]) for ref in refs if ref in spans
-        ]
-    return out
 
 
 def _hold(result: FileResult | None, held: list[Finding]) -> set[tuple[str, int, int]]:

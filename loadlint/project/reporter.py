@@ -26,7 +26,7 @@ from loadlint.project.flow import MISSING_VALUE, Frame, LoaderRef, Value
 from loadlint.rules import name_of, project_rules
 # The fixes a hook asks for; ``fixing`` reads them from here.
 from loadlint.rules.project_context import Change as Change, Guard as Guard
-from loadlint.rules.project_context import LightningClass, TrainerRun
+from loadlint.rules.project_context import LightningClass, TrainerRun, WouldIntroduce
 from loadlint.types import Descriptor, Finding, Flags, Options
 
 if TYPE_CHECKING:
@@ -265,19 +265,11 @@ class Reporter:
         # only contradict it.
         return [f for f in after if _sig(f) not in self.baselines[path]]
 
-    def held(self) -> dict[str, list[Finding]]:
-        """By path, the places of loaders whose LL201 fix (adding workers)
-        would introduce a finding elsewhere: LL201 with the reason as ``fix_withheld``."""
-        out: dict[str, list[Finding]] = {}
-        for (path, at), (code, message, place) in sorted(self.blocked.items()):
-            span = self.where.span(path, at)
-            if span is None or path.endswith(NOTEBOOK):
-                continue
-            reason = f"no fix: adding workers would introduce {code} ({name_of(code)}) at {place}: {message}"
-            out.setdefault(path, []).append(
-                Finding("LL201", name_of("LL201"), "", path, span[0], span[1], fix_withheld=reason)
-            )
-        return out
+    def introduced(self) -> list[WouldIntroduce]:
+        """By loader, the first finding its file's fix adding workers would
+        make the project report (``Rule.revise_own`` decides what that means)."""
+        return [WouldIntroduce(path, at, code, name_of(code), place, message)
+                for (path, at), (code, message, place) in sorted(self.blocked.items())]
 
     def unfinished(self) -> bool:
         """LL900 where the budget left work undone; whether it did."""

@@ -105,10 +105,25 @@ def project_rules() -> tuple[Rule, ...]:
     """The rules with a cross-file half, by code: found from their modules'
     text, so that only those modules are imported (a test checks the text
     against ``Rule.across_files``)."""
+    return _defining(_PROJECT_HOOK)
+
+
+#: A rule class's revision of its own findings (``Rule.revise_own``).
+_REVISE_HOOK = re.compile(r"^[ \t]+def revise_own\(", re.M)
+
+
+@lru_cache(maxsize=None)
+def revising_rules() -> tuple[Rule, ...]:
+    """The rules that revise their own findings from the project's joins,
+    by code, found as ``project_rules`` are."""
+    return _defining(_REVISE_HOOK)
+
+
+def _defining(hook: re.Pattern[str]) -> tuple[Rule, ...]:
     found = []
     for code, entry in CODES.items():
         data = pkgutil.get_data(__name__, f"{entry.module}.py")
-        if data is not None and _PROJECT_HOOK.search(data.decode("utf-8")):
+        if data is not None and hook.search(data.decode("utf-8")):
             found.append(rule_class(code)())
     return tuple(found)
 

@@ -36,7 +36,7 @@ from loadlint.facts.resolve import dotted_name, evaluate, follow_name
 # exported for their annotations.
 from loadlint.facts.resolve import Scope as Scope
 from loadlint.rules.categories import CategoryName
-from loadlint.rules.project_context import ProjectContext, ProjectReport
+from loadlint.rules.project_context import ProjectContext, ProjectReport, Revision
 from loadlint.types import HardwareProfile
 
 FixAvailability = Literal["always", "sometimes", "none"]
@@ -324,6 +324,14 @@ class Rule(abc.ABC):
         """The rule's cross-file half: what a single file cannot show, read
         from the project analysis's joins (``loadlint.rules.project_context``).
         A rule that defines it is ``across_files``."""
+        return iter(())
+
+    def revise_own(self, project: ProjectContext) -> Iterator[Revision]:
+        """What the project shows about the files' own findings of this
+        rule: one to take back (``TakeBack``), a fix to withhold with its
+        reason (``HoldFix``).  Asked once the project hooks have reported
+        (``ProjectContext.introduced``, ``reported``), and for the loaders
+        over another module's dataset class (``ProjectContext.imported``)."""
         return iter(())
 
     def worker_hazards(self, ctx: Context, call: LoaderCall) -> list[str]:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from typing import Iterator, Sequence
 
 import libcst as cst
@@ -7,7 +8,7 @@ import libcst as cst
 from loadlint.facts.names import NameFacts
 from loadlint.facts.toplevel import first_holding, globals_read, is_main_guard, top_statements
 from loadlint.rules.base import Context, FixSpec, Report, Rule
-from loadlint.rules.project_context import Guard, LoaderFlow, ProjectContext, ProjectReport
+from loadlint.rules.project_context import Guard, HoldFix, LoaderFlow, ProjectContext, ProjectReport, Revision
 from loadlint.rules.shared import module_spawn_reason, spawn_reason, workers_on
 
 
@@ -287,3 +288,16 @@ class MissingMainGuard(Rule):
     def check_project(self, project: ProjectContext) -> Iterator[ProjectReport]:
         for flow in project.loaders:
             yield from _reached_at_module_level(project, flow)
+
+    def revise_own(self, project: ProjectContext) -> Iterator[Revision]:
+        """The guard is withheld in a script another project module imports
+        (one that starts workers at module level, or that the hook reported):
+        under the guard, what it runs on import would no longer run for its
+        importer."""
+        scripts = [path for path in project.summarised if project.module(path).unguarded_starts]
+        scripts += sorted(project.reported)
+        for path, by in project.importers_of(scripts).items():
+            yield HoldFix(path, None, (
+                f"no fix: `{os.path.relpath(by)}` imports this module, and under `{_GUARD}` "
+                "the code it runs on import would no longer run there; move that code into a function instead"
+            ))

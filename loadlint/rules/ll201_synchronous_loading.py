@@ -5,8 +5,9 @@ from typing import Iterator
 from loadlint.facts.batches import batches_on_gpu, one_batch_read
 from loadlint.facts.loaders import LoaderCall
 from loadlint.facts.values import MISSING, Origin
-from loadlint.rules import unimportable_dataset, worker_hazards
+from loadlint.rules import hazard_rules, unimportable_dataset, worker_hazards
 from loadlint.rules.base import Context, FixSpec, Report, Rule
+from loadlint.rules.project_context import HoldFix, ProjectContext, Revision, TakeBack
 from loadlint.rules.trainer_workers import training_arguments
 from loadlint.rules.shared import (
     measured_defers, origin_note, set_workers_fix, suggested_workers, unguarded_script, use_workers,
@@ -238,3 +239,19 @@ class SynchronousLoading(Rule):
             fix.withheld = unguarded_script(ctx, call) or unimportable_dataset(ctx, call)
             yield Report(call.node, message, fix)
         yield from training_arguments(ctx)
+
+    def revise_own(self, project: ProjectContext) -> Iterator[Revision]:
+        """Across files: a loader over another module's dataset class that
+        holds its data in memory is taken back, as a class of its own module
+        is; the fix is withheld where the workers it starts would make the
+        project report a finding, or a worker-hazard rule fire on the class."""
+        for would in project.introduced:
+            yield HoldFix(would.path, would.at, f"no fix: adding workers would introduce {would.code} ({would.name}) "
+                          f"at {would.place}: {would.message}")
+        for loader in project.imported:
+            if loader.in_memory:
+                yield TakeBack(loader.path, loader.at)
+        # Every hazard counts, selected or not: the fix would crash the run all the same.
+        for rule in hazard_rules():
+            for report in rule.imported_worker_hazards(project):
+                yield HoldFix(report.path, report.at, report.message)

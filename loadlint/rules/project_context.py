@@ -102,6 +102,8 @@ class ModuleFlags:
     frameworks: bool
     #: The methods passed to ``set_start_method``.
     start_methods: frozenset[str]
+    #: Module-level code that starts worker processes outside a main guard.
+    unguarded_starts: bool = False
 
 
 class Use(Protocol):
@@ -229,6 +231,9 @@ class ImportedLoader:
     #: The module that defines the class, and what the class keeps.
     module: str
     handle: HandleClass | None
+    #: The class holds its data in memory (the test a class of the loader's
+    #: own module passes, ``facts.datasets.in_memory_class``).
+    in_memory: bool = False
 
 
 @dataclass(frozen=True)
@@ -257,6 +262,21 @@ class TrainerRun:
     loaders: Sequence[BuiltLoader]
 
 
+@dataclass(frozen=True)
+class WouldIntroduce:
+    """A loader without workers, and the first finding its file's fix adding
+    workers would make the project report (``ProjectContext.what_if``)."""
+
+    #: The loader: where the fix adding workers would go.
+    path: str
+    at: int
+    #: The finding: its rule, place (``engine.py:20``) and message.
+    code: str
+    name: str
+    place: str
+    message: str
+
+
 class ProjectContext(Protocol):
     """What the project analysis joined, for one call of a rule's hook.
 
@@ -278,8 +298,21 @@ class ProjectContext(Protocol):
     def module(self, path: str) -> ModuleFlags: ...
     #: A notebook, or a script in the percent format (``# %%`` cells).
     def notebook(self, path: str) -> bool: ...
+    #: What the fixes adding workers would introduce, by loader (for
+    #: ``Rule.revise_own``, once the hooks have been asked).
+    @property
+    def introduced(self) -> Sequence[WouldIntroduce]: ...
+    #: The project modules the phase has summaries of (for ``Rule.revise_own``).
+    @property
+    def summarised(self) -> Sequence[str]: ...
+    #: The files where this rule's own hook reported (for ``Rule.revise_own``).
+    @property
+    def reported(self) -> frozenset[str]: ...
     #: Whether any project file contains ``word`` (a byte search).
     def mentions(self, word: bytes) -> bool: ...
+    #: For each module of ``paths`` that another project module imports,
+    #: the first such importer (a notebook is never imported).
+    def importers_of(self, paths: Sequence[str]) -> Mapping[str, str]: ...
     #: The target's profile for a file (detected on first read).
     def profile(self, path: str) -> HardwareProfile: ...
     #: ``train.py:12`` for a summary-numbered node.
@@ -296,6 +329,31 @@ class Guard:
     ref) on, under the main guard, as the file's own LL013 guards it."""
 
     at: int
+
+
+@dataclass(frozen=True)
+class TakeBack:
+    """``Rule.revise_own``: the file's own finding of the rule at the
+    summary-numbered node ``at`` of ``path`` is none (another module shows it)."""
+
+    path: str
+    at: int
+
+
+@dataclass(frozen=True)
+class HoldFix:
+    """``Rule.revise_own``: the fix of the file's own finding of the rule at
+    ``at`` of ``path`` is withheld, ``reason`` the note shown for it;
+    ``at`` None: of every finding of the rule in the file, the project's
+    included (LL013's one guard for the script)."""
+
+    path: str
+    at: int | None
+    reason: str
+
+
+#: What the project shows about a file's own findings of a rule.
+Revision = TakeBack | HoldFix
 
 
 #: Keywords set on one call: (summary node ref of the call, keyword -> code,
