@@ -35,7 +35,8 @@ def imported_loaders(
         kept = module.get("handle_classes", {}).get(where[1]) if module is not None else None
         handle = HandleClass(*(str(kept.get(k, "")) for k in ("cls", "attr", "what", "written", "error"))) if isinstance(kept, dict) else None
         context = loader.get("context")
-        in_memory = module is not None and where[1] in module.get("in_memory_classes", ())
+        listed = module.get("in_memory_classes") if module is not None else None
+        in_memory = isinstance(listed, list) and where[1] in listed
         out.append(ImportedLoader(path, int(loader.get("at", -1)), workers if type(workers) in (int, str) else None,
                                   context if isinstance(context, str) else None, methods, where[0], handle, in_memory))
     return out
