@@ -11,7 +11,7 @@ from loadlint.facts.cursor import Cursor, Provider
 from loadlint.facts.distributed import LIGHTNING_TRAINERS, in_test, lightning_accelerator
 from loadlint.facts.iteration import TRANSFER_METHODS, cuda_tensor_type, transfer_device
 from loadlint.facts.names import FunctionFacts, LambdaFacts
-from loadlint.facts.resolve import ImportTable, Scope, canonical, evaluate, follow_name
+from loadlint.facts.resolve import MAX_REACHING, ImportTable, Point, Scope, canonical, evaluate, follow_name, reaching
 
 XLA_DEVICE_CALLS = {"torch_xla.core.xla_model.xla_device", "torch_xla.device"}
 _XLA_LOADERS = {
@@ -150,11 +150,15 @@ class AcceleratorProvider(Provider[AcceleratorFacts]):
 _STRINGS = frozenset({cst.SimpleString, cst.ConcatenatedString, cst.Attribute, cst.Subscript})
 
 
-def device_kind(node: cst.BaseExpression | None, scope: Scope | None, imports: ImportTable, depth: int = 0) -> str | None:
+def device_kind(
+    node: cst.BaseExpression | None, scope: Scope | None, imports: ImportTable, depth: int = 0, at: Point | None = None,
+) -> str | None:
     """"cuda", "cpu", "xla", "accelerator" or None (unknown) for a device expression.
 
     A device chosen at run time between CUDA and the CPU (``"cuda" if
     available else "cpu"``) counts as CUDA: the code is written for a GPU.
+    Read at ``at`` (a program point), a name is bound only by the bindings
+    that may run before it (``resolve.reaches``).
     """
     if node is None or depth > 8:
         return None
@@ -166,8 +170,8 @@ def device_kind(node: cst.BaseExpression | None, scope: Scope | None, imports: I
         head = "".join(p.value for p in node.parts if type(p) is cst.FormattedStringText)
         return _device_string(head)
     if type(node) is cst.IfExp:
-        return _strongest({device_kind(node.body, scope, imports, depth + 1),
-                           device_kind(node.orelse, scope, imports, depth + 1)}, True)
+        return _strongest({device_kind(node.body, scope, imports, depth + 1, at),
+                           device_kind(node.orelse, scope, imports, depth + 1, at)}, True)
     if type(node) is cst.Name:
         # A device chosen in branches (``if use_accel: device = ...``) has
         # several bindings: the accelerator one is the evidence that counts.
@@ -175,12 +179,16 @@ def device_kind(node: cst.BaseExpression | None, scope: Scope | None, imports: I
         if found is None:
             return None
         owner, bindings = found
-        kinds = {device_kind(b.value, owner, imports, depth + 1) for b in bindings if b.value is not None}
-        return _strongest(kinds, all(b.value is not None for b in bindings))
+        if len(bindings) > MAX_REACHING:
+            return None  # a name bound this often (generated code): unknown, and each read stays cheap
+        if at is not None:
+            bindings = reaching(bindings, at)
+        kinds = {device_kind(b.value, owner, imports, depth + 1, b.point) for b in bindings if b.value is not None}
+        return _strongest(kinds, bool(bindings) and all(b.value is not None for b in bindings))
     if type(node) is cst.Call:
         qualified = canonical(imports.qualify(node.func))
         if qualified == "torch.device" and node.args:
-            return device_kind(node.args[0].value, scope, imports, depth + 1)
+            return device_kind(node.args[0].value, scope, imports, depth + 1, at)
         if qualified in ("torch.accelerator.current_accelerator",):
             return "accelerator"
         if qualified in XLA_DEVICE_CALLS:

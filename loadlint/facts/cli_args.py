@@ -27,7 +27,7 @@ from loadlint.cst.codegen import code_for_node
 from loadlint.facts.cursor import Cursor, Provider
 from loadlint.facts.cli_options import parameters, passes, spawned_call
 from loadlint.facts.cli_parsers import FRAMEWORK_ARGUMENTS, Parser, Parsers
-from loadlint.facts.names import NameFacts
+from loadlint.facts.names import ClassFacts, NameFacts
 from loadlint.facts.training_args import TrainingArgumentsCall
 from loadlint.facts.resolve import Flow, Namespace, Option, Origin, Point, Scope, evaluate, is_known
 
@@ -104,7 +104,6 @@ class CliProvider(Provider[CliFacts]):
         self._changed_attrs: dict[str, list[Point]] = {}
         self._changed_names: dict[str, list[tuple[int | None, Point]]] = {}
         self._reads: dict[int, Point] = {}
-        self._tick = 0
         #: Attributes an assignment statement writes, recorded as it ends.
         self._pending: list[str] = []
         #: ``vars(x)`` calls read by a constant key (``vars(args)["workers"]``): reads, not changes.
@@ -214,8 +213,7 @@ class CliProvider(Provider[CliFacts]):
         self._changed_names.setdefault(name, []).append((id(found[0]) if found else None, self._point()))
 
     def _point(self) -> Point:
-        self._tick += 1
-        return self._tick, id(self.cursor.scope), tuple(id(frame.node) for frame in self.cursor.loops)
+        return self.cursor.point()
 
     def visit_Return(self, node: cst.Return) -> None:
         fn = self.cursor.function
@@ -223,8 +221,8 @@ class CliProvider(Provider[CliFacts]):
             self.parsers.returns.setdefault(fn, []).append((node.value, self.cursor.scope))
 
     def _assigned(self, target: cst.BaseExpression) -> None:
-        # ``args.workers = 8`` anywhere: that option's default is not what runs.
-        if type(target) is cst.Attribute and type(target.value) is cst.Name:
+        # ``args.workers = 8``, ``cfg.data.workers = 8`` anywhere: that attribute's default is not what runs.
+        if type(target) is cst.Attribute:
             self._pending.append(target.attr.value)
         elif type(target) is cst.Tuple or type(target) is cst.List:
             for element in target.elements:
@@ -254,6 +252,7 @@ class CliProvider(Provider[CliFacts]):
             for target, value, scope in self._assigns:
                 self._bind(target, value, scope)
         self._flow_intoparameters()
+        self._config_flows()
         self._parameter_defaults()
         self._export()
 
@@ -351,6 +350,24 @@ class CliProvider(Provider[CliFacts]):
                     if complete and len(passed) == 1:
                         fn.scope.namespaces[param] = next(iter(passed.values()))
 
+    def _config_flows(self) -> None:
+        """``cfg = DataConfig()`` in a function: a fresh object each call, so
+        its attributes are read at their program point as a parsed
+        namespace's are (a write after the read does not change it)."""
+        for fn in self._names.functions:
+            scope = fn.scope
+            for name, ns in list(scope.namespaces.items()):
+                bindings = scope.bindings.get(name, ())
+                if ns.flow is not None or id(ns) in self._parsed or len(bindings) != 1:
+                    continue
+                value = bindings[0].value
+                if type(value) is not cst.Call or type(value.func) is not cst.Name:
+                    continue
+                if not isinstance(self._names.definition(value.func.value, scope), ClassFacts):
+                    continue
+                whole = [p for o, p in self._changed_names.get(name, ()) if o is None or o == id(scope)]
+                scope.namespaces[name] = Namespace(ns.options, Flow(whole, self._changed_attrs, self._reads))
+
     def _parameter_defaults(self) -> None:
         """``def build(ds, workers=4)`` that every call in the module leaves
         ``workers`` out of: inside it, ``workers`` is 4."""
@@ -430,5 +447,5 @@ def _plain(ns: Namespace) -> dict[str, tuple[object, str]]:
     return {
         name: (option.value, option.origin.text)
         for name, option in ns.options.items()
-        if isinstance(option, Option) and is_known(option.value) and option.origin is not None
+        if isinstance(option, Option) and is_known(option.value) and option.origin is not None and not option.written
     }

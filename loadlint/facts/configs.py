@@ -363,7 +363,8 @@ class _Binder:
         return ns
 
     def _field(self, cls: ClassFacts, name: str, default: cst.BaseExpression | None, depth: int) -> Option | Namespace:
-        if default is None or self._writes_of(name) > 0:
+        written = self._writes_of(name) > 0
+        if default is None:
             return Option(UNKNOWN)
         if type(default) is cst.Call and type(default.func) is cst.Name and default.func.value == "field":
             factory = _keyword(default, "default_factory")
@@ -376,9 +377,9 @@ class _Binder:
                 return Option(UNKNOWN)
         if type(default) is cst.Call:
             inner = self.config_of(default, self.scope, 1)
-            return inner if inner is not None else Option(UNKNOWN)
+            return inner if inner is not None and not written else Option(UNKNOWN)
         value = evaluate(default, self.scope)
-        return Option(value, Origin(f"with the default `{cls.name}.{name} = {value!r}`", default))
+        return Option(value, Origin(f"with the default `{cls.name}.{name} = {value!r}`", default), written)
 
     def _is_dataclass(self, cls: ClassFacts) -> bool:
         if cls.nested:
@@ -513,7 +514,7 @@ def namespace_options(ns: Namespace, ref_of: Callable[[cst.CSTNode], int], prefi
                 out.update(namespace_options(item, ref_of, dotted + ".", depth + 1))
             continue
         origin = item.origin
-        if origin is None or not _plain(item.value) or not origin.text.startswith("with "):
+        if origin is None or item.written or not _plain(item.value) or not origin.text.startswith("with "):
             continue
         described: dict[str, Any] = {"value": item.value, "text": origin.text[len("with "):]}
         if origin.node is not None:

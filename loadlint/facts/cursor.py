@@ -69,6 +69,9 @@ class Cursor(ScopeCursor, FlowCursor):
         while it is the innermost open call."""
         return self._open_calls[-1][2]
 
+    def loop_ids(self) -> tuple[int, ...]:
+        return tuple(id(frame.node) for frame in self.loops)
+
     # -- hooks of several parts ----------------------------------------------
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:

@@ -11,7 +11,7 @@ import libcst as cst
 from loadlint.facts.control import names_in
 from loadlint.facts.cursor import Cursor, Provider, root_name
 from loadlint.facts.names import FunctionFacts, Key, LoopFrame
-from loadlint.facts.resolve import ImportTable, Scope, canonical, dotted_name, evaluate
+from loadlint.facts.resolve import ImportTable, Point, Scope, canonical, dotted_name, evaluate
 
 #: What a part of a batch is written as: ``batch``, ``batch[0]``, ``batch.x``.
 _PARTS = frozenset({cst.Name, cst.Subscript, cst.Attribute})
@@ -66,6 +66,8 @@ class Transfer:
     device: cst.BaseExpression | None
     scope: Scope
     non_blocking: bool
+    #: Where the device is read (a binding of its name after it does not count).
+    point: Point | None = None
 
 
 @dataclass(eq=False)
@@ -218,7 +220,8 @@ class IterationProvider(Provider[IterationFacts]):
             if frame.iterates and root in self._batch_names(frame):
                 method = func.attr.value
                 device, non_blocking = transfer_device(node, method, self.cursor.scope)
-                self.facts.transfers.append(Transfer(node, method, frame.iterates[0], device, self.cursor.scope, non_blocking))
+                self.facts.transfers.append(Transfer(
+                    node, method, frame.iterates[0], device, self.cursor.scope, non_blocking, self.cursor.point()))
                 break
 
     def _record_next_iter(self, node: cst.Call) -> None:

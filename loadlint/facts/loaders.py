@@ -13,7 +13,7 @@ from loadlint.facts.cursor import Cursor, Provider, callee_name
 from loadlint.facts.scopes import literal_members, member
 from loadlint.facts.names import Key, LoopFrame
 from loadlint.cst.walk import find_all
-from loadlint.facts.resolve import MISSING, UNKNOWN, Origin, Scope, dotted_name, evaluate, origin, string_value
+from loadlint.facts.resolve import MISSING, UNKNOWN, Origin, Point, Scope, dotted_name, evaluate, origin, reaches, string_value
 from loadlint.facts.signature import DATALOADER, DEFAULTS, POSITIONAL, SUBCLASSES, shared_positional
 
 #: A ``**kwargs`` dict's keys: parameter -> (expression or None when unknown, its scope).
@@ -21,6 +21,10 @@ DictArgs = dict[str, tuple[cst.BaseExpression | None, Scope]]
 
 _CPU_COUNT_CALLS = {"os.cpu_count", "multiprocessing.cpu_count", "psutil.cpu_count"}
 _START_METHOD_CALLS = ("multiprocessing.set_start_method", "torch.multiprocessing.set_start_method")
+
+
+#: The changes of one ``**kw`` dict read at their program points, at most.
+_MAX_CHANGES = 256
 
 
 @dataclass(eq=False)
@@ -44,6 +48,8 @@ class LoaderCall:
     in_main_guard: bool = False
     #: The known subclass called (``monai.data.DataLoader``), None for torch's own.
     subclass: str | None = None
+    #: Its program point: which bindings of a name passed to it it may see (``resolve.reaching``).
+    point: Point | None = None
 
     def expr(self, name: str) -> cst.BaseExpression | None:
         arg = self.args.get(name)
@@ -161,6 +167,9 @@ class LoaderProvider(Provider[LoaderFacts]):
         self._holders: list[tuple[Key, str, dict[int | str, Key | int], Scope]] = []
         #: Spread loop variable -> the containers it draws from (None: a literal in the ``for``).
         self._spread_from: dict[Key, list[Key | None]] = {}
+        #: ``DataLoader(ds, **kw)`` with ``kw`` resolved as the call saw it:
+        #: (the call, the name, the keys it gave, the call's point).
+        self._kwargs_reads: list[tuple[LoaderCall, str, list[str], Point | None]] = []
 
     def visit_Call(self, node: cst.Call) -> None:
         qualified = self.cursor.qualified
@@ -329,6 +338,7 @@ class LoaderProvider(Provider[LoaderFacts]):
 
     def finish(self, module: cst.Module, text: str | None) -> None:
         """Forget members of containers that change, and spreads over anything but loaders."""
+        self._kwargs_changed_later()
         self._holder_aliases()
         doubtful = self._changed | self._passed | {key for key, count in self._bound.items() if count > 1}
         self.facts.unsure = doubtful
@@ -420,6 +430,7 @@ class LoaderProvider(Provider[LoaderFacts]):
         # A subclass's positional slots past those it shares with torch's are
         # left unknown: fixes place arguments by torch's slots.
         slots = len(POSITIONAL) if subclass is None else shared_positional(subclass)
+        named: list[tuple[str, list[str]]] = []
         for arg in node.args:
             if arg.star == "*":
                 opaque_positional = True
@@ -429,6 +440,8 @@ class LoaderProvider(Provider[LoaderFacts]):
                     opaque_kwargs = True
                 else:
                     dict_args.update(resolved)
+                    if type(arg.value) is cst.Name:
+                        named.append((arg.value.value, list(resolved)))
             elif arg.keyword is not None:
                 args[arg.keyword.value] = arg
             else:
@@ -440,23 +453,42 @@ class LoaderProvider(Provider[LoaderFacts]):
                     opaque_positional = True
                 position += 1
         fn = cursor.function
-        self.facts.calls.append(
-            LoaderCall(
-                node=node,
-                scope=cursor.scope,
-                args=args,
-                dict_args=dict_args,
-                opaque_kwargs=opaque_kwargs,
-                opaque_positional=opaque_positional,
-                key=cursor.target_key(node),
-                loops=tuple(cursor.loops),
-                function=fn.name if fn else None,
-                class_name=fn.class_name if fn else None,
-                returned_from=fn.name if fn and id(node) in cursor.pending_return else None,
-                in_main_guard=cursor.main_guard_depth > 0,
-                subclass=subclass,
-            )
+        call = LoaderCall(
+            node=node,
+            scope=cursor.scope,
+            args=args,
+            dict_args=dict_args,
+            opaque_kwargs=opaque_kwargs,
+            opaque_positional=opaque_positional,
+            key=cursor.target_key(node),
+            loops=tuple(cursor.loops),
+            function=fn.name if fn else None,
+            class_name=fn.class_name if fn else None,
+            returned_from=fn.name if fn and id(node) in cursor.pending_return else None,
+            in_main_guard=cursor.main_guard_depth > 0,
+            subclass=subclass,
+            point=cursor.point(),
         )
+        self.facts.calls.append(call)
+        if named:
+            self._kwargs_reads.extend((call, name, keys, call.point) for name, keys in named)
+
+    def _kwargs_changed_later(self) -> None:
+        """A ``**kw`` dict changed after the call, on a path that reaches it
+        (later in a loop around both, or in another function), may give the
+        call anything: the keys it gave are unknown, and so are the others."""
+        for call, name, keys, point in self._kwargs_reads:
+            found = call.scope.lookup(name)
+            mutations = found[0].dict_mutations.get(name, ()) if found else ()
+            if point is None or not mutations:
+                continue
+            # Past the bound, any change counts (a generated file may change it thousands of times).
+            if len(mutations) > _MAX_CHANGES or any(
+                m.point is not None and m.point[0] > point[0] and reaches(m.point, point) for m in mutations
+            ):
+                for key in keys:
+                    call.dict_args[key] = (None, call.dict_args[key][1])
+                call.opaque_kwargs = True
 
     def _resolve_kwargs_dict(self, node: cst.BaseExpression) -> DictArgs | None:
         """Key-by-key contents of ``**name``, or None when it cannot be known.

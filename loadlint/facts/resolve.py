@@ -46,6 +46,41 @@ def dotted_name(node: cst.BaseExpression) -> str | None:
     return None
 
 
+#: A program point: (its rank in source order, id of its scope, ids of the
+#: loops around it in that scope, ids of the if/for/while/try/match blocks
+#: around it in that scope).
+Point = tuple[int, int, tuple[int, ...], tuple[int, ...]]
+
+
+def reaches(change: Point, read: Point) -> bool:
+    """A change may have happened when the read runs: it comes first in the
+    same scope, or shares a loop with the read (the next pass), or sits in
+    another scope (when it runs is not known).  The one rule for every kind
+    of value: namespaces and config objects (``Flow``), ``**kwargs`` dicts,
+    devices and samplers (``reaching``)."""
+    return change[1] != read[1] or change[0] < read[0] or bool(set(change[2]) & set(read[2]))
+
+
+#: Past this many bindings of one name, every binding is kept (the check is
+#: linear per read; a generated file may bind a name thousands of times).
+MAX_REACHING = 64
+
+
+def reaching(bindings: list[Binding], read: Point) -> list[Binding]:
+    """The bindings of a name that a read at ``read`` may see: those that
+    reach it and are not bound over on every path to it (another binding
+    after it, before the read, in a block around the read)."""
+    if len(bindings) > MAX_REACHING:
+        return bindings
+    # The last binding before the read that runs on every path to it.
+    cut = max((b.point[0] for b in bindings if b.point is not None and b.point[1] == read[1]
+               and b.point[0] < read[0] and read[3][: len(b.point[3])] == b.point[3]), default=0)
+    return [
+        b for b in bindings
+        if b.point is None or reaches(b.point, read) and not (b.point[1] == read[1] and b.point[0] < cut)
+    ]
+
+
 @dataclass
 class Binding:
     """One binding of a name in a scope.
@@ -59,6 +94,8 @@ class Binding:
     #: Nesting path of the statement (ids of enclosing if/for/while/try blocks).
     path: tuple[int, ...] = ()
     order: int = 0
+    #: Where it is made (``reaches``); None: made by the analysis itself.
+    point: Point | None = None
 
 
 @dataclass
@@ -68,6 +105,7 @@ class DictMutation:
     key: str | None
     path: tuple[int, ...]
     order: int
+    point: Point | None = None
 
 
 @dataclass(frozen=True)
@@ -76,6 +114,9 @@ class Option:
 
     value: Any
     origin: Origin | None = None
+    #: The module writes the attribute somewhere: known only where a read has
+    #: its program point and no write reaches it (``Namespace.flow``).
+    written: bool = False
 
 
 @dataclass(eq=False)
@@ -86,18 +127,6 @@ class Namespace:
     options: dict[str, Option | Namespace] = field(default_factory=dict)
     #: Where the object changes after it is made (None: nowhere known).
     flow: Flow | None = None
-
-
-#: A program point: (its rank in source order, id of its scope, ids of the
-#: loops around it in that scope).
-Point = tuple[int, int, tuple[int, ...]]
-
-
-def reaches(change: Point, read: Point) -> bool:
-    """A change may have happened when the read runs: it comes first in the
-    same scope, or shares a loop with the read (the next pass), or sits in
-    another scope (when it runs is not known)."""
-    return change[1] != read[1] or change[0] < read[0] or bool(set(change[2]) & set(read[2]))
 
 
 @dataclass(eq=False)
@@ -137,8 +166,9 @@ class Scope:
     #: Parameters whose default every call in the module relies on.
     defaults: dict[str, Option] = field(default_factory=dict)
 
-    def bind(self, name: str, value: cst.BaseExpression | None, path: tuple[int, ...] = (), order: int = 0) -> None:
-        self.bindings.setdefault(name, []).append(Binding(value, path, order))
+    def bind(self, name: str, value: cst.BaseExpression | None, path: tuple[int, ...] = (), order: int = 0,
+             point: Point | None = None) -> None:
+        self.bindings.setdefault(name, []).append(Binding(value, path, order, point))
 
     def lookup(self, name: str) -> tuple[Scope, list[Binding]] | None:
         """Python's LEGB lookup, skipping class scopes from inner functions."""
@@ -410,7 +440,9 @@ def option_of(node: cst.BaseExpression | None, scope: Scope | None) -> Option | 
         if not isinstance(item, Namespace):
             return None
         item = item.options.get(part)
-    return item if isinstance(item, Option) else None
+    if not isinstance(item, Option) or item.written and (flow is None or id(node) not in flow.reads):
+        return None
+    return item
 
 
 def origin(node: cst.BaseExpression | None, scope: Scope | None) -> Origin | None:

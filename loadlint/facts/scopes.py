@@ -11,7 +11,7 @@ from __future__ import annotations
 import libcst as cst
 
 from loadlint.facts.names import ClassFacts, FunctionFacts, Key, LambdaFacts, NameFacts
-from loadlint.facts.resolve import DictMutation, Scope, canonical, dotted_name, string_value
+from loadlint.facts.resolve import DictMutation, Point, Scope, canonical, dotted_name, string_value
 
 
 def constant_index(node: cst.Subscript) -> str | int | None:
@@ -71,6 +71,17 @@ class ScopeCursor:
         self.functions: list[FunctionFacts] = []
         self.classes: list[ClassFacts] = []
         self.lambdas: list[LambdaFacts] = []
+        self._tick = 0
+
+    def point(self) -> Point:
+        """The program point of the node being visited: one clock for every
+        kind of value's bindings, changes and reads (``resolve.reaches``)."""
+        self._tick += 1
+        return self._tick, id(self.scope), self.loop_ids(), tuple(self.path)
+
+    def loop_ids(self) -> tuple[int, ...]:
+        """The loops around the node in its function (the cursor's flow part knows them)."""
+        return ()
 
     def qualify(self, node: cst.BaseExpression) -> str | None:
         return canonical(self.imports.qualify(node))
@@ -101,7 +112,7 @@ class ScopeCursor:
 
     def _bind_target(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
         if type(target) is cst.Name:
-            self.scope.bind(target.value, value, tuple(self.path), self.order)
+            self.scope.bind(target.value, value, tuple(self.path), self.order, self.point())
         elif type(target) is cst.Tuple or type(target) is cst.List:
             for element in target.elements:
                 inner = element.value
@@ -114,7 +125,7 @@ class ScopeCursor:
     def _mutate(self, name: str, kind: str, value: cst.BaseExpression | None = None, key: str | None = None) -> None:
         found = self.scope.lookup(name)
         owner = found[0] if found else self.scope
-        owner.dict_mutations.setdefault(name, []).append(DictMutation(kind, value, key, tuple(self.path), self.order))
+        owner.dict_mutations.setdefault(name, []).append(DictMutation(kind, value, key, tuple(self.path), self.order, self.point()))
 
     def _record_setitem(self, target: cst.Subscript, value: cst.BaseExpression) -> None:
         if type(target.value) is not cst.Name:

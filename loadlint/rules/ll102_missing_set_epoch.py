@@ -9,6 +9,7 @@ from loadlint.facts.iteration import Iteration
 from loadlint.facts.loaders import LoaderCall
 from loadlint.facts.names import LoopFrame
 from loadlint.facts.arguments import sampler_presence
+from loadlint.facts.resolve import reaching
 from loadlint.rules.base import Context, FixSpec, Report, Rule
 from loadlint.rules.project_context import LoaderFlow, ProjectContext, ProjectReport
 
@@ -174,7 +175,10 @@ class MissingSetEpoch(Rule):
         if type(expr) is cst.Name:
             found = call.scope_of("sampler").lookup(expr.value)
             # ``if local_rank == -1: s = RandomSampler(d) else: s = DistributedSampler(d)``
-            if found is not None and len(found[1]) > 1 and any(b.value is node for b in found[1]):
+            # Only a binding the call may see (one bound over before it is
+            # not); the others still decide the fix's guard.
+            seen = [] if found is None else found[1] if call.point is None else reaching(found[1], call.point)
+            if found is not None and len(found[1]) > 1 and any(b.value is node for b in seen):
                 return "branch"
         return None
 

@@ -88,7 +88,7 @@ class BlockingTransfer(Rule):
                 if transfer.key not in keys or transfer.non_blocking or transfer.method == "pin_memory":
                     continue
                 node = transfer.node
-                device = device_kind(transfer.device, transfer.scope, ctx.names.imports) if transfer.method == "to" else None
+                device = device_kind(transfer.device, transfer.scope, ctx.names.imports, at=transfer.point) if transfer.method == "to" else None
                 if not blocking_copy(transfer.method, False, plain_copy(node, transfer.method), device):
                     continue
                 fix = FixSpec("safe", "Pass `non_blocking=True`", calls=[CallChange(node, {"non_blocking": "True"})])
