@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol
@@ -23,16 +24,21 @@ from loadlint.engine.suppress import file_suppressions, suppressed_codes
 from loadlint.project.budget import Budget, unfinished_message
 from loadlint.project.context import Locator, LoaderView, Shared, View
 from loadlint.project.flow import MISSING_VALUE, Frame, LoaderRef, Value
-from loadlint.rules import name_of, project_rules
+from loadlint.rules import codes_where, name_of, project_rules
 # The fixes a hook asks for; ``fixing`` reads them from here.
 from loadlint.rules.project_context import Change as Change, Guard as Guard
 from loadlint.rules.project_context import LightningClass, TrainerRun, WouldIntroduce
 from loadlint.types import Descriptor, Finding, Flags, Options
+from loadlint.workspace.config import is_test_file
 
 if TYPE_CHECKING:
     from loadlint.rules.base import Rule
 
 NOTEBOOK = ".ipynb"
+
+
+#: The codes a test file leaves out (``performance_in_tests``).
+_TRAINING_CODES = codes_where(in_tests=False)
 
 
 class Source(Protocol):
@@ -105,6 +111,8 @@ class Reporter:
         self.changes: dict[tuple[str, str, int, int], Change] = {}
         #: A loader whose file's fix would add workers, while its findings are tried.
         self.what_if: LoaderRef | None = None
+        #: The script whose walk reached the loader being reported (``_options``).
+        self.script: str | None = None
         #: (path, loader ref) -> (code, message, place) of the first finding such a fix would introduce.
         self.blocked: dict[tuple[str, int], tuple[str, str, str]] = {}
         #: The modules each walk (by its root frame) entered.
@@ -131,7 +139,7 @@ class Reporter:
         if path not in self.wanted:
             return
         options = self.project.file_options(path)
-        if code not in options.select:
+        if code not in self._options(path).select:
             return
         span = self.where.span(path, ref)
         if span is None or (code, span[0].row) in self._own(path, options):
@@ -139,6 +147,21 @@ class Reporter:
         if change is not None:
             self.changes.setdefault((path, code, span[0].row, span[0].column), change)
         self._keep(Finding(code, name_of(code), message, path, span[0], span[1]))
+
+    def _options(self, path: str) -> Options:
+        """A file's options; a test file by its name (``test.py``) that a
+        script's walk reaches is checked, for that walk, with the script's
+        training codes: PyTorch-YOLOv3's ``test.py`` is the evaluation module
+        ``train.py`` calls every epoch."""
+        options = self.project.file_options(path)
+        script = self.script
+        if script is None or script == path or not self._is_test(path) or self._is_test(script):
+            return options
+        extra = self.project.file_options(script).select & _TRAINING_CODES - options.select
+        return dataclasses.replace(options, select=options.select | extra) if extra else options
+
+    def _is_test(self, path: str) -> bool:
+        return is_test_file(os.path.relpath(path, self.project.root).replace(os.sep, "/"))
 
     def _would_add(self, path: str, code: str, ref: int, message: str, loader: LoaderRef) -> None:
         """Record, by the loader's place, the first finding its file's fix
@@ -174,6 +197,7 @@ class Reporter:
     def loader(self, ref: LoaderRef) -> None:
         """One loader of the walk: its factory analysed again with the
         caller's values, then every hook on it."""
+        self.script = ref.frame.root.path
         self._factory(ref)
         workers = _workers(ref)
         self._ask(View(self.shared, loaders=[LoaderView(ref, self.where, self._reached, workers)]))
@@ -187,6 +211,7 @@ class Reporter:
                 for report in rule.check_project(view):
                     self._add(report.path, rule.code, report.at, report.message, report.change)
             self.what_if = None
+        self.script = None
 
     def rest(self, trainers: Callable[[Callable[[LightningClass], bool]], Iterator[TrainerRun]]) -> None:
         """Every hook on what is joined beyond the walk's loaders: the GPU
@@ -219,9 +244,9 @@ class Reporter:
         if key in self.injected:
             return
         self.injected.add(key)
-        options = self.project.file_options(frame.path)
+        options = self._options(frame.path)
         bindings = {frame.function: given}
-        memo = (frame.path, json.dumps(bindings, sort_keys=True))
+        memo = (frame.path, json.dumps([bindings, sorted(options.select)], sort_keys=True))
         if memo not in self.reanalysed:
             why = self.budget.refusal(frame.path, frame.function)
             if why is not None:
