@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from loadlint.facts.resolve import Scope, dotted_name, evaluate, follow_name
+from loadlint.facts.resolve import Point, Scope, dotted_name, evaluate, follow_name, reaching
 from loadlint.facts.values import UNKNOWN
 
 
@@ -50,3 +50,17 @@ def sampler_presence(expr: cst.BaseExpression | None, scope: Scope | None, _dept
         if callee[:1].isupper():
             return "always"
     return None
+
+
+def bound_in_branches(expr: cst.BaseExpression, scope: Scope, point: Point | None, node: cst.Call) -> bool:
+    """A name bound to ``node`` and to something else (a sampler chosen in
+    branches), ``node`` among the bindings a read at ``point`` may see: one
+    bound over before the read is not; the others still make the name's
+    value depend on the branch (a fix's guard)."""
+    if type(expr) is not cst.Name:
+        return False
+    found = scope.lookup(expr.value)
+    if found is None or len(found[1]) < 2:
+        return False
+    seen = found[1] if point is None else reaching(found[1], point)
+    return any(b.value is node for b in seen)

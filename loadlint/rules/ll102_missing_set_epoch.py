@@ -8,8 +8,7 @@ from loadlint.facts.distributed import SamplerCall
 from loadlint.facts.iteration import Iteration
 from loadlint.facts.loaders import LoaderCall
 from loadlint.facts.names import LoopFrame
-from loadlint.facts.arguments import sampler_presence
-from loadlint.facts.resolve import reaching
+from loadlint.facts.arguments import bound_in_branches, sampler_presence
 from loadlint.rules.base import Context, FixSpec, Report, Rule
 from loadlint.rules.project_context import LoaderFlow, ProjectContext, ProjectReport
 
@@ -172,14 +171,9 @@ class MissingSetEpoch(Rule):
         if type(target) is cst.IfExp and node in (target.body, target.orelse):
             # Both branches build a sampler: the other one may lack ``set_epoch``.
             return "branch" if sampler_presence(expr, call.scope_of("sampler")) == "always" else "conditional"
-        if type(expr) is cst.Name:
-            found = call.scope_of("sampler").lookup(expr.value)
-            # ``if local_rank == -1: s = RandomSampler(d) else: s = DistributedSampler(d)``
-            # Only a binding the call may see (one bound over before it is
-            # not); the others still decide the fix's guard.
-            seen = [] if found is None else found[1] if call.point is None else reaching(found[1], call.point)
-            if found is not None and len(found[1]) > 1 and any(b.value is node for b in seen):
-                return "branch"
+        # ``if local_rank == -1: s = RandomSampler(d) else: s = DistributedSampler(d)``
+        if bound_in_branches(expr, call.scope_of("sampler"), call.point, node):
+            return "branch"
         return None
 
     @staticmethod
