@@ -330,7 +330,7 @@ class Checked:
                 continue
             if part.added_newline and new.endswith("\n"):
                 new = new[:-1]
-            new = self.masker.unmask(new)
+            new = self.masker.unmask(new, part.cell.source)
             if new != part.cell.source:
                 changes[part.cell.index] = new
         return changes
