@@ -111,3 +111,60 @@ def test_a_fix_that_would_make_loaders_add_up_is_withheld_and_nothing_is_left_be
     # the CPUs: LL204 leaves that loader to the author, so the fix leaves no finding behind.
     assert remaining == []
     assert check_source(fixed, "train.py", settings=settings, profile=PROFILE) == []
+
+
+ZIPPED = """
+from torch.utils.data import DataLoader
+def main():
+    a_loader = DataLoader(a, batch_size=64{a})
+    b_loader = DataLoader(b, batch_size=64{b})
+    for epoch in range(3):
+        for x, y in zip(a_loader, b_loader):
+            pass
+"""
+
+
+def fixed_with(source: str, codes: frozenset[str], profile_factory=lambda: PROFILE) -> tuple[str, list[str]]:
+    options = Options(select=codes, profile_factory=profile_factory)
+    fixed, remaining, _ = fix_text(textwrap.dedent(source), "train.py", options, unsafe=False)
+    return fixed, [f"{f.location.row} {f.code}" for f in remaining]
+
+
+def test_loaders_alive_together_get_a_part_of_the_cpus_each_and_reach_the_fixed_point() -> None:
+    # Before, each got 7 of the 8 CPUs: the second fix was withheld (7 + 7 = 14 workers, LL203) and LL201 stayed.
+    codes = frozenset({"LL201", "LL203", "LL204"})
+    fixed, remaining = fixed_with(ZIPPED.format(a="", b=""), codes)
+    assert "DataLoader(a, batch_size=64, num_workers=3, persistent_workers=True)" in fixed
+    assert "DataLoader(b, batch_size=64, num_workers=3, persistent_workers=True)" in fixed
+    assert remaining == []
+    assert check_source(fixed, "train.py", settings=Settings(select=tuple(codes)), profile=PROFILE) == []
+
+
+def test_the_message_names_the_loaders_sharing_the_cpus() -> None:
+    findings = check_source(textwrap.dedent(ZIPPED.format(a="", b="")), "train.py",
+                            settings=Settings(select=("LL201",)), profile=PROFILE)
+    assert [f.message.partition("use ")[2] for f in findings] == [
+        "`num_workers=3` (target: 8 CPUs, 1 GPU); a part of the CPUs for each of `a_loader` and `b_loader`, "
+        "alive at the same time (iterated together by `zip`)"
+    ] * 2
+
+
+def test_loaders_over_the_cpus_together_are_lowered_to_their_part() -> None:
+    fixed, remaining = fixed_with(ZIPPED.format(a=", num_workers=16", b=", num_workers=16"), frozenset({"LL203"}))
+    assert fixed.count("num_workers=3)") == 2
+    assert remaining == []
+
+
+def test_without_a_target_the_written_code_shares_the_run_time_count() -> None:
+    profile = resolve_profile(parse_target("gpus=1,platform=linux,python=3.12"))
+    fixed, remaining = fixed_with(ZIPPED.format(a="", b=""), frozenset({"LL201"}), lambda: profile)
+    assert fixed.count("num_workers=max(1, LOADER_WORKERS // 2))") == 2
+    assert "LOADER_WORKERS = max(1, LOADER_CPUS - (1 if LOADER_CPUS > 2 else 0))" in fixed
+    assert remaining == []
+
+
+def test_a_loader_alone_keeps_the_whole_count() -> None:
+    source = ZIPPED.format(a="", b="").replace("zip(a_loader, b_loader)", "a_loader").replace("x, y", "x")
+    fixed, _ = fixed_with(source, frozenset({"LL201"}))
+    assert "DataLoader(a, batch_size=64, num_workers=7)" in fixed
+    assert "DataLoader(b, batch_size=64, num_workers=7)" in fixed

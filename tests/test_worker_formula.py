@@ -16,7 +16,7 @@ from loadlint.engine.analysis import analyse
 from loadlint.engine.decision import fix_text
 from loadlint.hardware.detect import suggest_num_workers
 from loadlint.hardware.present import format_profile
-from loadlint.hardware.workers import FORMULA, SMALL_MACHINE_CPUS, run_time_cpus, workers_for
+from loadlint.hardware.workers import FORMULA, SMALL_MACHINE_CPUS, run_time_cpus, shared_code, workers_for
 from loadlint.rules.shared import RANK_WORKERS_CONSTANT, WORKERS_CONSTANT
 from loadlint.types import HardwareProfile, Options
 
@@ -66,11 +66,34 @@ def test_the_written_constants_evaluate_to_the_function(process_cpu_count: bool)
             assert run_statements(RANK_WORKERS_CONSTANT, fake_os(cpus, ranks)) == workers_for(cpus, ranks)
 
 
+def test_loaders_alive_together_share_the_count_and_never_get_none() -> None:
+    assert [workers_for(8, share=k) for k in (1, 2, 3, 7, 8, 9)] == [7, 3, 2, 1, 1, 1]
+    assert [workers_for(2, share=k) for k in (1, 2, 3)] == [2, 1, 1]
+    assert workers_for(16, 2, share=2) == 3
+    for cpus in CPUS:
+        for share in (2, 3, 4):
+            # The parts add up to no more than one loader alone gets, unless each is down to one worker.
+            part = workers_for(cpus, share=share)
+            assert part >= 1 and (part * share <= workers_for(cpus) or part == 1), (cpus, share)
+
+
+@pytest.mark.parametrize("share", [1, 2, 3, 5])
+def test_the_shared_code_evaluates_to_the_function(share: int) -> None:
+    assert shared_code("LOADER_WORKERS", 1) == "LOADER_WORKERS"
+    for cpus in CPUS:
+        single = (*WORKERS_CONSTANT, f"LOADER_WORKERS = {shared_code('LOADER_WORKERS', share)}")
+        assert run_statements(single, fake_os(cpus)) == workers_for(cpus, share=share), (cpus, share)
+        for ranks in (2, 8):
+            spread = (*RANK_WORKERS_CONSTANT, f"LOADER_WORKERS = {shared_code('LOADER_WORKERS', share)}")
+            assert run_statements(spread, fake_os(cpus, ranks)) == workers_for(cpus, ranks, share), (cpus, ranks)
+
+
 def test_a_declared_target_suggests_the_function() -> None:
     for cpus in CPUS:
         profile = HardwareProfile(usable_cpus=cpus, declared=frozenset({"cpus"}))
         assert suggest_num_workers(profile) == workers_for(cpus)
         assert suggest_num_workers(profile, 8) == workers_for(cpus, 8)
+        assert suggest_num_workers(profile, 2, share=3) == workers_for(cpus, 2, 3)
 
 
 SCRIPT = """\
@@ -168,5 +191,5 @@ def test_the_copy_detector_finds_copies(tmp_path: Path) -> None:
 def test_the_copy_detector_sees_the_formula_in_its_home() -> None:
     home = PACKAGE / "hardware" / "workers.py"
     assert [text for _, text in code_tokens(home) if SECOND_COPY.search(text)] == [
-        "returnmax(1,cpus//max(1,ranks)-(1ifcpus>SMALL_MACHINE_CPUSelse0))"
+        "returnmax(1,max(1,cpus//max(1,ranks)-(1ifcpus>SMALL_MACHINE_CPUSelse0))//max(1,share))"
     ]

@@ -500,6 +500,7 @@ def suggest_num_workers(
     profile: HardwareProfile,
     ranks_per_node: int = 1,
     batch_size: int | None = None,
+    share: int = 1,
 ) -> int:
     """The suggested ``num_workers`` for each rank's DataLoader.
 
@@ -518,17 +519,21 @@ def suggest_num_workers(
     * by memory: ``memory_total // (WORKER_MEMORY_BYTES * ranks_per_node)``,
       since every worker is a copy of the training process.
 
+    ``share`` loaders whose workers are alive at the same time divide the
+    count and both caps among them.
+
     Never below 1: the rules suggest asynchronous loading, and one worker
     is always better than loading on the training thread.
     """
     ranks = max(1, ranks_per_node)
-    workers = workers_for(profile.usable_cpus, ranks)
+    share = max(1, share)
+    workers = workers_for(profile.usable_cpus, ranks, share)
     if profile.physical_cores:
-        workers = min(workers, max(1, profile.physical_cores // ranks))
+        workers = min(workers, max(1, profile.physical_cores // (ranks * share)))
     if batch_size is not None and batch_size >= 1:
         workers = min(workers, batch_size)
     # This machine's memory says nothing about a declared training box.
     mixed = "cpus" in profile.declared and "memory" not in profile.declared
     if profile.memory_total and not mixed:
-        workers = min(workers, max(1, profile.memory_total // (WORKER_MEMORY_BYTES * ranks)))
+        workers = min(workers, max(1, profile.memory_total // (WORKER_MEMORY_BYTES * ranks * share)))
     return max(1, workers)

@@ -20,9 +20,11 @@ __all__ = [
     "FORMULA",
     "RUN_TIME_CPUS",
     "RUN_TIME_RANKS",
+    "SHARED",
     "SMALL_MACHINE_CPUS",
     "run_time_cpus",
     "run_time_statements",
+    "shared_code",
     "workers_for",
 ]
 
@@ -32,16 +34,23 @@ __all__ = [
 SMALL_MACHINE_CPUS = 2
 
 
-def workers_for(cpus: int, ranks: int = 1) -> int:
+def workers_for(cpus: int, ranks: int = 1, share: int = 1) -> int:
     """``num_workers`` for each of ``ranks`` processes sharing ``cpus`` CPUs:
     the CPUs per rank, one kept for the rank's own process unless the node
-    has at most :data:`SMALL_MACHINE_CPUS`; never below 1."""
-    return max(1, cpus // max(1, ranks) - (1 if cpus > SMALL_MACHINE_CPUS else 0))
+    has at most :data:`SMALL_MACHINE_CPUS`; never below 1.  With ``share``
+    loaders whose workers are alive at the same time, each gets an equal
+    part of that count (the parts add up to no more than it, or to one
+    worker each where there are more loaders than workers)."""
+    return max(1, max(1, cpus // max(1, ranks) - (1 if cpus > SMALL_MACHINE_CPUS else 0)) // max(1, share))
 
 
 #: :func:`workers_for` as source: ``{per_rank}`` is ``{cpus}`` divided by the
 #: ranks (or ``{cpus}`` alone for one process).
 FORMULA = "max(1, {per_rank} - (1 if {cpus} > %d else 0))" % SMALL_MACHINE_CPUS
+
+#: One loader's part of the run-time count ``{workers}`` when ``{share}``
+#: loaders alive at the same time share it: :func:`workers_for`'s ``share``.
+SHARED = "max(1, {workers} // {share})"
 
 #: The name the fix's statements give the CPUs they read.
 CPUS_NAME = "LOADER_CPUS"
@@ -58,6 +67,12 @@ def run_time_statements(name: str, distributed: bool) -> tuple[str, str]:
     node's ranks when the module trains distributed)."""
     per_rank = f"{CPUS_NAME} // {RUN_TIME_RANKS}" if distributed else CPUS_NAME
     return f"{CPUS_NAME} = {RUN_TIME_CPUS}", f"{name} = {FORMULA.format(per_rank=per_rank, cpus=CPUS_NAME)}"
+
+
+def shared_code(name: str, share: int) -> str:
+    """The code for one loader's part of the run-time count ``name``: the
+    name itself for a loader alone, else :data:`SHARED`."""
+    return name if share <= 1 else SHARED.format(workers=name, share=share)
 
 
 def run_time_cpus() -> int:

@@ -10,14 +10,14 @@ from loadlint.rules.base import Context, FixSpec, Report, Rule
 from loadlint.rules.project_context import HoldFix, ProjectContext, Revision, TakeBack
 from loadlint.rules.trainer_workers import training_arguments
 from loadlint.rules.shared import (
-    measured_defers, origin_note, set_workers_fix, suggested_workers, unguarded_script, use_workers,
+    alive_share, measured_defers, origin_note, set_workers_fix, suggested_workers, unguarded_script, use_workers,
     waits,
 )
 
 
-def _workers_fix(ctx: Context, call: LoaderCall, n: int, found: Origin | None, hazards: list[str]) -> FixSpec:
+def _workers_fix(ctx: Context, call: LoaderCall, n: int, found: Origin | None, hazards: list[str], share: int) -> FixSpec:
     """Set the worker count, or raise the default it comes from."""
-    fix = set_workers_fix(ctx, call.node, "num_workers", n, found)
+    fix = set_workers_fix(ctx, call.node, "num_workers", n, found, share)
     if hazards:
         fix.applicability = "unsafe"
         fix.message += f" (unsafe: {'; '.join(hazards)})"
@@ -44,7 +44,13 @@ class SynchronousLoading(Rule):
     target's `cpus` (capped by the batch size and memory; the message names
     the target).  Without a declared `cpus` the fix writes code applying the
     formula where the script runs, and the message quotes what it gives on
-    this machine as a hint.
+    this machine as a hint.  Loaders whose workers are certainly alive at
+    the same time (iterated together by `zip`, or persistent and started in
+    one function: LL203's page) share the CPUs: each gets an equal part of
+    the count, never below 1 (`num_workers=3` for each of two on 8 CPUs;
+    without a target `num_workers=max(1, LOADER_WORKERS // 2)`), and the
+    message names them, so the fixed loaders do not add up past the CPUs.
+    A loader alone keeps the whole count.
 
     The rule stays silent when `num_workers` cannot be resolved statically,
     and where the dataset is not a loading pipeline (`facts/in_memory.py`),
@@ -230,12 +236,13 @@ class SynchronousLoading(Rule):
             defers, elsewhere = measured_defers(ctx, call)
             if defers:
                 continue  # measured on this hardware: the measurement wins over the guess
-            n = suggested_workers(ctx, call)
+            share, shared = alive_share(ctx, call)
+            n = suggested_workers(ctx, call, share)
             message = (
                 f"{what}: batches are loaded in the training process, {waits(ctx)}; "
-                f"{use_workers(ctx, 'num_workers', n)}{elsewhere}"
+                f"{use_workers(ctx, 'num_workers', n)}{shared}{elsewhere}"
             )
-            fix = _workers_fix(ctx, call, n, found, worker_hazards(ctx, call))
+            fix = _workers_fix(ctx, call, n, found, worker_hazards(ctx, call), share)
             fix.withheld = unguarded_script(ctx, call) or unimportable_dataset(ctx, call)
             yield Report(call.node, message, fix)
         yield from training_arguments(ctx)

@@ -8,7 +8,7 @@ from loadlint.cst.codegen import code_for_node
 from loadlint.hardware.detect import suggest_num_workers
 from loadlint.rules.base import Context, FixSpec, Report, Rule
 from loadlint.rules.shared import (
-    declared_cpus, measured_defers, origin_note, oversubscribed, profile_note,
+    alive_share, declared_cpus, measured_defers, origin_note, oversubscribed, profile_note,
     ranks, set_workers_fix, suggested_workers, too_many_together, trainer_workers, use_workers, workers_code,
 )
 
@@ -135,7 +135,10 @@ class WorkerOversubscription(Rule):
     loops over it), in a statement that always runs: once started, a
     persistent loader keeps its workers while it lives.  The message names
     them; there is no fix, as how to share the CPUs among them is the
-    author's choice.  Limits: loaders kept on `self`, built by a helper,
+    author's choice.  The fixes that set a count (this rule's for one
+    loader over the CPUs, LL201's) give each loader of such a group an
+    equal part of the suggestion instead (docs/hardware.md), so they leave
+    no such total behind.  Limits: loaders kept on `self`, built by a helper,
     rebuilt in a loop, or started only under a condition are not added up;
     nor are loaders whose workers end before the next one's start
     (`persistent_workers=False`, `itertools.chain`).
@@ -212,12 +215,13 @@ class WorkerOversubscription(Rule):
             defers, elsewhere = measured_defers(ctx, call)
             if defers:
                 continue  # measured faster on this hardware: not a guess to correct
-            n = suggested_workers(ctx, call)
+            share, shared = alive_share(ctx, call)
+            n = suggested_workers(ctx, call, share)
             found = call.origin("num_workers")
             message = (
                 f"{oversubscribed('num_workers', value, found, per_node)} {_on_cpus(usable)}: workers compete for cores and memory; "
-                f"{use_workers(ctx, 'num_workers', n)}{elsewhere}"
+                f"{use_workers(ctx, 'num_workers', n)}{shared}{elsewhere}"
             )
-            yield Report(call.node, message, set_workers_fix(ctx, call.node, "num_workers", n, found))
+            yield Report(call.node, message, set_workers_fix(ctx, call.node, "num_workers", n, found, share))
         yield from _training_arguments(ctx)
         yield from _alive_together(ctx)

@@ -13,7 +13,7 @@ from loadlint.facts.datasets import WORKER_METHODS
 from loadlint.facts.alive import AliveGroup
 from loadlint.facts.loaders import LoaderCall
 from loadlint.hardware.detect import ranks_per_node, suggest_num_workers
-from loadlint.hardware.workers import CPUS_NAME, run_time_statements, workers_for
+from loadlint.hardware.workers import CPUS_NAME, run_time_statements, shared_code, workers_for
 from loadlint.facts.arguments import context_method
 from loadlint.facts.values import MISSING, UNKNOWN, Origin
 from loadlint.rules.base import CallChange, Context, FixSpec
@@ -32,22 +32,36 @@ def declared_cpus(ctx: Context) -> int | None:
     return ctx.profile.usable_cpus if "cpus" in ctx.profile.declared else None
 
 
-def here_workers(ctx: Context) -> int:
+def here_workers(ctx: Context, share: int = 1) -> int:
     """What the fix's run-time count (``workers_code``) evaluates to on this
     machine: a message's hint where no CPU count is declared."""
-    return workers_for(ctx.profile.here_cpus or 1, ranks(ctx) if ctx.distributed else 1)
+    return workers_for(ctx.profile.here_cpus or 1, ranks(ctx) if ctx.distributed else 1, share)
 
 
-def suggested_workers(ctx: Context, call: LoaderCall) -> int:
+def alive_share(ctx: Context, call: LoaderCall) -> tuple[int, str]:
+    """How many loaders, ``call`` among them, certainly have workers alive
+    at the same time (``facts.alive``), sharing the CPUs (1 alone), and how
+    a message names them ("" alone)."""
+    groups = [group for group in ctx.alive_together() if any(member is call for member in group.calls)]
+    if not groups:
+        return 1, ""
+    group = max(groups, key=lambda g: len(g.calls))
+    named = [f"`{name}`" for name in group.names]
+    why = "iterated together by `zip`" if group.kind == "zip" else "persistent workers, kept while each loader lives"
+    return len(group.calls), f"; a part of the CPUs for each of {', '.join(named[:-1])} and {named[-1]}, alive at the same time ({why})"
+
+
+def suggested_workers(ctx: Context, call: LoaderCall, share: int = 1) -> int:
     """The ``num_workers`` to suggest for this call on the target (without
-    a declared CPU count, the hint: ``here_workers``)."""
+    a declared CPU count, the hint: ``here_workers``), its part of the CPUs
+    where ``share`` loaders are alive at the same time."""
     if portable(ctx):
-        return here_workers(ctx)
+        return here_workers(ctx, share)
     # Only a batch size written at the call caps the suggestion: the default
     # of 1 says nothing about how heavy a sample is.
     batch = call.value("batch_size")
     batch_size = batch if type(batch) is int and batch > 0 else None
-    return suggest_num_workers(ctx.profile, ranks(ctx), batch_size)
+    return suggest_num_workers(ctx.profile, ranks(ctx), batch_size, share)
 
 
 def trainer_workers(ctx: Context, call: TrainingArgumentsCall) -> int:
@@ -75,20 +89,21 @@ def portable(ctx: Context) -> bool:
     return "cpus" not in ctx.profile.declared
 
 
-def workers_code(ctx: Context, n: int, *, run_time: bool = False) -> tuple[str, list[str], str]:
+def workers_code(ctx: Context, n: int, *, run_time: bool = False, share: int = 1) -> tuple[str, list[str], str]:
     """What a fix writes for a worker count: the code, the statements it
     needs after the imports, and how its help line quotes it.  The target's
     number when one is declared (and ``run_time`` is not asked), else the
-    run-time constant."""
+    run-time constant (a ``share`` of it for a loader alive beside others)."""
     if not run_time and not portable(ctx):
         return str(n), [], ""
+    code = shared_code(WORKERS_NAME, share)
     needs = [] if ctx.names.imports.names.get("os") == "os" else ["import os"]
     bindings = ctx.names.module_scope.bindings
     if WORKERS_NAME not in bindings and CPUS_NAME not in bindings:
         constant = RANK_WORKERS_CONSTANT if ctx.distributed else WORKERS_CONSTANT
         needs.extend(constant)
-        return WORKERS_NAME, needs, f", defined after the imports as `{constant[0]}` and `{constant[1]}`"
-    return WORKERS_NAME, needs, ""
+        return code, needs, f", defined after the imports as `{constant[0]}` and `{constant[1]}`"
+    return code, needs, ""
 
 
 def use_workers(ctx: Context, name: str, n: int) -> str:
@@ -304,9 +319,9 @@ def set_argument_fix(
     return FixSpec("safe", label, calls=[CallChange(call, {name: code})], imports=needs)
 
 
-def set_workers_fix(ctx: Context, call: cst.Call, name: str, n: int, found: Origin | None) -> FixSpec:
+def set_workers_fix(ctx: Context, call: cst.Call, name: str, n: int, found: Origin | None, share: int = 1) -> FixSpec:
     """``set_argument_fix`` for a worker count (``workers_code``)."""
-    code, needs, defined = workers_code(ctx, n)
+    code, needs, defined = workers_code(ctx, n, share=share)
     return set_argument_fix(call, name, code, found, f"Set `{name}={code}`{defined}", needs)
 
 
