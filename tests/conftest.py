@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import pytest
 
+# Fixtures are code loadlint reads, never tests to run: a project fixture may
+# hold its own tests/test_*.py (a real test beside the module it calls).
+collect_ignore_glob = ["fixtures/*"]
+
 
 @pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects anything
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
