@@ -43,7 +43,8 @@ class FlowCursor:
 
     def __init__(self) -> None:
         self.loops: list[LoopFrame] = []
-        #: ids of the enclosing if/for/while/try/match blocks of the function.
+        #: ids of the enclosing if/for/while/try/match blocks of the function
+        #: (negated for an ``if``'s else branch).
         self.path: list[int] = []
         self.main_guard_depth = 0
         #: The frame of the ``for`` being entered (its body pushes it).
@@ -66,6 +67,14 @@ class FlowCursor:
         self.path.append(id(node))
         if _is_main_guard(node.test):
             self.main_guard_depth += 1
+
+    def visit_If_orelse(self, node: cst.If) -> None:
+        # The else branch gets the negated id: the two branches of one ``if``
+        # exclude each other (``resolve.reaches``), and neither is a prefix
+        # of the other's path, so a binding in one never runs on every path
+        # to a read in the other.
+        if self.path and self.path[-1] == id(node):
+            self.path[-1] = -id(node)
 
     def leave_If(self, original_node: cst.If) -> None:
         self._leave_block()

@@ -11,8 +11,9 @@ generator method of the object that builds the loader (lightning-bolts'
 with the policy being trained).  Workers would run frozen copies of that
 object.
 
-A dataset name is followed through each of its bindings (a name bound
-to ``TensorDataset(...)`` in two branches), a parameter through the calls
+A dataset name is followed through each of its bindings that reach the
+call (a name bound to ``TensorDataset(...)`` in two branches; in the else
+branch the loader is built in, only the binding there), a parameter through the calls
 of this module that pass it, and a helper of this module through its
 returns (``gen_tensor_dataset(features)``).  A value that is not traced
 keeps the loader a pipeline.
@@ -30,7 +31,7 @@ from loadlint.facts.datasets import (
 from loadlint.facts.loaders import LoaderCall
 from loadlint.facts.names import NameFacts
 from loadlint.facts.pretokenized import pretokenized
-from loadlint.facts.resolve import MISSING, Scope, canonical, follow_name
+from loadlint.facts.resolve import MISSING, Point, Scope, canonical, follow_name, reaching
 
 _MAX_DEPTH = 12
 _TENSOR_DATASET = "torch.utils.data.TensorDataset"
@@ -66,7 +67,7 @@ def _in_memory(names: NameFacts, facts: DatasetFacts, call: LoaderCall) -> bool:
     expr, scope = call.expr("dataset"), call.scope_of("dataset")
     if expr is None or scope is None:
         return False
-    values = dataset_values(names, facts, expr, scope)
+    values = dataset_values(names, facts, expr, scope, call.point)
     if not values:
         return False
     if all(_tensor_dataset(names, value) for value, _ in values):
@@ -104,16 +105,19 @@ def _index(
     return index_value(value, scope, names.imports)
 
 
-def dataset_values(names: NameFacts, facts: DatasetFacts, expr: cst.BaseExpression, scope: Scope) -> list[Value]:
+def dataset_values(
+    names: NameFacts, facts: DatasetFacts, expr: cst.BaseExpression, scope: Scope, point: Point | None = None
+) -> list[Value]:
     """The expressions the dataset may be, each with its scope; empty when
-    one of them is not traced (see the module's docstring)."""
+    one of them is not traced (see the module's docstring).  With the
+    program point of the read, a name is the bindings that reach it."""
     out: list[Value] = []
-    return out if _values(names, facts, expr, scope, out, set(), 0) else []
+    return out if _values(names, facts, expr, scope, out, set(), 0, point) else []
 
 
 def _values(
     names: NameFacts, facts: DatasetFacts, expr: cst.BaseExpression, scope: Scope | None,
-    out: list[Value], seen: set[tuple[int, str]], depth: int,
+    out: list[Value], seen: set[tuple[int, str, Point | None]], depth: int, point: Point | None = None,
 ) -> bool:
     if depth > _MAX_DEPTH or scope is None:
         return False
@@ -122,19 +126,22 @@ def _values(
         if found is None:
             return False
         owner, bindings = found
-        key = (id(owner), expr.value)
+        key = (id(owner), expr.value, point)
         if key in seen:
-            return True  # ``idx = idx.split(n)[rank]``: its other values are followed already
+            return True  # ``a = b; b = a`` in a loop: its other values are followed already
         seen.add(key)
         if all(b.value is not None for b in bindings):
-            return all(_values(names, facts, b.value, owner, out, seen, depth + 1) for b in bindings if b.value)
+            # A binding's value is read where the binding is made.
+            seen_here = bindings if point is None else reaching(bindings, point)
+            return bool(seen_here) and all(
+                _values(names, facts, b.value, owner, out, seen, depth + 1, b.point) for b in seen_here if b.value)
         passed = passed_for(names, facts, expr.value, scope)
         return bool(passed) and all(_values(names, facts, v, s, out, seen, depth + 1) for v, s in passed)
     if type(expr) is cst.Subscript and isinstance(expr.value, (cst.Dict, cst.List, cst.Tuple)):
         # ``{"train": train_ds, "test": test_ds}[split]``: any of its entries.
         entries = [e.value for e in expr.value.elements if isinstance(e, (cst.DictElement, cst.Element))]
         return len(entries) == len(expr.value.elements) and bool(entries) and all(
-            _values(names, facts, entry, scope, out, seen, depth + 1) for entry in entries
+            _values(names, facts, entry, scope, out, seen, depth + 1, point) for entry in entries
         )
     built_by = helper(names, expr, scope)
     if built_by is not None:

@@ -48,17 +48,28 @@ def dotted_name(node: cst.BaseExpression) -> str | None:
 
 #: A program point: (its rank in source order, id of its scope, ids of the
 #: loops around it in that scope, ids of the if/for/while/try/match blocks
-#: around it in that scope).
+#: around it in that scope, an ``if``'s else branch negated).
 Point = tuple[int, int, tuple[int, ...], tuple[int, ...]]
+
+
+def exclusive(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+    """Two block paths lie in the two branches of one ``if`` (the else
+    branch's entry is the negated id): one never runs after the other."""
+    for x, y in zip(a, b):
+        if x != y:
+            return x == -y
+    return False
 
 
 def reaches(change: Point, read: Point) -> bool:
     """A change may have happened when the read runs: it comes first in the
-    same scope, or shares a loop with the read (the next pass), or sits in
-    another scope (when it runs is not known).  The one rule for every kind
-    of value: namespaces and config objects (``Flow``), ``**kwargs`` dicts,
-    devices and samplers (``reaching``)."""
-    return change[1] != read[1] or change[0] < read[0] or bool(set(change[2]) & set(read[2]))
+    same scope, outside the other branch of an ``if`` around the read, or
+    shares a loop with the read (the next pass), or sits in another scope
+    (when it runs is not known).  The one rule for every kind of value:
+    namespaces and config objects (``Flow``), ``**kwargs`` dicts, devices
+    and samplers (``reaching``)."""
+    return change[1] != read[1] or bool(set(change[2]) & set(read[2])) or (
+        change[0] < read[0] and not exclusive(change[3], read[3]))
 
 
 #: Past this many bindings of one name, every binding is kept (the check is

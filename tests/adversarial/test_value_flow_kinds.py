@@ -165,3 +165,92 @@ def test_thousands_of_bindings_and_changes_stay_cheap() -> None:
     found = codes("\n".join(lines) + "\n", ("LL205", "LL203"))
     assert time.perf_counter() - started < 20
     assert found == []
+
+
+BRANCHES = """
+from torch.utils.data import DataLoader
+
+def main(ds, flag, other):
+    device = "{first}"
+    loader = DataLoader(ds, num_workers=2, pin_memory=True)
+    if flag:
+        device = "{second}"
+    {branch}
+        for b in loader:
+            b = b.to(device)
+"""
+
+
+@pytest.mark.parametrize("first, second, branch, expected", [
+    # An if and its else share one statement: the if branch's binding does not run on the else's path.
+    ("cuda", "cpu", "else:", [(11, "LL205")]),
+    ("cpu", "cuda", "else:", []),
+    ("cuda", "cpu", "elif other:", [(11, "LL205")]),
+    ("cpu", "cuda", "elif other:", []),
+    # In the if branch itself, its own binding is the one that reaches.
+    ("cuda", "cpu", "if other:", []),
+    ("cpu", "cuda", "if other:", [(11, "LL205")]),
+])
+def test_a_binding_in_one_branch_does_not_reach_the_other(
+    first: str, second: str, branch: str, expected: list[tuple[int, str]]
+) -> None:
+    source = BRANCHES.format(first=first, second=second, branch=branch)
+    if branch == "if other:":
+        # Nested in the if branch, after its binding.
+        source = source.replace("    if other:\n        for b in loader:\n            b = b.to(device)",
+                                "        if other:\n            for b in loader:\n                b = b.to(device)")
+    assert codes(source, ("LL205",)) == expected
+
+
+def test_a_binding_in_one_branch_reaches_the_other_on_the_next_pass() -> None:
+    source = """
+        from torch.utils.data import DataLoader
+        device = "cpu"
+        loader = DataLoader(ds, num_workers=2, pin_memory=True)
+        for epoch in range(2):
+            if epoch:
+                for b in loader:
+                    b = b.to(device)
+            else:
+                device = "cuda"
+    """
+    assert codes(source, ("LL205",)) == [(8, "LL205")]
+
+
+def test_a_sampler_bound_over_in_the_other_branch_is_still_the_loaders() -> None:
+    source = """
+        from torch.utils.data import DataLoader, DistributedSampler, RandomSampler
+
+        def main(ds, flag):
+            sampler = DistributedSampler(ds)
+            if flag:
+                sampler = RandomSampler(ds)
+            else:
+                loader = DataLoader(ds, sampler=sampler, num_workers=2)
+                for epoch in range(3):
+                    for b in loader:
+                        pass
+    """
+    assert codes(source, ("LL102",)) == [(5, "LL102")]
+
+
+DATASETS = """
+from torch.utils.data import DataLoader, TensorDataset
+
+def main(ids, folder, flag):
+    ds = {first}
+    if flag:
+        ds = {second}
+    else:
+        loader = DataLoader(ds, batch_size=8)
+    return loader
+"""
+
+
+@pytest.mark.parametrize("first, second, expected", [
+    # accelerate's sp-alst.py: the else branch's loader reads only what reaches it.
+    ("TensorDataset(ids)", "folder", []),
+    ("folder", "TensorDataset(ids)", [(9, "LL201")]),
+])
+def test_a_dataset_is_the_binding_that_reaches_the_loader(first: str, second: str, expected: list[tuple[int, str]]) -> None:
+    assert codes(DATASETS.format(first=first, second=second), ("LL201",)) == expected
