@@ -145,7 +145,7 @@ def analyse(
     except RecursionError:
         return _too_deep(path, options), None
     if bindings:
-        from loadlint.facts.summary import inject
+        from loadlint.facts.inject import inject
 
         inject(info, bindings)
     if not info.calls and not info.launch.samplers and not info.cli.training_arguments:

@@ -35,7 +35,7 @@ from typing import Any, Callable, cast
 import libcst as cst
 
 from loadlint.facts.accelerator import device_kind
-from loadlint.facts.configs import CONFIG_FILES, bind_files, namespace_options, passed_namespace
+from loadlint.facts.configs import namespace_options, passed_namespace
 from loadlint.facts.calls import CallSite
 from loadlint.cst.codegen import code_for_node
 from loadlint.facts.collect import ModuleFacts
@@ -48,7 +48,7 @@ from loadlint.facts.iteration import plain_copy
 from loadlint.facts.distributed import SamplerCall
 from loadlint.facts.names import FunctionFacts
 from loadlint.facts.scopes import constant_index, literal_members, member
-from loadlint.facts.resolve import MISSING, UNKNOWN, Binding, Scope, bind_imported, dotted_name, evaluate, follow_name
+from loadlint.facts.resolve import MISSING, UNKNOWN, Scope, dotted_name, evaluate, follow_name
 from loadlint.types import (
     CallSummary, Descriptor, Flags, FunctionSummary, ImportedDataset, LoaderSummary, SamplerSummary, Summary, Use,
     UseKind,
@@ -167,7 +167,7 @@ def _constants(facts: ModuleFacts, imports: dict[str, str], ref_of: RefOf) -> di
             continue
         expr = bindings[0].value
         value = evaluate(expr, module)
-        if value is not UNKNOWN and _jsonable(value):
+        if value is not UNKNOWN and jsonable(value):
             described: Descriptor = {"value": value}
         elif type(expr) is cst.Call and id(expr) in facts.loaders.cpu_count_calls:
             described = {"cpu_count": True}
@@ -245,7 +245,7 @@ def _in_order(summary: FunctionSummary) -> FunctionSummary:
     return cast(FunctionSummary, ordered)
 
 
-def _jsonable(value: Any) -> bool:
+def jsonable(value: Any) -> bool:
     return value is None or type(value) in (int, float, str, bool)
 
 
@@ -319,7 +319,7 @@ class _Function:
         if passed:
             return passed
         value = evaluate(expr, scope)
-        if value is not UNKNOWN and _jsonable(value):
+        if value is not UNKNOWN and jsonable(value):
             return {"value": value}
         target, owner = follow_name(expr, scope)
         if type(target) is cst.Call and id(target) in self.facts.loaders.cpu_count_calls:
@@ -544,48 +544,6 @@ def _member_key(expr: cst.Subscript, scope: Scope) -> tuple[int, str] | None:
     found = scope.lookup(expr.value.value)
     owner = found[0] if found else scope
     return id(owner), member(expr.value.value, index)
-
-
-def inject(facts: ModuleFacts, bindings: dict[str, dict[str, Descriptor]]) -> None:
-    """Bind parameters to the values a caller gives them: each rule then
-    resolves the parameter as a name assigned that value.  A parameter that
-    is assigned in its function keeps its bindings (the value is not the
-    caller's any more).  Under ``"<module>"``, values of names the module
-    imports (``config.WORKERS``, ``WORKERS``), which the join resolved."""
-    imported = bindings.get(MODULE)
-    if imported:
-        bind_imported(facts.names.module_scope, facts.loaders.cpu_count_calls, imported)
-    files = bindings.get(CONFIG_FILES)
-    if files:
-        bind_files(facts.names, facts.calls_between.sites, files)
-    for fn in facts.names.functions:
-        qual = f"{fn.class_name}.{fn.name}" if fn.class_name else fn.name
-        given = bindings.get(qual)
-        if not given or fn.nested:
-            continue
-        p = fn.node.params
-        params = {param.name.value: param for param in (*p.posonly_params, *p.params, *p.kwonly_params)}
-        for name, descriptor in given.items():
-            current = fn.scope.bindings.get(name)
-            if name not in params or current is None or len(current) != 1 or current[0].value is not None:
-                continue
-            node = _expression(descriptor, params[name], facts)
-            if node is not None:
-                fn.scope.bindings[name] = [Binding(node)]
-
-
-def _expression(descriptor: Descriptor, param: cst.Param, facts: ModuleFacts) -> cst.BaseExpression | None:
-    if descriptor.get("default") and "import" not in descriptor:
-        return param.default
-    if "value" in descriptor and _jsonable(descriptor["value"]):
-        return cst.parse_expression(repr(descriptor["value"]))
-    if descriptor.get("cpu_count"):
-        node = cst.parse_expression("os.cpu_count()")
-        facts.loaders.cpu_count_calls.add(id(node))
-        return node
-    if descriptor.get("lambda"):
-        return cst.parse_expression("lambda *args: None")
-    return None
 
 
 class Numbering:
