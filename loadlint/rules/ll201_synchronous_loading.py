@@ -69,8 +69,9 @@ class SynchronousLoading(Rule):
     every read is work beside the item: both keep the finding.  The
     dataset is followed through a literal indexed by a key
     (`{"train": a, "test": b}[split]`) and through each
-    binding of its name, the callers passing a parameter and a helper's
-    returns.  Any other call in `__getitem__`, a file read in `__init__`,
+    binding of its name that reaches the call (a loader built in an `else`
+    branch reads the binding made there, not the `if` branch's), the
+    callers passing a parameter and a helper's returns.  Any other call in `__getitem__`, a file read in `__init__`,
     or a container passed in from outside keeps the finding.  A dataset
     fed by a generator method of the object building the loader
     (lightning-bolts' `ExperienceSourceDataset(self.train_batch)`, stepping
@@ -153,6 +154,12 @@ class SynchronousLoading(Rule):
       by its own collator; a `TensorDataset` handed to another module's
       `evaluate(args, model, dataset)`): only this module's helpers and
       callers are followed;
+    - pre-tokenized rows and a padding collate that another module's
+      helpers build (accelerate's `torch_native_parallelism` examples:
+      `DataLoader(get_dataset(tokenizer, ...), collate_fn=create_collate_fn())`
+      with both imported from `utils`): the padded-rows test reads the
+      loader's own module, and the project summaries do not carry a
+      helper's returns or its module's per-item transforms;
     - a loader left at `num_workers=0` on purpose over a dataset that
       prefetches on its own threads (DLRM's binary datasets with
       `batch_size=None`), in-memory graphs batched by a custom
