@@ -218,7 +218,7 @@ def test_monitor_report_and_its_lines(capsys, tmp_path, monkeypatch, fmt):
     script = f"##[error]{OSC}.py"
     (tmp_path / script).write_text("from torch.utils.data import DataLoader\n\nloader = DataLoader(range(64), batch_size=4)\n")
 
-    def child(spec_path: str) -> tuple[int, bool]:
+    def child(spec_path: str, nproc: int | None) -> tuple[int, bool]:
         spec = json.loads(Path(spec_path).read_text())
         Path(spec["out"]).write_text(json.dumps(monitored_run(spec["script"])))
         return 0, False
