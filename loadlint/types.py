@@ -434,6 +434,12 @@ class Summary(_SummaryRequired, total=False):
     #: Config files (YAML) a function reads: scope, name, file, kind.
     config_files: list[dict[str, str]]
     imported_datasets: list[ImportedDataset]
+    #: Plain functions returning pre-tokenized rows (``rows``) or a padding
+    #: collate (``collates``), for loaders of other modules (LL201).
+    padded_rows: dict[str, list[str]]
+    #: Loaders built from another module's such functions: ``at`` and the
+    #: qualified ``rows`` and ``collates`` functions.
+    imported_rows: list[dict[str, Any]]
     constants: dict[str, Descriptor]
     #: Module-level ``LightningModule``/``LightningDataModule`` classes.
     lightning_classes: list[str]

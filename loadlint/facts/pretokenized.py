@@ -25,6 +25,11 @@ A dataset passed in as a parameter is each value the module's calls pass,
 and a name bound again as the rows are prepared (``train_data =
 train_data.map(...)``, then ``.with_format("torch")``) is the binding that
 reaches the call reading it.
+
+Across modules, a module's summary lists its plain functions whose every
+return passes the rows test or the collate test (``padded_row_helpers``),
+and a loader built from such imported functions (``imported_rows``) is
+taken back by LL201 once project analysis finds them listed there.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from loadlint.cst.walk import find_all
 from loadlint.facts.datasets import DatasetFacts, helper, passed_for
 from loadlint.facts.loaders import LoaderCall
 from loadlint.facts.names import NameFacts
-from loadlint.facts.resolve import Binding, Scope, canonical, follow_name
+from loadlint.facts.resolve import Binding, Scope, canonical, dotted_name, follow_name, reaching
 
 _ROW_METHODS = frozenset({"map", "with_format", "shuffle", "select", "filter", "remove_columns", "rename_column"})
 #: What a collate function may call and still only pad: torch's stacking and
@@ -202,7 +207,8 @@ def _pad_of(value: cst.BaseExpression | None, param: str, names: NameFacts) -> b
 
 
 def _rows(
-    names: NameFacts, facts: DatasetFacts, expr: cst.BaseExpression, scope: Scope, read: cst.Call, depth: int = 0
+    names: NameFacts, facts: DatasetFacts, expr: cst.BaseExpression, scope: Scope, read: cst.Call | None,
+    depth: int = 0,
 ) -> bool:
     target, owner = follow_name(expr, scope)
     if owner is None or depth > 3:
@@ -238,13 +244,13 @@ def _with_calls(
     return out
 
 
-def _reaching(target: cst.BaseExpression, scope: Scope, read: cst.Call) -> cst.BaseExpression | None:
+def _reaching(target: cst.BaseExpression, scope: Scope, read: cst.Call | None) -> cst.BaseExpression | None:
     """The value of the one binding of a name that reaches ``read``, itself
     the value of a binding of the same scope (its program point): the last
     binding before it, made unconditionally, with no binding after it in a
     block (a loop could bring it back round)."""
     found = scope.lookup(target.value) if type(target) is cst.Name else None
-    if found is None or found[0] is not scope:
+    if found is None or found[0] is not scope or read is None:
         return None
     point = next((b.order for bs in scope.bindings.values() for b in bs if b.value is read), None)
     if point is None:
@@ -268,3 +274,79 @@ def _rows_value(target: cst.BaseExpression) -> bool:
     if type(target) is cst.Call and type(target.func) is cst.Attribute:
         return target.func.attr.value in _ROW_METHODS
     return False
+
+
+# -- across modules: a loader built from another module's helpers -----------
+
+def padded_row_helpers(names: NameFacts, facts: DatasetFacts) -> dict[str, list[str]]:
+    """This module's plain functions whose every return is pre-tokenized
+    rows (``rows``) or a padding collate (``collates``), by the tests above,
+    for a loader of another module built from them; none in a module that
+    sets a per-item transform."""
+    if facts.transforms_on_the_fly:
+        return {}
+    out: dict[str, list[str]] = {}
+    module = names.module_scope
+    for fn, returned in facts.returns.items():
+        # Bound once at module level: the name the importer calls is this function.
+        if fn.nested or fn.class_name is not None or len(module.bindings.get(fn.name, ())) != 1:
+            continue
+        values = [value for value in returned if value is not None]
+        if not values or len(values) != len(returned):
+            continue
+        if all(_rows(names, facts, value, fn.scope, None) for value in values):
+            out.setdefault("rows", []).append(fn.name)
+        elif all(type(value) is cst.Name and _padding_target(names, facts, value, fn.scope) for value in values):
+            out.setdefault("collates", []).append(fn.name)
+    return out
+
+
+def imported_rows(names: NameFacts, facts: DatasetFacts, call: LoaderCall) -> dict[str, list[str]] | None:
+    """For a loader whose rows or collate another module's function builds
+    (``DataLoader(get_dataset(...), collate_fn=create_collate_fn())`` with
+    both imported), the qualified functions, ``rows`` and ``collates``,
+    that must be that module's ``padded_row_helpers``; the other half, if
+    built here, passes the tests above.  None for anything else."""
+    collate, dataset = call.expr("collate_fn"), call.expr("dataset")
+    if facts.transforms_on_the_fly or collate is None or dataset is None:
+        return None
+    out: dict[str, list[str]] = {}
+    if not _padding_collate(names, facts, collate, call):
+        found = _imported_calls(names, collate, call)
+        if found is None:
+            return None
+        out["collates"] = found
+    if not _rows(names, facts, dataset, call.scope, call.node):
+        found = _imported_calls(names, dataset, call)
+        if found is None:
+            return None
+        out["rows"] = found
+    return out or None
+
+
+def _imported_calls(names: NameFacts, expr: cst.BaseExpression, call: LoaderCall) -> list[str] | None:
+    """The qualified imported functions whose results ``expr`` may be (a
+    name: each binding that reaches the loader); None when one is anything else."""
+    target, owner = follow_name(expr, call.scope)
+    if owner is None:
+        return None
+    values: list[cst.BaseExpression | None] = [target]
+    if type(target) is cst.Name:
+        found = owner.lookup(target.value)
+        if found is None:
+            return None
+        owner = found[0]
+        values = [b.value for b in (found[1] if call.point is None else reaching(found[1], call.point))]
+    out = []
+    for value in values:
+        if type(value) is not cst.Call or helper(names, value, owner) is not None:
+            return None
+        head = (dotted_name(value.func) or "").partition(".")[0]
+        imported = owner.lookup(head) if head else None
+        qualified = names.imports.qualify(value.func)
+        # The callee's name is the import alone (no other binding shadows it).
+        if imported is None or imported[0].kind != "module" or len(imported[1]) != 1 or imported[1][0].value is not None \
+                or qualified is None:
+            return None
+        out.append(qualified)
+    return out or None

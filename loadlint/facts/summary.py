@@ -41,6 +41,7 @@ from loadlint.cst.codegen import code_for_node
 from loadlint.facts.collect import ModuleFacts
 from loadlint.facts.counts import positive_count
 from loadlint.facts.datasets import imported_dataset_class, in_memory_classes
+from loadlint.facts.pretokenized import imported_rows, padded_row_helpers
 from loadlint.facts.handles import handle_classes
 from loadlint.facts.lightning_runs import gpu_runs, lightning_classes
 from loadlint.facts.loaders import LoaderCall
@@ -62,7 +63,7 @@ MODULE = "<module>"
 #: The loader arguments project analysis reasons about (absent: torch's default).
 _LOADER_SETTINGS = ("num_workers", "persistent_workers", "pin_memory", "multiprocessing_context", "sampler")
 #: Bumped when the shape changes, so cached summaries are not misread.
-VERSION = 10
+VERSION = 11
 
 
 def summarise(facts: ModuleFacts, ref_of: RefOf) -> Summary:
@@ -117,6 +118,15 @@ def summarise(facts: ModuleFacts, ref_of: RefOf) -> Summary:
             datasets.append(dataset)
     if datasets:
         out["imported_datasets"] = datasets
+    # Pre-tokenized rows and padding collates built by functions of one
+    # module for loaders of another (LL201 across modules).
+    helpers = padded_row_helpers(names, facts.datasets)
+    if helpers:
+        out["padded_rows"] = helpers
+    rows = [{"at": ref_of(call.node), **found} for call in facts.loaders.calls
+            if (found := imported_rows(names, facts.datasets, call)) is not None]
+    if rows:
+        out["imported_rows"] = rows
     lightning = lightning_classes(facts)
     if lightning:
         out["lightning_classes"] = lightning

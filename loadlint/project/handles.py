@@ -1,6 +1,7 @@
 """Loaders of the run's files whose dataset class another project module
 defines, joined to what that module's summary says of the class (a handle
-``__init__`` keeps), and handed to the rules' project hooks
+``__init__`` keeps), or whose pre-tokenized rows or padding collate its
+functions build, and handed to the rules' project hooks
 (``ProjectContext.imported``): their findings are reported at the loader,
 and the revisions of their own findings (``Rule.revise_own``) are placed
 there too."""
@@ -8,7 +9,7 @@ there too."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 from loadlint.engine.summaries import locate
 from loadlint.engine.suppress import file_suppressions, suppressed_codes
@@ -39,7 +40,33 @@ def imported_loaders(
         in_memory = isinstance(listed, list) and where[1] in listed
         out.append(ImportedLoader(path, int(loader.get("at", -1)), workers if type(workers) in (int, str) else None,
                                   context if isinstance(context, str) else None, methods, where[0], handle, in_memory))
+    for built in summary.get("imported_rows", []):
+        helpers = _padded_rows_module(path, built, summary_of, resolver)
+        if helpers is not None:
+            out.append(ImportedLoader(path, int(built.get("at", -1)), None, None, methods, helpers, None, True))
     return out
+
+
+def _padded_rows_module(
+    path: str, loader: dict[str, Any], summary_of: Callable[[str], Summary | None], resolver: ModuleResolver
+) -> str | None:
+    """The module of a loader's imported rows or collate when each function
+    named is, in its own module's summary, one that returns pre-tokenized
+    rows or a padding collate (``facts.pretokenized``); else None."""
+    module = None
+    for kind in ("rows", "collates"):
+        named = loader.get(kind, [])
+        for name in named if isinstance(named, list) else [None]:
+            where = resolver.module_file(path, name) if isinstance(name, str) else None
+            if where is None or "." in where[1] or where[0] == path:
+                return None
+            found = summary_of(where[0])
+            helpers = found.get("padded_rows") if found is not None else None
+            listed = helpers.get(kind) if isinstance(helpers, dict) else None
+            if not isinstance(listed, list) or where[1] not in listed:
+                return None
+            module = where[0]
+    return module
 
 
 class Elsewhere(NamedTuple):
@@ -76,7 +103,8 @@ def handles_elsewhere(
         select = options(path).select if summary is not None else frozenset()
         rules = [rule for rule in project_rules() if rule.code in select]
         # A rule revises its findings only in a file that has some (when known).
-        own = own_findings(path) if summary is not None and summary.get("imported_datasets") else []
+        own = own_findings(path) if summary is not None and (
+            summary.get("imported_datasets") or summary.get("imported_rows")) else []
         revising = [rule for rule in revising_rules() if rule.code in select and (
             own is None or any(f.code == rule.code for f in own))]
         if summary is None or not (rules or revising):

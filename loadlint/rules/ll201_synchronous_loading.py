@@ -105,6 +105,13 @@ class SynchronousLoading(Rule):
     passes, as bound where the call runs (`train_data =
     train_data.with_format("torch")` before `get_data_loader(train_data,
     ...)`; a binding under a condition before it keeps the finding).
+    Project analysis applies the same tests to rows and a collate that
+    functions of another project module return (accelerate's
+    `torch_native_parallelism` examples: `DataLoader(get_dataset(tokenizer,
+    n), collate_fn=create_collate_fn())`, both imported from `utils`), in
+    modules that set no per-item transform: the finding is taken back and
+    `fix` leaves the loader alone.  A function imported from a package, or
+    a name the script binds again, keeps the finding.
     A collate that does anything more, however cheap (shifting the ids
     into `labels`, `torch.where`, `torch.arange`), keeps the finding: the
     rule does not weigh the work.  So does a loader a tutorial only
@@ -154,12 +161,6 @@ class SynchronousLoading(Rule):
       by its own collator; a `TensorDataset` handed to another module's
       `evaluate(args, model, dataset)`): only this module's helpers and
       callers are followed;
-    - pre-tokenized rows and a padding collate that another module's
-      helpers build (accelerate's `torch_native_parallelism` examples:
-      `DataLoader(get_dataset(tokenizer, ...), collate_fn=create_collate_fn())`
-      with both imported from `utils`): the padded-rows test reads the
-      loader's own module, and the project summaries do not carry a
-      helper's returns or its module's per-item transforms;
     - a loader left at `num_workers=0` on purpose over a dataset that
       prefetches on its own threads (DLRM's binary datasets with
       `batch_size=None`), in-memory graphs batched by a custom

@@ -231,8 +231,11 @@ class ImportedLoader:
     #: The module that defines the class, and what the class keeps.
     module: str
     handle: HandleClass | None
-    #: The class holds its data in memory (the test a class of the loader's
-    #: own module passes, ``facts.datasets.in_memory_class``).
+    #: The dataset is no loading pipeline: the class holds its data in
+    #: memory (the test a class of the loader's own module passes,
+    #: ``facts.datasets.in_memory_class``), or the module's functions build
+    #: the loader's pre-tokenized rows or padding collate (``module`` then
+    #: names one of them, ``handle`` is None).
     in_memory: bool = False
 
 
