@@ -458,3 +458,20 @@ def test_from_verify_rejects_a_bad_report(tmp_path: Path) -> None:
     result = run(["fix", "--from-verify", str(bad)])
     assert result.exit_code == 2
     assert "not a loadlint verify report" in result.output
+
+
+def test_an_added_import_goes_after_imports_interleaved_with_set_up() -> None:
+    # ``sys.path`` set up between imports (or any simple statement first):
+    # the new import joins the last one before the first definition.
+    text = DISTRIBUTED.replace(
+        "import torch.distributed as dist\n", '"""Train."""\nimport sys\nsys.path.insert(0, "src")\nimport torch.distributed as dist\n'
+    )
+    fixed, _, _ = fix(text, select=frozenset({"LL101"}))
+    assert fixed.splitlines()[:6] == [
+        '"""Train."""',
+        "import sys",
+        'sys.path.insert(0, "src")',
+        "import torch.distributed as dist",
+        "from torch.utils.data import DataLoader",
+        "from torch.utils.data.distributed import DistributedSampler",
+    ]

@@ -75,8 +75,9 @@ _IMPORT_LINE = re.compile(r"^(?:import|from)\s")
 
 @dataclass
 class ImportPlan:
-    """Where new imports go: after the last top-level import, else after the
-    module docstring and ``__future__`` imports, else at the top."""
+    """Where new imports go: after the last top-level import before the
+    first compound statement, else after the module docstring, else at the
+    top."""
 
     offset: int
     newline: str
@@ -95,7 +96,9 @@ def plan_imports(module: cst.Module, positions: Positions) -> ImportPlan:
             stmt.body[0], cst.Expr
         ) and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString)):
             first_stmt_after_docstring = stmt
-        elif last_import is not None or i > 0:
+        elif not isinstance(stmt, cst.SimpleStatementLine):
+            # Imports interleaved with simple statements (``sys.path`` set
+            # up first) run before the first definition: after the last.
             break
     anchor = last_import or first_stmt_after_docstring
     newline = module.default_newline
