@@ -414,14 +414,18 @@ def _attribute_in_memory(attr: str, hierarchy: list[ClassFacts], facts: DatasetF
     return all(value is not None and in_memory_value(value, fn.scope, names) for fn, value in assignments)
 
 
+def _set_in_init_only(attr: str, hierarchy: list[ClassFacts], facts: DatasetFacts) -> bool:
+    assignments = [a for klass in hierarchy for a in facts.attr_values.get((klass.name, attr), ())]
+    return bool(assignments) and all(method.name == "__init__" for method, _ in assignments)
+
+
 def _passed_through(fn: FunctionFacts, attr: str, hierarchy: list[ClassFacts], facts: DatasetFacts) -> bool:
     """``self.<attr>``, set in ``__init__`` only, is only handed on as it is:
     returned, put in a literal or a subscript (``example["prompt"] =
     self.prompt``) or passed to a call (checked apart), never indexed,
     called, read into or bound to a name.  Whatever it holds, reading it
     does no work."""
-    assignments = [a for klass in hierarchy for a in facts.attr_values.get((klass.name, attr), ())]
-    if not assignments or any(method.name != "__init__" for method, _ in assignments):
+    if not _set_in_init_only(attr, hierarchy, facts):
         return False
     root = fn.node
     handed = {id(n.value) for n in find_all(root, cst.Return)}
@@ -454,8 +458,7 @@ def _setting(fn: FunctionFacts, attr: str, hierarchy: list[ClassFacts], facts: D
     operand, an argument or an attribute path (``self.config.ndigit``),
     never indexed, called, iterated, returned as the item or read through a
     call.  Whatever object it holds, reading its fields does no loading."""
-    assignments = [a for klass in hierarchy for a in facts.attr_values.get((klass.name, attr), ())]
-    if not assignments or any(method.name != "__init__" for method, _ in assignments):
+    if not _set_in_init_only(attr, hierarchy, facts):
         return False
     root = fn.node
     used = {id(n.func) for n in find_all(root, cst.Call)}

@@ -18,7 +18,7 @@ import sys
 import tempfile
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import click
 
@@ -75,29 +75,15 @@ def monitor(script: str, args: tuple[str, ...], tune: bool, output_format: str, 
         click.echo("loadlint: monitor: the script ended before the monitor could write its measurements; no report", err=True)
         sys.exit(130 if interrupted else code)
     from loadlint.hardware.cpus import usable_here
-    from loadlint.monitor.report import as_json, as_text, build
+    from loadlint.monitor.report import as_text, build
 
-    gpu = (raw.get("sampling") or {}).get("gpu") or {}
-    raw["machine"] = {"usable_cpus": usable_here(), "gpu_count": gpu.get("count", 0),
-                      "loadavg": [round(x, 2) for x in os.getloadavg()]}
-    try:
-        report = build(raw, command, static=not no_static)
-        if output:
-            Path(output).write_text(visible_json(json.dumps(as_json(report), indent=2)) + "\n")
-        if plot_path:
-            _plot(output or "", report, plot_path)
-        if output_format == "json":
-            click.echo(visible_json(json.dumps(as_json(report), indent=2)))
-        else:
-            click.echo(visible_lines(as_text(report)), nl=False)
-        if output:
-            click.echo(f"loadlint: wrote {visible(output)}", err=True)
-    except OSError as exc:
-        click.echo(f"loadlint: error: cannot write the report: {visible(str(exc.strerror or exc))}", err=True)
-    except Exception as exc:  # one line, not a traceback; the script's status stays
-        if os.environ.get("LOADLINT_DEBUG"):
-            raise
-        click.echo(f"loadlint: error: internal error in the report: {type(exc).__name__}: {visible(str(exc))}", err=True)
+    def single() -> tuple[dict[str, Any], Callable[[dict[str, Any]], str]]:
+        gpu = (raw.get("sampling") or {}).get("gpu") or {}
+        raw["machine"] = {"usable_cpus": usable_here(), "gpu_count": gpu.get("count", 0),
+                          "loadavg": [round(x, 2) for x in os.getloadavg()]}
+        return build(raw, command, static=not no_static), as_text
+
+    _emit(single, output, output_format, plot_path)
     sys.exit(130 if interrupted and code == 0 else code)
 
 
@@ -113,10 +99,9 @@ def _distributed(raws: list[dict[str, Any]], nproc: int, command: list[str], cod
     """The ranks' reports joined (:mod:`loadlint.monitor.ranks`), written as one report is."""
     from loadlint.hardware.cpus import usable_here
     from loadlint.monitor.ranks import join, joined_text
-    from loadlint.monitor.report import as_json, build
+    from loadlint.monitor.report import build
 
-    status = 130 if interrupted and code == 0 else code
-    try:
+    def joined() -> tuple[dict[str, Any], Callable[[dict[str, Any]], str]]:
         reports: list[tuple[dict[str, Any], dict[str, Any]]] = []
         for raw in sorted(raws, key=lambda r: (r.get("rank") or {}).get("rank", 0)):
             gpu = (raw.get("sampling") or {}).get("gpu") or {}
@@ -124,7 +109,20 @@ def _distributed(raws: list[dict[str, Any]], nproc: int, command: list[str], cod
                               "loadavg": [round(x, 2) for x in os.getloadavg()]}
             # The ranks run the same call: its static findings are read once.
             reports.append((raw.get("rank") or {}, build(raw, command, static=not no_static and not reports)))
-        report = join(reports, nproc, command, code)
+        return join(reports, nproc, command, code), joined_text
+
+    _emit(joined, output, output_format, plot_path)
+    sys.exit(130 if interrupted and code == 0 else code)
+
+
+def _emit(make: Callable[[], tuple[dict[str, Any], Callable[[dict[str, Any]], str]]], output: str | None,
+          output_format: str, plot_path: str | None) -> None:
+    """Builds the report and writes it where asked: a failure is one line,
+    and the script's exit status stays."""
+    from loadlint.monitor.report import as_json
+
+    try:
+        report, text = make()
         if output:
             Path(output).write_text(visible_json(json.dumps(as_json(report), indent=2)) + "\n")
         if plot_path:
@@ -132,7 +130,7 @@ def _distributed(raws: list[dict[str, Any]], nproc: int, command: list[str], cod
         if output_format == "json":
             click.echo(visible_json(json.dumps(as_json(report), indent=2)))
         else:
-            click.echo(visible_lines(joined_text(report)), nl=False)
+            click.echo(visible_lines(text(report)), nl=False)
         if output:
             click.echo(f"loadlint: wrote {visible(output)}", err=True)
     except OSError as exc:
@@ -141,7 +139,6 @@ def _distributed(raws: list[dict[str, Any]], nproc: int, command: list[str], cod
         if os.environ.get("LOADLINT_DEBUG"):
             raise
         click.echo(f"loadlint: error: internal error in the report: {type(exc).__name__}: {visible(str(exc))}", err=True)
-    sys.exit(status)
 
 
 def _run_child(spec_path: str, nproc: int | None = None) -> tuple[int, bool]:

@@ -16,10 +16,8 @@ import statistics
 from typing import Any
 
 from loadlint.monitor.instrument import config_text
-from loadlint.monitor.report import MAPPING, as_json, tuning_lines
+from loadlint.monitor.report import MAPPING, as_json, findings_tail, tuning_lines
 from loadlint.trace.findings import TraceFinding, across_ranks
-from loadlint.trace.metrics import Rank
-from loadlint.trace.report import finding_lines
 from loadlint.trace.saved import from_report
 
 
@@ -101,17 +99,5 @@ def joined_text(report: dict[str, Any]) -> str:
     if tuning:
         first, *rest = tuning_lines(tuning)
         lines += ["", f"rank 0 {first}", *rest]
-    for note in report["notes"]:
-        lines.append(f"  note: {note}")
-    lines.append("")
-    found: list[TraceFinding] = report.get("_findings", [])
-    seen: set[str] = set()
-    for finding in found:
-        key = repr(finding.location)
-        rank = Rank(finding.location["path"] if finding.location else "", None, "", [], "", [])
-        lines += finding_lines(rank, finding, first_at_call=key not in seen)
-        seen.add(key)
-    lines.append(f"Found {len(found)} finding{'s' if len(found) != 1 else ''} in the run." if found
-                 else "No loader bottleneck found in the run.")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + findings_tail(report)) + "\n"
 

@@ -303,9 +303,12 @@ def as_text(report: dict[str, Any]) -> str:
     tuning = report.get("tuning")
     if tuning:
         lines += [""] + tuning_lines(tuning)
-    for note in report["notes"]:
-        lines.append(f"  note: {note}")
-    lines.append("")
+    return "\n".join(lines + findings_tail(report)) + "\n"
+
+
+def findings_tail(report: dict[str, Any]) -> list[str]:
+    """A report's notes, then its findings, each call's first in full, and the count."""
+    lines = [f"  note: {note}" for note in report["notes"]] + [""]
     found: list[TraceFinding] = report.get("_findings", [])
     seen: set[str] = set()
     for finding in found:
@@ -315,7 +318,7 @@ def as_text(report: dict[str, Any]) -> str:
         seen.add(key)
     lines.append(f"Found {len(found)} finding{'s' if len(found) != 1 else ''} in the run." if found
                  else "No loader bottleneck found in the run.")
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def _rate_text(value: float | None) -> str:
