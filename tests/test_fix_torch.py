@@ -90,7 +90,8 @@ def test_fixed_loaders_yield_a_batch(path: Path, process_group, monkeypatch) -> 
             "torch": torch,
             "os": os,
             "multiprocessing": __import__("multiprocessing"),
-            "dataset": Tiny(), "train_set": Tiny(), "val_set": Tiny(),
+            "dataset": Tiny(), "train_set": Tiny(), "val_set": Tiny(), "test_set": Tiny(),
+            "images": Tiny(), "masks": Tiny(),  # loaders alive together (they share the CPUs)
             "BATCH_SIZE": 4, "BATCH": 4, "sampler": None, "train_sampler": None, "valid_sampler": None,
             # The tutorial and replay-buffer shapes: their datasets stand in as Tiny.
             "training_data": Tiny(), "test_data": Tiny(), "batch_size": 4,

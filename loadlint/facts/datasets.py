@@ -440,6 +440,13 @@ def _passed_through(fn: FunctionFacts, attr: str, hierarchy: list[ClassFacts], f
     )
 
 
+def _loops(fn: FunctionFacts) -> bool:
+    """A loop statement in the method is work per item of a size the
+    analysis cannot bound (``for k in range(self.work)``, rejection
+    sampling in ``while True``): workers share it."""
+    return bool(find_all(fn.node, cst.For) or find_all(fn.node, cst.While))
+
+
 def _rebuilds_state(fn: FunctionFacts) -> bool:
     """The method stores a computed value on ``self`` on every read: work
     beside the item, not the item itself (its first read only, as
@@ -510,6 +517,7 @@ def in_memory_class(names: NameFacts, facts: DatasetFacts, cls: ClassFacts) -> b
     # (a placeholder): only ``__init__`` may build them.
     return all(
         _calls_only_pure(fn, facts, factories=False)
+        and not _loops(fn)
         and not _rebuilds_state(fn)
         and not _reads_module_data(fn, names)
         and all(_attribute_in_memory(attr, hierarchy, facts, names) or _passed_through(fn, attr, hierarchy, facts)

@@ -65,8 +65,9 @@ class SynchronousLoading(Rule):
     index or drawn at random (`torch.randint`, `torch.tensor` of digits,
     `.item()`, reading settings such as `self.config.ndigit`; minGPT's
     demos).  A constant tensor built per item (`torch.zeros(3, 64, 64)`)
-    is a placeholder for loading left out, and a draw stored on `self` at
-    every read is work beside the item: both keep the finding.  The
+    is a placeholder for loading left out, a draw stored on `self` at
+    every read is work beside the item, and a loop in `__getitem__` is work
+    of a size the analysis cannot bound: each keeps the finding.  The
     dataset is followed through a literal indexed by a key
     (`{"train": a, "test": b}[split]`) and through each
     binding of its name that reaches the call (a loader built in an `else`
