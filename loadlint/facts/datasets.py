@@ -226,24 +226,18 @@ def is_iterable_dataset(names: NameFacts, call: LoaderCall) -> bool | None:
 
 # -- datasets held in memory ---------------------------------------------------
 
+#: Constant tensors (``torch.zeros(3, 64, 64)``): built per item, the same
+#: tensor for every item stands for the loading left out (a placeholder).
+_PLACEHOLDERS = frozenset(f"torch.{name}" for name in ("zeros", "ones", "full", "empty", "eye"))
+#: torch calls that draw or compute a tensor from values: per item, the data itself.
+_DRAWN = frozenset(
+    f"torch.{name}" for name in ("arange", "randn", "rand", "randint", "randperm", "linspace", "tensor", "as_tensor")
+)
 #: torch calls that build a tensor in memory from sizes, values or options.
-TENSOR_FACTORIES = frozenset(
-    f"torch.{name}"
-    for name in (
-        "arange", "randn", "rand", "randint", "randperm", "zeros", "ones", "full", "empty", "eye", "linspace",
-        "tensor", "as_tensor",
-    )
-)
-#: torch calls that draw or compute a tensor from values: per item, the
-#: data itself.  The constant factories (``zeros``, ``ones``, ``full``,
-#: ``empty``, ``eye``) are not among them: the same tensor for every item
-#: stands for the loading left out (a placeholder).
-COMPUTED = frozenset(
-    f"torch.{name}" for name in (
-        "arange", "randn", "rand", "randint", "randperm", "linspace", "tensor", "as_tensor",
-        "cat", "stack", "sort", "Generator",
-    )
-)
+TENSOR_FACTORIES = _DRAWN | _PLACEHOLDERS
+#: What a ``__getitem__`` may call to compute its item: the drawn tensors,
+#: and what combines tensors in memory.
+_COMPUTED = _DRAWN | frozenset(f"torch.{name}" for name in ("cat", "stack", "sort", "Generator"))
 #: Tensor methods that compute in memory (no storage, no device).
 _TENSOR_METHODS = frozenset({
     "item", "tolist", "clone", "unique", "nelement", "numel", "size", "flip", "long", "float", "sum",
@@ -278,7 +272,7 @@ def _pure_call(qualified: str | None, node: cst.Call, scope: Scope, factories: b
     from values, a tensor method computing in memory or (with
     ``factories``) a constant tensor factory."""
     name = canonical(qualified)
-    if name in COMPUTED or name in _PURE_FUNCTIONS or (factories and name in TENSOR_FACTORIES):
+    if name in _COMPUTED or name in _PURE_FUNCTIONS or (factories and name in _PLACEHOLDERS):
         return True
     builtin = _builtin(node.func, scope)
     if builtin in _PURE_BUILTINS or builtin in _SEQUENCE_BUILTINS or builtin == "super":
