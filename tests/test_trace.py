@@ -526,3 +526,11 @@ def test_loaders_are_followed_as_check_follows_them(tmp_path):
     # a class of the module's own named DataLoader is not torch's.
     assert [(c.row, c.column, c.function, c.iterated_in, c.entry) for c in loader_calls(path)] == [
         (4, 13, main, (run,), False), (5, 13, main, (), False), (12, 31, main, (main,), False)]
+
+
+def test_a_broken_configuration_is_one_line(tmp_path, capsys):
+    root = project(tmp_path)
+    (root / "pyproject.toml").write_text("[tool.loadlint]\ntarget = 1\ntarget = 2\n")
+    code, out, err = run(capsys, str(write(tmp_path / "t.json", gpu_trace())), "--source", str(root))
+    assert (code, out) == (2, "")
+    assert err.startswith(f"loadlint: error: {root / 'pyproject.toml'}: invalid TOML") and err.count("\n") == 1, err

@@ -39,6 +39,7 @@ def record(tmp_path: Path, name: str, *args: str, ranks: bool = False) -> tuple[
 def trace(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict, str]:
     code = main(["trace", *argv, "--output-format", "json"])
     out, err = capsys.readouterr()
+    assert out.startswith("{"), err  # the one-line error, when there is no report
     return code, json.loads(out), err
 
 

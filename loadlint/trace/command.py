@@ -51,13 +51,14 @@ def trace(paths: tuple[str, ...], compare: tuple[str, str] | None, source: str |
     if not compare and not paths:
         _fail("give a trace file or folder (loadlint trace PATH...)")
     from loadlint.hardware.detect import TargetError, parse_target
+    from loadlint.workspace.config import ConfigError
 
     try:
         target = Target()
         for spec in targets:
             target = parse_target(spec).over(target)
         code = _compare(compare, output_format, jobs) if compare else _diagnose(paths, source, fix, target, output_format, plot_path, jobs)
-    except (TraceError, TargetError) as exc:
+    except (TraceError, TargetError, ConfigError) as exc:
         _fail(str(exc))
     except KeyboardInterrupt:
         click.echo("loadlint: interrupted", err=True)
