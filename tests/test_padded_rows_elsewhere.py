@@ -57,7 +57,7 @@ def test_a_helper_that_stops_returning_rows_brings_the_finding_back_through_the_
     cache = ("--cache-dir", str(tmp_path / "cache"))
     assert ll201_rows(folder, "check", *cache) == [18, 19, 20]
     utils = folder / "utils.py"
-    utils.write_text(utils.read_text().replace("return packed_dataset.shuffle(seed=42)", "return torch.load(seq_len)"))
+    utils.write_text(utils.read_text().replace("return packed_dataset.shuffle(seed=42)", "return load_images(seq_len)"))
     # The padded loader's rows are utils' too: both come back.
     assert ll201_rows(folder, "check", *cache) == [15, 16, 18, 19, 20]
 

@@ -104,7 +104,7 @@ class Cursor(ScopeCursor, FlowCursor):
         single = len(node.targets) == 1
         for target in node.targets:
             t = target.target
-            self._bind_target(t, node.value if single and type(t) is cst.Name else None)
+            self._bind_target(t, node.value if single and (type(t) is cst.Name or type(t) is cst.Tuple) else None)
             if type(t) is cst.Subscript:
                 self._record_setitem(t, node.value)
         if type(node.value) is cst.Call:

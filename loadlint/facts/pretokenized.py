@@ -41,7 +41,7 @@ import libcst as cst
 from loadlint.cst.walk import find_all
 from loadlint.facts.datasets import DatasetFacts, helper, passed_for
 from loadlint.facts.loaders import LoaderCall
-from loadlint.facts.names import NameFacts
+from loadlint.facts.names import ClassFacts, NameFacts
 from loadlint.facts.resolve import Binding, Scope, canonical, dotted_name, follow_name, reaching
 
 _ROW_METHODS = frozenset({"map", "with_format", "shuffle", "select", "filter", "remove_columns", "rename_column"})
@@ -49,9 +49,15 @@ _ROW_METHODS = frozenset({"map", "with_format", "shuffle", "select", "filter", "
 #: padding, and builtins that read its argument.
 _PADDING_CALLS = frozenset({
     "torch.nn.utils.rnn.pad_sequence", "torch.stack", "torch.cat", "torch.tensor", "torch.as_tensor",
-    "torch.LongTensor",
+    "torch.LongTensor", "torch.nn.functional.pad",
 })
 _READING_BUILTINS = frozenset({"len", "max", "min", "list", "zip"})
+#: Tensor methods a padding collate may call on what it padded: shape reads
+#: and reorderings, no work per element.
+_SHAPE_METHODS = frozenset({"size", "flip", "view", "reshape", "unsqueeze", "squeeze", "long", "bool", "contiguous"})
+#: A dataset deserialized whole (DeepSpeed-Chat caches its tokenized splits
+#: with ``torch.save`` and reads them back): the rows, held in memory.
+_DESERIALIZED = frozenset({"torch.load", "pickle.load"})
 
 
 def pretokenized(names: NameFacts, facts: DatasetFacts, call: LoaderCall) -> bool:
@@ -93,6 +99,7 @@ def _padding_target(names: NameFacts, facts: DatasetFacts, target: cst.BaseExpre
         return bool(returned) and all(
             type(value) is cst.Name and _padding_target(names, facts, value, built_by.scope) for value in returned
         )
+    instance = type(target) is cst.Call
     if type(target) is cst.Call:
         target = target.func
     qualified = names.imports.qualify(target)
@@ -101,36 +108,79 @@ def _padding_target(names: NameFacts, facts: DatasetFacts, target: cst.BaseExpre
         return module.split(".")[0] == "transformers" and (name.startswith("DataCollator") or name == "default_data_collator")
     if type(target) is cst.Name:
         fn = names.definition(target.value, scope)
+        if isinstance(fn, ClassFacts):
+            return instance and padding_class(names, fn)
         return fn is not None and isinstance(fn.node, cst.FunctionDef) and (
             _only_pads(fn.node, names) or _stacks_and_pads(fn.node, fn.scope, names)
         )
     return False
 
 
-def _stacks_and_pads(node: cst.FunctionDef, scope: Scope, names: NameFacts) -> bool:
-    """``def collate(batch)`` whose statements only bind names and return,
-    calling nothing but torch's stacking and padding and builtins that read
-    (``ids = pad_sequence([i["ids"] for i in batch], ...)``)."""
-    body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
-    if len(node.params.params) != 1 or not body:
+def padding_class(names: NameFacts, cls: ClassFacts) -> bool:
+    """A collator class whose ``__call__(self, batch)`` only stacks and pads
+    and whose ``__init__``, if any, only stores its arguments (DeepSpeed-Chat's
+    ``DataCollatorReward``, ``DataCollatorRLHF``)."""
+    if cls.nested or cls.bases:
         return False
-    for statement in body:
-        if type(statement) is not cst.SimpleStatementLine:
-            return False
-        for small in statement.body:
-            if type(small) is cst.Assign:
-                if len(small.targets) != 1 or type(small.targets[0].target) is not cst.Name:
-                    return False
-            elif type(small) is cst.Expr:
-                if not isinstance(small.value, (cst.SimpleString, cst.ConcatenatedString)):
-                    return False
-            elif type(small) is not cst.Return:
-                return False
+    call, init = cls.methods.get("__call__"), cls.methods.get("__init__")
+    if call is None or not isinstance(call.node, cst.FunctionDef) or set(cls.methods) - {"__call__", "__init__"}:
+        return False
+    if init is not None and not _stores_only(init.node):
+        return False
+    return _stacks_and_pads(call.node, call.scope, names, method=True)
+
+
+def _stores_only(node: cst.CSTNode) -> bool:
+    body = node.body.body if isinstance(node, cst.FunctionDef) and isinstance(node.body, cst.IndentedBlock) else ()
+    return all(
+        type(statement) is cst.SimpleStatementLine and all(
+            type(small) is cst.Assign and type(small.value) is cst.Name
+            and all(type(t.target) is cst.Attribute for t in small.targets) for small in statement.body)
+        for statement in body)
+
+
+def _stacks_and_pads(node: cst.FunctionDef, scope: Scope, names: NameFacts, method: bool = False) -> bool:
+    """``def collate(batch)`` whose statements only bind names (or keys of
+    a dict it made), choose in ``if``s that call nothing, and return,
+    calling nothing but torch's stacking and padding, shape methods and
+    builtins that read (``ids = pad_sequence([i["ids"] for i in batch], ...)``)."""
+    body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
+    if len(node.params.params) != 1 + method or not body:
+        return False
+    if not all(_binds_or_returns(statement) for statement in body):
+        return False
     for called in find_all(node, cst.Call):
         func = called.func
         if type(func) is cst.Name and func.value in _READING_BUILTINS and scope.lookup(func.value) is None:
             continue
+        if type(func) is cst.Attribute and func.attr.value in _SHAPE_METHODS and names.imports.qualify(func) is None:
+            continue
         if canonical(names.imports.qualify(func)) not in _PADDING_CALLS:
+            return False
+    return True
+
+
+def _binds_or_returns(statement: cst.BaseStatement) -> bool:
+    if type(statement) is cst.If:
+        if _calls(statement.test) or not isinstance(statement.body, cst.IndentedBlock):
+            return False
+        orelse = statement.orelse
+        rest = [orelse] if type(orelse) is cst.If else list(orelse.body.body) if type(orelse) is cst.Else and isinstance(
+            orelse.body, cst.IndentedBlock) else []
+        return all(_binds_or_returns(s) for s in [*statement.body.body, *rest])
+    if type(statement) is not cst.SimpleStatementLine:
+        return False
+    for small in statement.body:
+        if type(small) is cst.Assign:
+            target = small.targets[0].target if len(small.targets) == 1 else None
+            # ``batch["ids"] = ...``: a key of a local dict.
+            bound = target.value if type(target) is cst.Subscript else target
+            if type(bound) is not cst.Name:
+                return False
+        elif type(small) is cst.Expr:
+            if not isinstance(small.value, (cst.SimpleString, cst.ConcatenatedString)):
+                return False
+        elif type(small) is not cst.Return:
             return False
     return True
 
@@ -219,11 +269,11 @@ def _rows(
             # A parameter: each value this module's calls pass for it.
             passed = _with_calls(passed_for(names, facts, target.value, owner))
             return bool(passed) and all(_rows(names, facts, value, caller, call, depth + 1) for value, caller, call in passed)
-    each = _each_binding(target, owner, lambda value, _: _rows_value(value))  # bound again: another split
+    each = _each_binding(target, owner, lambda value, _: _rows_value(value, names))  # bound again: another split
     if each is None:
-        return _rows_value(target)
+        return _rows_value(target, names)
     reaching = _reaching(target, owner, read) if not each else None
-    return each or (reaching is not None and _rows_value(reaching))
+    return each or (reaching is not None and _rows_value(reaching, names))
 
 
 def _with_calls(
@@ -261,8 +311,11 @@ def _reaching(target: cst.BaseExpression, scope: Scope, read: cst.Call | None) -
     return before[-1].value
 
 
-def _rows_value(target: cst.BaseExpression) -> bool:
-    """A split by name (``ds["train"]``, ``ds["a" if mnli else "b"]``) or a row method's result."""
+def _rows_value(target: cst.BaseExpression, names: NameFacts) -> bool:
+    """A split by name (``ds["train"]``, ``ds["a" if mnli else "b"]``), a
+    row method's result, or a dataset deserialized whole."""
+    if type(target) is cst.Call and canonical(names.imports.qualify(target.func)) in _DESERIALIZED:
+        return True
     if type(target) is cst.Subscript:
         key = target.slice[0].slice if len(target.slice) == 1 else None
         if type(key) is not cst.Index:
@@ -294,10 +347,15 @@ def padded_row_helpers(names: NameFacts, facts: DatasetFacts) -> dict[str, list[
         values = [value for value in returned if value is not None]
         if not values or len(values) != len(returned):
             continue
-        if all(_rows(names, facts, value, fn.scope, None) for value in values):
+        # ``return train, evaluation``: unpacked by the caller, each must be rows.
+        parts = [e.value for v in values for e in (v.elements if type(v) is cst.Tuple else [cst.Element(v)])]
+        if all(type(part) is not cst.StarredElement and _rows(names, facts, part, fn.scope, None) for part in parts):
             out.setdefault("rows", []).append(fn.name)
         elif all(type(value) is cst.Name and _padding_target(names, facts, value, fn.scope) for value in values):
             out.setdefault("collates", []).append(fn.name)
+    for name, cls in names.classes.items():
+        if len(module.bindings.get(name, ())) == 1 and padding_class(names, cls):
+            out.setdefault("collates", []).append(name)
     return out
 
 
@@ -324,6 +382,10 @@ def imported_rows(names: NameFacts, facts: DatasetFacts, call: LoaderCall) -> di
     return out or None
 
 
+def _none(value: cst.BaseExpression | None) -> bool:
+    return type(value) is cst.Name and value.value == "None"
+
+
 def _imported_calls(names: NameFacts, expr: cst.BaseExpression, call: LoaderCall) -> list[str] | None:
     """The qualified imported functions whose results ``expr`` may be (a
     name: each binding that reaches the loader); None when one is anything else."""
@@ -336,7 +398,9 @@ def _imported_calls(names: NameFacts, expr: cst.BaseExpression, call: LoaderCall
         if found is None:
             return None
         owner = found[0]
-        values = [b.value for b in (found[1] if call.point is None else reaching(found[1], call.point))]
+        bindings = found[1] if call.point is None else reaching(found[1], call.point)
+        # ``a, b = build(...)``: the call; ``x = None`` on a path where no loader is built.
+        values = [b.unpacks if b.value is None else b.value for b in bindings if not _none(b.value)]
     out = []
     for value in values:
         if type(value) is not cst.Call or helper(names, value, owner) is not None:

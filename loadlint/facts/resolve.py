@@ -107,6 +107,8 @@ class Binding:
     order: int = 0
     #: Where it is made (``reaches``); None: made by the analysis itself.
     point: Point | None = None
+    #: ``a, b = build(...)``: the call whose result is unpacked (``value`` stays None).
+    unpacks: cst.Call | None = None
 
 
 @dataclass
@@ -178,8 +180,8 @@ class Scope:
     defaults: dict[str, Option] = field(default_factory=dict)
 
     def bind(self, name: str, value: cst.BaseExpression | None, path: tuple[int, ...] = (), order: int = 0,
-             point: Point | None = None) -> None:
-        self.bindings.setdefault(name, []).append(Binding(value, path, order, point))
+             point: Point | None = None, unpacks: cst.Call | None = None) -> None:
+        self.bindings.setdefault(name, []).append(Binding(value, path, order, point, unpacks))
 
     def lookup(self, name: str) -> tuple[Scope, list[Binding]] | None:
         """Python's LEGB lookup, skipping class scopes from inner functions."""

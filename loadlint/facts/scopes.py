@@ -110,15 +110,16 @@ class ScopeCursor:
     def function(self) -> FunctionFacts | None:
         return self.functions[-1] if self.functions else None
 
-    def _bind_target(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
+    def _bind_target(self, target: cst.BaseExpression, value: cst.BaseExpression | None,
+                     unpacks: cst.Call | None = None) -> None:
         if type(target) is cst.Name:
-            self.scope.bind(target.value, value, tuple(self.path), self.order, self.point())
+            self.scope.bind(target.value, value, tuple(self.path), self.order, self.point(), unpacks)
         elif type(target) is cst.Tuple or type(target) is cst.List:
             for element in target.elements:
                 inner = element.value
                 if type(inner) is cst.StarredElement:
                     inner = inner.value
-                self._bind_target(inner, None)
+                self._bind_target(inner, None, value if type(value) is cst.Call else None)
         elif type(target) is cst.StarredElement:
             self._bind_target(target.value, None)
 

@@ -113,6 +113,14 @@ class SynchronousLoading(Rule):
     modules that set no per-item transform: the finding is taken back and
     `fix` leaves the loader alone.  A function imported from a package, or
     a name the script binds again, keeps the finding.
+    Rows cached with `torch.save` and read back whole (`torch.load`,
+    `pickle.load`; unpacked from a function that returns several, as
+    DeepSpeed-Chat's `create_prompt_dataset`) count as rows, and a
+    collator class without bases whose `__call__` only concatenates, pads,
+    flips or reads shapes and whose `__init__` only stores its arguments
+    (DeepSpeed-Chat's `DataCollatorReward`, `DataCollatorRLHF`) as a
+    padding collate.  A dataset bound to `None` on another path (no
+    loader is built there) does not count against the rest.
     A collate that does anything more, however cheap (shifting the ids
     into `labels`, `torch.where`, `torch.arange`), keeps the finding: the
     rule does not weigh the work.  So does a loader a tutorial only
