@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -116,32 +117,50 @@ def tuned(script: Path, epochs: int, step_ms: float, out: str) -> tuple[dict[str
     return _result(proc, f"tuned {script.name}"), report, wall
 
 
-def oracle_rate(script: Path, config: dict[str, Any], step_ms: float, seconds: float) -> float:
-    """Batches per second of the loop over whole epochs (at least ``seconds``)."""
-    proc = subprocess.run([sys.executable, script.name, "50", str(step_ms), "-", json.dumps(config), str(seconds)],
-                          cwd=script.parent, env=_env(), capture_output=True, text=True)
-    return float(_result(proc, f"oracle {script.name} {config}")["rate"])
+def oracle_rate(script: Path, config: dict[str, Any], step_ms: float, seconds: float) -> tuple[float, list[str]]:
+    """Batches per second of the loop over whole epochs (at least
+    ``seconds``), and the batch hashes it saw."""
+    with tempfile.NamedTemporaryFile("r", dir=script.parent, suffix=".txt") as out:
+        proc = subprocess.run([sys.executable, script.name, "50", str(step_ms), out.name, json.dumps(config), str(seconds)],
+                              cwd=script.parent, env=_env(), capture_output=True, text=True)
+        return float(_result(proc, f"oracle {script.name} {config}")["rate"]), out.read().splitlines()
 
 
-def oracle(script: Path, configs: list[dict[str, Any]], opts: argparse.Namespace) -> dict[str, float]:
+def oracle(script: Path, configs: list[dict[str, Any]], opts: argparse.Namespace,
+           stream: list[str]) -> dict[str, float]:
     """Every configuration's batches/s, the median of ``--oracle-rounds``
-    rounds.  A round runs each configuration once, in the order of the list
-    and then reversed, so that the load of a shared machine, which drifts
-    over minutes, falls on all of them alike.  From the second round on, the
-    best of the first is also run with ``prefetch_factor=4``."""
+    rounds, among the configurations that keep the data: a configuration
+    whose first epoch's batch hashes are not the plain run's (``stream``; a
+    worker-split ``IterableDataset`` interleaves its workers' batches) is no
+    candidate, since tuning must never change the data.  (Later epochs are
+    not compared: persistent workers draw no new base seed per epoch, which
+    moves a plain script's next permutation; the tuner draws it for them.)
+    A round runs each
+    configuration once, in the order of the list and then reversed, so that
+    the load of a shared machine, which drifts over minutes, falls on all
+    of them alike.  From the second round on, the best of the first is also
+    run with ``prefetch_factor=4``."""
     keys = list(dict.fromkeys(json.dumps(_keywords(c), sort_keys=True) for c in configs))
     samples: dict[str, list[float]] = {k: [] for k in keys}
+    changed: set[str] = set()
     for r in range(opts.oracle_rounds):
         for k in (keys if r % 2 == 0 else keys[::-1]):
-            samples[k].append(oracle_rate(script, json.loads(k), opts.step_ms, opts.oracle_seconds))
+            if k in changed:
+                continue
+            rate, seen = oracle_rate(script, json.loads(k), opts.step_ms, opts.oracle_seconds)
+            n = min(len(seen), len(stream))  # ``stream``: the first epoch
+            if seen[:n] != stream[:n]:
+                changed.add(k)
+                continue
+            samples[k].append(rate)
         if r == 0:
-            first = json.loads(max(keys, key=lambda k: samples[k][0]))
+            first = json.loads(max((k for k in keys if samples[k]), key=lambda k: samples[k][0]))
             if first.get("num_workers"):
                 variant = json.dumps(_keywords(dict(first, prefetch_factor=4)), sort_keys=True)
                 if variant not in samples:
                     keys.append(variant)
                     samples[variant] = []
-    return {k: statistics.median(v) for k, v in samples.items() if v}
+    return {k: statistics.median(v) for k, v in samples.items() if v and k not in changed}
 
 
 def sweep(waiting: bool, usable: int) -> list[dict[str, Any]]:
@@ -187,19 +206,24 @@ def realistic_table(root: Path, names: list[str], opts: argparse.Namespace) -> N
         waiting = (tuning.get("busy") or 1.0) < 0.5
         mine = _keywords(after) if after.get("num_workers") else {"num_workers": 0}
         key = json.dumps(mine, sort_keys=True)
-        rates = oracle(script, [{"num_workers": 0}, *sweep(waiting, usable), mine], opts)
+        stream = (script.parent / "plain.txt").read_text().splitlines()[: base["batches"] // base["passes"]]
+        rates = oracle(script, [{"num_workers": 0}, *sweep(waiting, usable), mine], opts, stream)
         best_key = max(rates, key=lambda k: rates[k])
         best = json.loads(best_key)
         share = tuning.get("share_of_run_tuning")
         verdict = tuning.get("verdict") or "not tuned"
+        excluded = len(set(json.dumps(_keywords(c), sort_keys=True) for c in [{"num_workers": 0}, *sweep(waiting, usable)])
+                       - set(rates))
         print(f"{name:<9} {load:>5.1f} {base['passes']:>6}  {plain_wall:>8.1f}  {short(best):<16} {rates[best_key]:>7.1f}  "
-              f"{short(after) + ('' if after != written else ' (as written)'):<16} {rates[key]:>7.1f} "
-              f"{rates[key] / rates[best_key]:>7.2f}  {verdict:<12} {'-' if share is None else f'{share:.0%}':>6} "
-              f"{tuned_wall:>8.1f}  {'yes' if same else 'NO'}", flush=True)
+              f"{short(after) + ('' if after != written else ' (as written)'):<16} {rates.get(key, math.nan):>7.1f} "
+              f"{rates.get(key, math.nan) / rates[best_key]:>7.2f}  {verdict:<12} {'-' if share is None else f'{share:.0%}':>6} "
+              f"{tuned_wall:>8.1f}  {'yes' if same else 'NO'}"
+              + (f"  ({excluded} sweep configurations change the data)" if excluded else ""), flush=True)
     print(f"b/s: batches per second of the loop ({opts.step_ms:g} ms steps) over whole epochs (at least "
           f"{opts.oracle_seconds:g} s, start-up included), the median of {opts.oracle_rounds} interleaved rounds; oracle: "
           f"the best of a sweep (as written, a num_workers ladder with persistent workers, prefetch_factor=4 on the first "
-          f"round's best) measured in the same rounds as the configuration --tune ended with; tuning: share of "
+          f"round's best, among those whose batch hashes are the plain run's) measured in the same rounds as the "
+          f"configuration --tune ended with; tuning: share of "
           f"the --tune run before its decision; same data: the batch hashes of the --tune run equal the plain run's; "
           f"{usable} usable CPUs, load average now {os.getloadavg()[0]:.1f}")
 

@@ -71,7 +71,6 @@ def test_the_statement_keeps_its_columns_and_the_line_comes_back(line, statement
         "%time f(x) \\",
         "%time f($x)",
         "%matplotlib inline",
-        "%run helpers.py",
         "t = %time f()",
     ],
 )
@@ -80,6 +79,32 @@ def test_a_line_that_is_no_single_statement_stays_a_placeholder(line):
     masked = masker.mask(f"{line}\n")
     assert masked is not None and masked.startswith("__loadlint_ipython_")
     assert masker.kept == []
+
+
+@pytest.mark.parametrize(
+    ("line", "module"),
+    [
+        ("%run helpers.py", "helpers"),
+        ("%run -i ./utils/data.py --epochs 3", "utils.data"),
+        ("%run helpers.ipynb", None),
+        ("%run -m helpers", None),
+        ("%run '../helpers.py'", None),
+        ("%run $script", None),
+        ("    %run helpers.py", None),
+    ],
+)
+def test_run_reads_as_a_star_import_of_its_module(line, module):
+    masker = Masker()
+    source = f"if x:\n{line}\n" if line.startswith(" ") else f"{line}\n"
+    masked = masker.mask(source)
+    assert masked is not None
+    last = masked.splitlines()[-1].strip()
+    if module is None:
+        assert last.startswith("__loadlint_ipython_")
+    else:
+        assert last.startswith(f"from {module} import *; __loadlint_ipython_")
+    compile(masked, "<cell>", "exec")
+    assert masker.unmask(masked) == source
 
 
 def test_a_cell_that_writes_pass_itself_keeps_no_statement():

@@ -269,13 +269,13 @@ def test_imports_one_of_finds_import_statements_naming_a_module(text, found):
 def test_imports_one_of_agrees_with_a_scan_of_every_position():
     """It tries the import pattern only before a keyword; the pattern tried
     everywhere (as ``finditer`` does) finds the same statements."""
-    from loadlint.project import _IMPORT, imports_one_of
+    from loadlint.project import _IMPORT, _RUN, imports_one_of
 
     def everywhere(data: bytes, modules: re.Pattern[bytes]) -> bool:
         return any(
             match.start(g) >= 0 and modules.search(data, *match.span(g)) is not None
             for match in _IMPORT.finditer(data) for g in (1, 2, 3)
-        )
+        ) or any(modules.search(data, *match.span(1)) is not None for match in _RUN.finditer(data))
 
     fixtures = Path(__file__).parent / "fixtures"
     texts = [p.read_bytes() for p in sorted(fixtures.rglob("*.py")) + sorted(fixtures.rglob("*.ipynb"))]

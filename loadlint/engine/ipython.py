@@ -7,7 +7,7 @@ original lines back after a fix.  A ``%%`` cell whose body is not Python
 (``%%bash``, ``%%writefile``) is not masked but skipped.  A line magic that
 runs a statement (``%time stmt``, ``%timeit -n 1 stmt``, ``%prun stmt``)
 keeps the statement at its columns behind ``pass;`` padded to the magic's
-length.
+length.  ``%run helpers.py`` reads as ``from helpers import *``.
 """
 
 from __future__ import annotations
@@ -26,7 +26,11 @@ PYTHON_CELL_MAGICS = frozenset(
 )
 
 _PLACEHOLDER = "__loadlint_ipython_{}__"
-_PLACEHOLDER_LINE = re.compile(r"^[ \t]*__loadlint_ipython_(\d+)__[ \t]*$", re.MULTILINE)
+_PLACEHOLDER_LINE = re.compile(r"^[ \t]*(?:from [\w.]+ import \*; )?__loadlint_ipython_(\d+)__[ \t]*$", re.MULTILINE)
+#: ``%run helpers.py`` (flags without values, then arguments) runs a module
+#: of the notebook's folder and leaves its names in the notebook's: masked as
+#: ``from helpers import *``, so project analysis follows its functions.
+_RUN = re.compile(r"%run(?:[ \t]+-[inet])*[ \t]+(?:\./)?((?:[A-Za-z_]\w*/)*[A-Za-z_]\w*)\.py(?:[ \t].*)?$")
 #: Line magics that run the rest of their line as a Python statement, with
 #: the options that take a value; the statement is kept, so a call there
 #: (``%time train(model, loader, device)``) is seen.
@@ -152,7 +156,9 @@ class Masker:
         if indent is None:
             indent = body[: len(body) - len(body.lstrip(" \t"))]
         self.originals.append(body)
-        return f"{indent}{_PLACEHOLDER.format(len(self.originals) - 1)}{ending}"
+        run = _RUN.match(body) if not indent and not body.rstrip().endswith("\\") else None
+        star = f"from {run.group(1).replace('/', '.')} import *; " if run else ""
+        return f"{indent}{star}{_PLACEHOLDER.format(len(self.originals) - 1)}{ending}"
 
     def mask(self, source: str) -> str | None:
         """The cell's source as parsable Python, line for line; None for a

@@ -37,6 +37,8 @@ class CallFacts:
     returns: list[tuple[FunctionFacts | None, cst.BaseExpression]] = field(default_factory=list)
     #: local name -> dotted target with leading dots (``from .engine import train``).
     relative: dict[str, str] = field(default_factory=dict)
+    #: ``from .engine import *``: the dotted module with its leading dots.
+    relative_stars: list[str] = field(default_factory=list)
 
 
 class CallProvider(Provider[CallFacts]):
@@ -70,6 +72,9 @@ class CallProvider(Provider[CallFacts]):
         if not node.relative:
             return
         base = "." * len(node.relative) + (dotted_name(node.module) or "" if node.module is not None else "")
+        if isinstance(node.names, cst.ImportStar):
+            self.facts.relative_stars.append(base)
+            return
         joiner = "" if base.endswith(".") else "."
         for local, name in imported_names(node):
             self.facts.relative[local] = f"{base}{joiner}{name}"

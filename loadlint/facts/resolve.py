@@ -217,6 +217,19 @@ def imported_names(node: cst.ImportFrom) -> Iterator[tuple[str, str]]:
         yield local, alias.name.value
 
 
+#: What ``from <module> import *`` binds, for the modules whose names the
+#: rules read (torch's ``__all__``); another module's star import is listed
+#: in ``ImportTable.stars`` for project analysis.
+_STAR_EXPORTS: dict[str, tuple[str, ...]] = {
+    "torch.utils.data": (
+        "BatchSampler", "ChainDataset", "ConcatDataset", "DataLoader", "Dataset", "DistributedSampler",
+        "IterableDataset", "RandomSampler", "Sampler", "SequentialSampler", "StackDataset", "Subset",
+        "SubsetRandomSampler", "TensorDataset", "WeightedRandomSampler", "default_collate", "get_worker_info",
+        "random_split",
+    ),
+}
+
+
 class ImportTable:
     """Maps local names to fully qualified names, as the imports bind them.
 
@@ -224,10 +237,12 @@ class ImportTable:
     later ``class DataLoader`` shadows an earlier import for the code after it.
     """
 
-    __slots__ = ("names",)
+    __slots__ = ("names", "stars")
 
     def __init__(self) -> None:
         self.names: dict[str, str] = {}
+        #: Modules imported with ``*`` whose names are not known here, in order.
+        self.stars: list[str] = []
 
     def add_import(self, node: cst.Import) -> None:
         for alias in node.names:
@@ -242,10 +257,17 @@ class ImportTable:
                 self.names[head] = head
 
     def add_import_from(self, node: cst.ImportFrom) -> None:
-        if node.relative or node.module is None or type(node.names) is cst.ImportStar:
+        if node.relative or node.module is None:
             return
         module = dotted_name(node.module)
         if module is None:
+            return
+        if type(node.names) is cst.ImportStar:
+            exported = _STAR_EXPORTS.get(module)
+            if exported is None:
+                self.stars.append(module)
+            for name in exported or ():
+                self.names[name] = f"{module}.{name}"
             return
         for local, name in imported_names(node):
             self.names[local] = f"{module}.{name}"

@@ -30,6 +30,7 @@ what the single-file rules already see.
 from __future__ import annotations
 
 import ast
+import builtins
 from typing import Any, Callable, cast
 
 import libcst as cst
@@ -62,6 +63,7 @@ RefOf = Callable[[cst.CSTNode], int]
 MODULE = "<module>"
 #: The loader arguments project analysis reasons about (absent: torch's default).
 _LOADER_SETTINGS = ("num_workers", "persistent_workers", "pin_memory", "multiprocessing_context", "sampler")
+_BUILTINS = frozenset(dir(builtins))
 #: Bumped when the shape changes, so cached summaries are not misread.
 VERSION = 11
 
@@ -71,6 +73,7 @@ def summarise(facts: ModuleFacts, ref_of: RefOf) -> Summary:
     names = facts.names
     imports = dict(names.imports.names)
     imports.update(facts.calls_between.relative)
+    imports.update(_star_names(facts, imports))
     module_defs = {name for (owner, name) in names.defs if owner == id(names.module_scope)}
     module_defs |= {name for (owner, name) in names.class_defs if owner == id(names.module_scope)}
     groups = _Groups(facts, imports)
@@ -205,6 +208,25 @@ def _imported(expr: cst.BaseExpression, scope: Scope, imports: dict[str, str]) -
     if head not in imports or found is None or found[0].kind != "module" or len(found[1]) != 1 or found[1][0].value is not None:
         return None
     return imports[head] + ("." + rest if rest else "")
+
+
+def _star_names(facts: ModuleFacts, imports: dict[str, str]) -> dict[str, str]:
+    """Under one ``from helpers import *`` (a notebook's, or ``%run
+    helpers.py``), each called name bound nowhere else, as that module's:
+    project analysis finds the function there or nothing.  Under two, the
+    one that binds a name is not known here: none."""
+    calls = facts.calls_between
+    stars = facts.names.imports.stars + calls.relative_stars
+    if len(stars) != 1:
+        return {}
+    star = stars[0]
+    prefix = star if star.endswith(".") else star + "."
+    out: dict[str, str] = {}
+    for site in calls.sites:
+        head = site.callee.partition(".")[0]
+        if head not in imports and head not in _BUILTINS and site.scope.lookup(head) is None:
+            out[head] = prefix + head
+    return out
 
 
 class _Groups:
