@@ -125,7 +125,12 @@ class SynchronousLoading(Rule):
     into `labels`, `torch.where`, `torch.arange`), keeps the finding: the
     rule does not weigh the work.  So does a loader a tutorial only
     demonstrates (`data_iter = iter(loader)`, then `for x, y in loader:
-    pass`): the rule cannot tell it from the loop users copy.
+    pass`): the rule cannot tell it from the loop users copy.  A dataset
+    another module hands to the loader's function is followed one module
+    away (a project factory's caller), not two: NVIDIA's BERT distillation
+    builds a `TensorDataset` in `squad_utils`, returns it in a tuple to
+    `task_distill.py`, which passes it to `squad_metrics.evaluate(args,
+    model, dataset, ...)`; that loader keeps a finding it should not have.
     Measured with `benchmarks/pretokenized.py` (2 CPUs): a batch of 8
     costs 1.6 to 1.9 ms in the training process, and 1 or 2 workers made it
     0.41x to 0.56x as fast (moving each batch back from a worker costs more
