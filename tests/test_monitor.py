@@ -454,6 +454,21 @@ def test_the_runs_first_window_only_measures_how_busy_loading_is() -> None:
     assert list(tuner.queue) == [0, eight]  # a whole round of its own, as written first
 
 
+def test_a_cold_first_window_does_not_make_a_cpu_bound_loader_wait() -> None:
+    # The run's first window read cold files (busy 0.3); the windows as
+    # written after it decode at full speed: the search does not go past
+    # twice the usable CPUs, and walks down from its high start.
+    monitor = Monitor()
+    tuner = Tuner(None, monitor, _Loader(), monitor.register(_Loader(), ("/x/train.py", 3, 3)), 2)
+    first = {"config": 0, "batches": 2, "seconds": 0.3, "batches_per_s": 6.7, "busy": 0.3}
+    tuner.windows.append(first)
+    tuner._after_window(first)
+    assert sorted(tuner.probed) == [8]
+    tuner.windows.append({"config": 0, "batches": 4, "seconds": 0.3, "batches_per_s": 13.0, "busy": 0.99})
+    assert not tuner._waiting() and tuner.as_json()["busy"] == 0.99
+    assert tuner._workers(16) is None and tuner._workers(4) is not None
+
+
 def test_the_search_climbs_high_first_for_a_waiting_loader_and_confirms() -> None:
     tuner = _drive(_io_rate)
     assert sorted(tuner.probed) == [8, 16, 32]  # at most 16 per usable CPU; nothing above the top to bisect
@@ -480,7 +495,7 @@ def test_an_unlucky_first_round_of_a_cheaper_point_is_measured_again() -> None:
         return {0: 10.0, 1: 11.0, 2: 20.0, 4: 18.5}.get(nw, 17.0)
 
     tuner = _drive(rate, busy=0.95)
-    assert sorted(tuner.probed) == [2, 4, 8]
+    assert sorted(tuner.probed) == [2, 4]  # CPU-bound: no more than twice the usable CPUs
     two = tuner.probed[2]
     assert [round(b / a, 2) for a, b in tuner.pairs[two]][:2] == [1.6, 2.0]  # measured again before the choice
     assert tuner.configs[tuner.final]["num_workers"] == 2 and tuner.decision is not None

@@ -359,6 +359,8 @@ class Tuner:
     def _workers(self, nw: int) -> int | None:
         if nw in self.probed or nw < 1 or nw > min(MAX_WORKERS, WORKERS_PER_CPU * self.usable) or not self._room(nw):
             return None
+        if nw > 2 * self.usable and not self._waiting():
+            return None  # CPU-bound workers past the CPUs only take turns
         cid = self._probe({"num_workers": nw, "persistent_workers": True, "prefetch_factor": 2})
         self.probed[nw] = cid or 0
         return cid
@@ -460,7 +462,16 @@ class Tuner:
         return False
 
     def _waiting(self) -> bool:
-        return self.busy is not None and self.busy < WAITING
+        busy = self._busy()
+        return busy is not None and busy < WAITING
+
+    def _busy(self) -> float | None:
+        """How busy loading keeps the process: the median over the windows
+        as written after the first, once there are some (the first can fall
+        on cold files and look like a wait: a JPEG folder was once searched
+        up to 16 workers on 2 CPUs)."""
+        later = [w["busy"] for w in self.windows[1:] if w["config"] == 0 and w.get("busy") is not None]
+        return measure.median(later) if later else self.busy
 
     def _recheck(self) -> bool:
         """Points measured once near the fastest get a second round before
@@ -570,7 +581,7 @@ class Tuner:
             "reason": self._reason(),
             "compared": self.configs[leader] if leader is not None else None,
             "interval": [round(decision.interval.low, 3), round(decision.interval.high, 3)] if decision is not None and decision.interval else None,
-            "busy": self.busy,
+            "busy": self._busy(),
             "worker_cpus": self.usable,
             "tuned_at_s": self.tuned_at,
             "started_at_s": round(self.started_at, 3),
