@@ -126,9 +126,9 @@ class SynchronousLoading(Rule):
     rule does not weigh the work.  So does a loader a tutorial only
     demonstrates (`data_iter = iter(loader)`, then `for x, y in loader:
     pass`): the rule cannot tell it from the loop users copy.  A dataset
-    another module hands to the loader's function is followed one module
-    away (a project factory's caller), not two: NVIDIA's BERT distillation
-    builds a `TensorDataset` in `squad_utils`, returns it in a tuple to
+    parameter is followed to the values this module's own calls pass, not
+    to another module's callers: NVIDIA's BERT distillation builds a
+    `TensorDataset` in `squad_utils`, returns it in a tuple to
     `task_distill.py`, which passes it to `squad_metrics.evaluate(args,
     model, dataset, ...)`; that loader keeps a finding it should not have.
     Measured with `benchmarks/pretokenized.py` (2 CPUs): a batch of 8
