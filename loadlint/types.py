@@ -289,14 +289,13 @@ Descriptor = TypedDict(
         "value": Scalar, "cpu_count": bool, "param": str, "loader": int, "call": int, "index": Union[int, str, None],
         "import": str, "sampler": int, "device": str, "lambda": bool, "note": str, "at": int, "default": bool,
         "unbound": bool, "options": dict[str, Any], "text": str, "tree": Any, "attribute": str, "from": str,
+        "memory": bool,
     },
     total=False,
 )
 
 
-class LoaderSummary(TypedDict):
-    """One ``DataLoader(...)`` a function builds."""
-
+class _LoaderRequired(TypedDict):
     at: int
     #: Loader keyword -> the function's parameter passed to it as is.
     kw: dict[str, str]
@@ -304,6 +303,14 @@ class LoaderSummary(TypedDict):
     values: dict[str, Descriptor]
     #: The name it is bound to, if any.
     var: str | None
+
+
+class LoaderSummary(_LoaderRequired, total=False):
+    """One ``DataLoader(...)`` a function builds."""
+
+    #: The dataset, when it is a parameter of the function (the callers'
+    #: values decide whether it is held in memory).
+    dataset: Descriptor
 
 
 class SamplerSummary(TypedDict, total=False):

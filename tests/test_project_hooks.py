@@ -178,6 +178,7 @@ class Joined:
 
     def __init__(self, **given: object) -> None:
         self.imported = given.get("imported", ())
+        self.loaders = given.get("loaders", ())
         self.introduced = given.get("introduced", ())
         self.summarised = given.get("summarised", ())
         self.reported = given.get("reported", frozenset())
@@ -204,6 +205,22 @@ def test_ll201_takes_back_a_loader_over_another_modules_in_memory_class_and_word
     would = WouldIntroduce("/p/train.py", 5, "LL207", "iterator-recreated", "engine.py:4", "a message")
     assert list(rule.revise_own(Joined(introduced=[would]))) == [HoldFix(
         "/p/train.py", 5, "no fix: adding workers would introduce LL207 (iterator-recreated) at engine.py:4: a message")]
+
+
+class _Flow:
+    """A loader as one walk built it: only what LL201's revision reads."""
+
+    def __init__(self, at: int, dataset_in_memory: bool | None) -> None:
+        self.built = BuiltLoader("/p/metrics.py", at, {}, {})
+        self.dataset_in_memory = dataset_in_memory
+
+
+def test_ll201_takes_back_a_parameter_dataset_only_when_every_caller_passes_tensors() -> None:
+    rule = rule_class("LL201")()
+    flows = [_Flow(3, True), _Flow(3, True), _Flow(9, True), _Flow(9, False), _Flow(12, None), _Flow(15, True),
+             _Flow(15, None)]
+    # 9: one caller passes something else; 12: no parameter dataset; 15: a walk without a caller says nothing.
+    assert list(rule.revise_own(Joined(loaders=flows))) == [TakeBack("/p/metrics.py", 3), TakeBack("/p/metrics.py", 15)]
 
 
 def test_ll013_withholds_its_guard_in_every_imported_script_it_or_its_hook_found(monkeypatch: pytest.MonkeyPatch) -> None:

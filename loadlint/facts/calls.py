@@ -5,6 +5,7 @@ turns these into a module's serialisable summary for project analysis."""
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -39,6 +40,9 @@ class CallFacts:
     relative: dict[str, str] = field(default_factory=dict)
     #: ``from .engine import *``: the dotted module with its leading dots.
     relative_stars: list[str] = field(default_factory=list)
+
+
+_BUILTINS = frozenset(dir(builtins))
 
 
 class CallProvider(Provider[CallFacts]):
@@ -78,3 +82,20 @@ class CallProvider(Provider[CallFacts]):
         joiner = "" if base.endswith(".") else "."
         for local, name in imported_names(node):
             self.facts.relative[local] = f"{base}{joiner}{name}"
+
+
+def star_names(calls: CallFacts, stars: list[str], imports: dict[str, str]) -> dict[str, str]:
+    """Under one ``from helpers import *`` (a notebook's, or ``%run
+    helpers.py``), each called name bound nowhere else, as that module's:
+    project analysis finds the function there or nothing.  Under two, the
+    one that binds a name is not known here: none."""
+    every = stars + calls.relative_stars
+    if len(every) != 1:
+        return {}
+    prefix = every[0] if every[0].endswith(".") else every[0] + "."
+    out: dict[str, str] = {}
+    for site in calls.sites:
+        head = site.callee.partition(".")[0]
+        if head not in imports and head not in _BUILTINS and site.scope.lookup(head) is None:
+            out[head] = prefix + head
+    return out

@@ -30,14 +30,13 @@ what the single-file rules already see.
 from __future__ import annotations
 
 import ast
-import builtins
 from typing import Any, Callable, cast
 
 import libcst as cst
 
 from loadlint.facts.accelerator import device_kind
 from loadlint.facts.configs import namespace_options, passed_namespace
-from loadlint.facts.calls import CallSite
+from loadlint.facts.calls import CallSite, star_names
 from loadlint.cst.codegen import code_for_node
 from loadlint.facts.collect import ModuleFacts
 from loadlint.facts.counts import positive_count
@@ -50,7 +49,7 @@ from loadlint.facts.iteration import plain_copy
 from loadlint.facts.distributed import SamplerCall
 from loadlint.facts.names import FunctionFacts
 from loadlint.facts.scopes import constant_index, literal_members, member
-from loadlint.facts.resolve import MISSING, UNKNOWN, Scope, dotted_name, evaluate, follow_name
+from loadlint.facts.resolve import MISSING, UNKNOWN, Scope, canonical, dotted_name, evaluate, follow_name
 from loadlint.types import (
     CallSummary, Descriptor, Flags, FunctionSummary, ImportedDataset, LoaderSummary, SamplerSummary, Summary, Use,
     UseKind,
@@ -63,7 +62,7 @@ RefOf = Callable[[cst.CSTNode], int]
 MODULE = "<module>"
 #: The loader arguments project analysis reasons about (absent: torch's default).
 _LOADER_SETTINGS = ("num_workers", "persistent_workers", "pin_memory", "multiprocessing_context", "sampler")
-_BUILTINS = frozenset(dir(builtins))
+_TENSOR_DATASET = "torch.utils.data.TensorDataset"
 #: Bumped when the shape changes, so cached summaries are not misread.
 VERSION = 11
 
@@ -73,7 +72,7 @@ def summarise(facts: ModuleFacts, ref_of: RefOf) -> Summary:
     names = facts.names
     imports = dict(names.imports.names)
     imports.update(facts.calls_between.relative)
-    imports.update(_star_names(facts, imports))
+    imports.update(star_names(facts.calls_between, facts.names.imports.stars, imports))
     module_defs = {name for (owner, name) in names.defs if owner == id(names.module_scope)}
     module_defs |= {name for (owner, name) in names.class_defs if owner == id(names.module_scope)}
     groups = _Groups(facts, imports)
@@ -208,25 +207,6 @@ def _imported(expr: cst.BaseExpression, scope: Scope, imports: dict[str, str]) -
     if head not in imports or found is None or found[0].kind != "module" or len(found[1]) != 1 or found[1][0].value is not None:
         return None
     return imports[head] + ("." + rest if rest else "")
-
-
-def _star_names(facts: ModuleFacts, imports: dict[str, str]) -> dict[str, str]:
-    """Under one ``from helpers import *`` (a notebook's, or ``%run
-    helpers.py``), each called name bound nowhere else, as that module's:
-    project analysis finds the function there or nothing.  Under two, the
-    one that binds a name is not known here: none."""
-    calls = facts.calls_between
-    stars = facts.names.imports.stars + calls.relative_stars
-    if len(stars) != 1:
-        return {}
-    star = stars[0]
-    prefix = star if star.endswith(".") else star + "."
-    out: dict[str, str] = {}
-    for site in calls.sites:
-        head = site.callee.partition(".")[0]
-        if head not in imports and head not in _BUILTINS and site.scope.lookup(head) is None:
-            out[head] = prefix + head
-    return out
 
 
 class _Groups:
@@ -453,7 +433,12 @@ class _Function:
             # Only a sampler is taken from a call's result (a helper's); the
             # other settings are described as before the calls were numbered.
             values[name] = self.describe(expr, call.scope, results=name == "sampler") if expr is not None else {}
-        return {"at": self.ref_of(call.node), "kw": kw, "values": values, "var": call.key[1] if call.key else None}
+        out: LoaderSummary = {"at": self.ref_of(call.node), "kw": kw, "values": values, "var": call.key[1] if call.key else None}
+        dataset = call.expr("dataset")
+        described = self.describe(dataset, call.scope, results=False) if dataset is not None else {}
+        if set(described) == {"param"}:
+            out["dataset"] = described
+        return out
 
     def _sampler(self, call: SamplerCall) -> SamplerSummary:
         # DistributedSampler(dataset, num_replicas=None, rank=None, shuffle=True, ...)
@@ -488,7 +473,7 @@ class _Function:
                 slot = arg.keyword.value if arg.keyword is not None else str(position)
                 if arg.keyword is None:
                     position += 1
-                args[slot] = self.describe(arg.value, site.scope)
+                args[slot] = {"memory": True} if self._tensors(arg.value, site.scope) else self.describe(arg.value, site.scope)
             index = len(out)
             for target in site.targets:
                 elements = target.elements if isinstance(target, (cst.Tuple, cst.List)) else None
@@ -500,6 +485,16 @@ class _Function:
             self.site_index[id(site.node)] = index
             out.append({"callee": callee, "at": self.ref_of(site.node), "in_loop": site.in_loop, "guarded": site.in_main_guard, "args": args})
         return out
+
+    def _tensors(self, expr: cst.BaseExpression, scope: Scope) -> bool:
+        """A ``TensorDataset(...)``, or a name bound once to one: passed to
+        another module's function, a dataset held in memory (LL201)."""
+        if type(expr) is cst.Name:
+            found = scope.lookup(expr.value)
+            if found is None or len(found[1]) != 1 or found[1][0].value is None:
+                return False
+            expr = found[1][0].value
+        return type(expr) is cst.Call and canonical(self.facts.names.imports.qualify(expr.func)) == _TENSOR_DATASET
 
     def subject(self, key: tuple[int, str], depth: int = 0) -> Descriptor | None:
         """What a loader variable holds: a parameter, a loader built here, a

@@ -30,7 +30,7 @@ from typing import Callable, Iterable, Sequence
 
 from loadlint.sources.files import read_source
 from loadlint.workspace.config import is_test_file
-from loadlint.project.flow import Walk
+from loadlint.project.flow import LoaderRef, Walk
 from loadlint.project.lightning import trainer_runs
 from loadlint.project.modules import ModuleResolver, project_root
 from loadlint.project.context import View
@@ -125,22 +125,24 @@ class Project:
         found = report.done()
         result = ProjectResult(found, unfinished=unfinished)
         # Every finding of a code in a file: why its fixes are withheld, by (path, code).
-        whole = self._revise(result, report)
+        whole = self._revise(result, report, walk.loaders)
         if report.changes:
             from loadlint.project.fixing import decide
 
             decide(found, report.changes, self.read_text, self.file_options, whole)
         return result
 
-    def _revise(self, result: ProjectResult, report: Reporter) -> dict[tuple[str, str], str]:
+    def _revise(self, result: ProjectResult, report: Reporter, loaders: list[LoaderRef]) -> dict[tuple[str, str], str]:
         """The rules' revisions of their own findings (``Rule.revise_own``)
-        into ``result``, given what the hooks reported."""
+        into ``result``, given what the hooks reported and every loader the
+        walks built."""
         whole: dict[tuple[str, str], str] = {}
         introduced = report.introduced()
+        flows = report.views(loaders)
         for rule in revising_rules():
             reported = frozenset(path for path, found in result.findings.items() if any(f.code == rule.code for f in found))
-            view = View(report.shared, introduced=introduced, summarised=tuple(self.summaries), reported=reported,
-                        importers=self._importers_of)
+            view = View(report.shared, loaders=flows, introduced=introduced, summarised=tuple(self.summaries),
+                        reported=reported, importers=self._importers_of)
             for revision in rule.revise_own(view):
                 at = None if revision.at is None else report.where.span(revision.path, revision.at)
                 if revision.at is None and isinstance(revision, HoldFix):

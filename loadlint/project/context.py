@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Sequence
 from loadlint.engine.notebook import cell_of
 from loadlint.engine.summaries import locate
 from loadlint.project.flow import MISSING_VALUE, MODULE, Event, Frame, LoaderRef, SamplerRef, Value, resolve
+from loadlint.project.flow import UNBOUND as NO_CALLER
 from loadlint.project.modules import shown_path
 from loadlint.rules.project_context import (
     ABSENT, UNBOUND, BuiltLoader, ImportedLoader, LightningClass, LoaderFlow, ModuleFlags, Setting, Step,
@@ -271,6 +272,12 @@ class LoaderView:
     @property
     def callers(self) -> frozenset[str]:
         return _paths(self.ref.frame)
+
+    @property
+    def dataset_in_memory(self) -> bool | None:
+        found = self.ref.dataset()
+        # UNBOUND: the walk started at the function, no caller to say.
+        return None if found is MISSING_VALUE or found == NO_CALLER else isinstance(found, dict) and found.get("memory") is True
 
 
 @dataclass

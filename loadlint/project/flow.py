@@ -95,6 +95,12 @@ class LoaderRef:
             return MISSING_VALUE
         return resolve(values[name], self.frame, [], self.frame.results)
 
+    def dataset(self) -> Value:
+        """The dataset a caller passed for the function's parameter;
+        MISSING_VALUE when the dataset is no parameter."""
+        described = self.summary.get("dataset")
+        return MISSING_VALUE if described is None else resolve(described, self.frame, [], self.frame.results)
+
 
 @dataclass(eq=False)
 class SamplerRef:

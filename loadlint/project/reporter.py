@@ -213,6 +213,10 @@ class Reporter:
             self.what_if = None
         self.script = None
 
+    def views(self, refs: list[LoaderRef]) -> list[LoaderView]:
+        """Each loader as the walks built it, for ``Rule.revise_own``."""
+        return [LoaderView(ref, self.where, self._reached, _workers(ref)) for ref in refs]
+
     def rest(self, trainers: Callable[[Callable[[LightningClass], bool]], Iterator[TrainerRun]]) -> None:
         """Every hook on what is joined beyond the walk's loaders: the GPU
         Trainers handed a class of another module (``lightning``)."""

@@ -126,11 +126,14 @@ class SynchronousLoading(Rule):
     rule does not weigh the work.  So does a loader a tutorial only
     demonstrates (`data_iter = iter(loader)`, then `for x, y in loader:
     pass`): the rule cannot tell it from the loop users copy.  A dataset
-    parameter is followed to the values this module's own calls pass, not
-    to another module's callers: NVIDIA's BERT distillation builds a
-    `TensorDataset` in `squad_utils`, returns it in a tuple to
-    `task_distill.py`, which passes it to `squad_metrics.evaluate(args,
-    model, dataset, ...)`; that loader keeps a finding it should not have.
+    parameter is followed to the values this module's own calls pass, and
+    project analysis follows it to other modules' callers: when every
+    caller a walk reaches passes a `TensorDataset` (or a name bound once to
+    one), the finding is taken back.  A value one more call away is not
+    followed: NVIDIA's BERT distillation builds a `TensorDataset` in
+    `squad_utils`, returns it in a tuple to `task_distill.py`, which passes
+    it to `squad_metrics.evaluate(args, model, dataset, ...)`; that loader
+    keeps a finding it should not have.
     Measured with `benchmarks/pretokenized.py` (2 CPUs): a batch of 8
     costs 1.6 to 1.9 ms in the training process, and 1 or 2 workers made it
     0.41x to 0.56x as fast (moving each batch back from a worker costs more
@@ -280,6 +283,17 @@ class SynchronousLoading(Rule):
         for loader in project.imported:
             if loader.in_memory:
                 yield TakeBack(loader.path, loader.at)
+        # A dataset parameter: held in memory when every walk's caller
+        # passed a TensorDataset (another module's ``evaluate(model, ds)``).
+        passed: dict[tuple[str, int], bool] = {}
+        for flow in project.loaders:
+            memory = flow.dataset_in_memory
+            if memory is not None:
+                key = (flow.built.path, flow.built.at)
+                passed[key] = passed.get(key, True) and memory
+        for (path, at), memory in passed.items():
+            if memory:
+                yield TakeBack(path, at)
         # Every hazard counts, selected or not: the fix would crash the run all the same.
         for rule in hazard_rules():
             for report in rule.imported_worker_hazards(project):

@@ -199,6 +199,11 @@ class LoaderFlow(Protocol):
     #: The modules on the chain of calls that built it.
     @property
     def callers(self) -> frozenset[str]: ...
+    #: For a dataset that is the function's parameter, whether this walk's
+    #: caller passed a dataset held in memory (a ``TensorDataset``); None
+    #: when the dataset is no parameter.
+    @property
+    def dataset_in_memory(self) -> bool | None: ...
 
 
 @dataclass(frozen=True)
