@@ -213,8 +213,10 @@ def test_ctrl_c_still_reports_every_rank(tmp_path: Path) -> None:
         "    time.sleep(0.01)\n"
         "    if i == 5 and dist.get_rank() == 0:\n        print('ready', flush=True)\n")
     env = {**os.environ, "PYTHONPATH": str(REPO), "GLOO_SOCKET_IFNAME": "lo"}
+    # SIG_DFL: a test run started in the background inherits SIGINT ignored, and Ctrl-C would do nothing.
     proc = subprocess.Popen([sys.executable, "-m", "loadlint", "monitor", "--nproc", "2", "forever.py"], cwd=tmp_path,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert proc.stdout is not None
     assert proc.stdout.readline() == "ready\n"
     os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: torch.distributed.run stops the ranks

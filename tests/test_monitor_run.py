@@ -118,8 +118,10 @@ def test_ctrl_c_still_reports(tmp_path: Path) -> None:
         "    time.sleep(0.01)\n"
         "    if i == 5:\n        print('ready', flush=True)\n")
     env = {**os.environ, "PYTHONPATH": str(REPO)}
+    # SIG_DFL: a test run started in the background inherits SIGINT ignored, and Ctrl-C would do nothing.
     proc = subprocess.Popen([sys.executable, "-m", "loadlint", "monitor", "forever.py"], cwd=tmp_path, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert proc.stdout is not None
     assert proc.stdout.readline() == "ready\n"
     time.sleep(0.3)

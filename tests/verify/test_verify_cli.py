@@ -88,8 +88,10 @@ def test_ctrl_c_stops_everything(vf):
     mark = f"VERIFY_TEST_MARK_{uuid.uuid4().hex}"
     env = {**os.environ, **vf.FAST_ENV, mark: "1"}
     env["PYTHONPATH"] = str(vf.REPO)
+    # SIG_DFL: a test run started in the background inherits SIGINT ignored, and Ctrl-C would do nothing.
     proc = subprocess.Popen([sys.executable, "-c", vf.ENTRY, vf.fixture("hang_before.py")], cwd=vf.REPO,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and len(_marked(mark)) < 4:
         time.sleep(0.2)  # the CLI, the script and its two helpers
