@@ -172,12 +172,12 @@ class SynchronousLoading(Rule):
     measurement was made elsewhere.
 
     Known limitations (still reported; a `noqa` says the choice):
-    - a dataset held in memory that comes from another module through a
-      function's return or a parameter (DeepSpeed-Chat's
-      `create_prompt_dataset`, a `torch.load` of tokenized tensors padded
-      by its own collator; a `TensorDataset` handed to another module's
-      `evaluate(args, model, dataset)`): only this module's helpers and
-      callers are followed;
+    - a dataset held in memory that reaches the loader more than one call
+      from where it is built (a `TensorDataset` returned in a tuple by one
+      module and handed by a second to a third module's
+      `evaluate(args, model, dataset)`, NVIDIA's BERT distillation): a
+      parameter is followed to its callers' values, a helper to its
+      returns, not both in a row;
     - a loader left at `num_workers=0` on purpose over a dataset that
       prefetches on its own threads (DLRM's binary datasets with
       `batch_size=None`), in-memory graphs batched by a custom
