@@ -30,7 +30,8 @@ _PLACEHOLDER_LINE = re.compile(r"^[ \t]*(?:from [\w.]+ import \*; )?__loadlint_i
 #: ``%run helpers.py`` (flags without values, then arguments) runs a module
 #: of the notebook's folder and leaves its names in the notebook's: masked as
 #: ``from helpers import *``, so project analysis follows its functions.
-_RUN = re.compile(r"%run(?:[ \t]+-[inet])*[ \t]+(?:\./)?((?:[A-Za-z_]\w*/)*[A-Za-z_]\w*)\.py(?:[ \t].*)?$")
+RUN_SCRIPT = r"%run(?:[ \t]+-[inet])*[ \t]+(?:\./)?((?:[A-Za-z_]\w*/)*[A-Za-z_]\w*)\.py"
+_RUN = re.compile(RUN_SCRIPT + r"(?:[ \t].*)?$")
 #: Line magics that run the rest of their line as a Python statement, with
 #: the options that take a value; the statement is kept, so a call there
 #: (``%time train(model, loader, device)``) is seen.

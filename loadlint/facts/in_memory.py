@@ -70,7 +70,7 @@ def _in_memory(names: NameFacts, facts: DatasetFacts, call: LoaderCall) -> bool:
     values = dataset_values(names, facts, expr, scope, call.point)
     if not values:
         return False
-    if all(_tensor_dataset(names, value) for value, _ in values):
+    if all(tensor_dataset(names, value) for value, _ in values):
         return True
     collate = call.value("collate_fn")
     if collate is not MISSING and collate is not None:
@@ -80,7 +80,8 @@ def _in_memory(names: NameFacts, facts: DatasetFacts, call: LoaderCall) -> bool:
     return all(held_in_memory(names, facts, value, owner) for value, owner in values)
 
 
-def _tensor_dataset(names: NameFacts, value: cst.BaseExpression) -> bool:
+def tensor_dataset(names: NameFacts, value: cst.BaseExpression) -> bool:
+    """``TensorDataset(...)``, under any import of it."""
     return type(value) is cst.Call and canonical(names.imports.qualify(value.func)) == _TENSOR_DATASET
 
 

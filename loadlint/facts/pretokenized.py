@@ -162,12 +162,8 @@ def _stacks_and_pads(node: cst.FunctionDef, scope: Scope, names: NameFacts, meth
 
 def _binds_or_returns(statement: cst.BaseStatement) -> bool:
     if type(statement) is cst.If:
-        if _calls(statement.test) or not isinstance(statement.body, cst.IndentedBlock):
-            return False
-        orelse = statement.orelse
-        rest = [orelse] if type(orelse) is cst.If else list(orelse.body.body) if type(orelse) is cst.Else and isinstance(
-            orelse.body, cst.IndentedBlock) else []
-        return all(_binds_or_returns(s) for s in [*statement.body.body, *rest])
+        branches = _branches(statement)
+        return branches is not None and all(_binds_or_returns(s) for s in branches)
     if type(statement) is not cst.SimpleStatementLine:
         return False
     for small in statement.body:
@@ -225,16 +221,23 @@ def _pads_or_sets(statement: cst.CSTNode, param: str, names: NameFacts) -> bool:
             elif not (type(small) is cst.Expr and isinstance(small.value, (cst.SimpleString, cst.ConcatenatedString))):
                 return False
         return True
-    if type(statement) is cst.If and not _calls(statement.test):
-        blocks = [statement.body]
-        if type(statement.orelse) is cst.If:
-            if not _pads_or_sets(statement.orelse, param, names):
-                return False
-        elif type(statement.orelse) is cst.Else:
-            blocks.append(statement.orelse.body)
-        return all(isinstance(block, cst.IndentedBlock) and all(_pads_or_sets(s, param, names) for s in block.body)
-                   for block in blocks)
+    if type(statement) is cst.If:
+        branches = _branches(statement)
+        return branches is not None and all(_pads_or_sets(s, param, names) for s in branches)
     return False
+
+
+def _branches(statement: cst.If) -> list[cst.BaseStatement] | None:
+    """The statements of an ``if`` whose test calls nothing: its body's, then
+    an ``elif`` (as one statement) or its ``else`` body's; None for a test
+    that calls or a block on the ``if`` line."""
+    orelse = statement.orelse
+    blocks = [statement.body] + ([orelse.body] if type(orelse) is cst.Else else [])
+    indented = [block for block in blocks if isinstance(block, cst.IndentedBlock)]
+    if _calls(statement.test) or len(indented) != len(blocks):
+        return None
+    out: list[cst.BaseStatement] = [s for block in indented for s in block.body]
+    return out + [orelse] if type(orelse) is cst.If else out
 
 
 def _calls(node: cst.CSTNode | None) -> bool:

@@ -43,13 +43,14 @@ from loadlint.facts.counts import positive_count
 from loadlint.facts.datasets import imported_dataset_class, in_memory_classes
 from loadlint.facts.pretokenized import imported_rows, padded_row_helpers
 from loadlint.facts.handles import handle_classes
+from loadlint.facts.in_memory import tensor_dataset
 from loadlint.facts.lightning_runs import gpu_runs, lightning_classes
 from loadlint.facts.loaders import LoaderCall
 from loadlint.facts.iteration import plain_copy
 from loadlint.facts.distributed import SamplerCall
 from loadlint.facts.names import FunctionFacts
 from loadlint.facts.scopes import constant_index, literal_members, member
-from loadlint.facts.resolve import MISSING, UNKNOWN, Scope, canonical, dotted_name, evaluate, follow_name
+from loadlint.facts.resolve import MISSING, UNKNOWN, Scope, dotted_name, evaluate, follow_name
 from loadlint.types import (
     CallSummary, Descriptor, Flags, FunctionSummary, ImportedDataset, LoaderSummary, SamplerSummary, Summary, Use,
     UseKind,
@@ -62,7 +63,6 @@ RefOf = Callable[[cst.CSTNode], int]
 MODULE = "<module>"
 #: The loader arguments project analysis reasons about (absent: torch's default).
 _LOADER_SETTINGS = ("num_workers", "persistent_workers", "pin_memory", "multiprocessing_context", "sampler")
-_TENSOR_DATASET = "torch.utils.data.TensorDataset"
 #: Bumped when the shape changes, so cached summaries are not misread.
 VERSION = 11
 
@@ -494,7 +494,7 @@ class _Function:
             if found is None or len(found[1]) != 1 or found[1][0].value is None:
                 return False
             expr = found[1][0].value
-        return type(expr) is cst.Call and canonical(self.facts.names.imports.qualify(expr.func)) == _TENSOR_DATASET
+        return tensor_dataset(self.facts.names, expr)
 
     def subject(self, key: tuple[int, str], depth: int = 0) -> Descriptor | None:
         """What a loader variable holds: a parameter, a loader built here, a

@@ -30,6 +30,7 @@ from typing import Callable, Iterable, Sequence
 
 from loadlint.sources.files import read_source
 from loadlint.workspace.config import is_test_file
+from loadlint.engine.ipython import RUN_SCRIPT
 from loadlint.project.flow import LoaderRef, Walk
 from loadlint.project.lightning import trainer_runs
 from loadlint.project.modules import ModuleResolver, project_root
@@ -275,7 +276,7 @@ def imports_one_of(data: bytes, modules: re.Pattern[bytes]) -> bool:
     return b"%run" in data and any(modules.search(data, *m.span(1)) is not None for m in _RUN.finditer(data))
 
 
-_RUN = re.compile(rb"%run(?:[ \t]+-[inet])*[ \t]+(?:\./)?((?:[A-Za-z_]\w*/)*[A-Za-z_]\w*)\.py\b")
+_RUN = re.compile(RUN_SCRIPT.encode() + rb"\b")
 
 
 _KEYWORD = re.compile(rb"from|import")
