@@ -289,7 +289,7 @@ Descriptor = TypedDict(
         "value": Scalar, "cpu_count": bool, "param": str, "loader": int, "call": int, "index": Union[int, str, None],
         "import": str, "sampler": int, "device": str, "lambda": bool, "note": str, "at": int, "default": bool,
         "unbound": bool, "options": dict[str, Any], "text": str, "tree": Any, "attribute": str, "from": str,
-        "memory": bool,
+        "memory": bool, "of": int,
     },
     total=False,
 )
@@ -366,6 +366,11 @@ class Returns(_ReturnsRequired, total=False):
     names a returned dict literal's, in order (``{"train": loader}``)."""
 
     keys: list[str]
+    #: By a number of names other than ``values``' the result is unpacked
+    #: into, the members that are datasets held in memory in every tuple
+    #: literal of that length the function returns (``return ds, examples,
+    #: features`` beside a last ``return ds``).
+    unpacked: dict[str, list[int]]
 
 
 class _FunctionRequired(TypedDict):

@@ -80,7 +80,7 @@ def test_summary_keeps_devices_samplers_and_flags_as_json() -> None:
     summary = summarise_text(text)
     assert summary is not None
     assert json.loads(json.dumps(summary)) == summary
-    assert summary["version"] == VERSION == 11
+    assert summary["version"] == VERSION == 12
     assert summary["flags"] == {
         "cuda": True, "cuda_code": True, "set_epoch": False, "frameworks": False, "start_methods": [],
         "unguarded_starts": False,

@@ -85,7 +85,7 @@ def _reparses(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 MANY = """\
 # loadlint target: cpus=8,gpus=1,platform=linux,python=3.14
-import torch
+from torchvision.datasets import ImageFolder
 from torch.utils.data import DataLoader, IterableDataset
 
 class Stream(IterableDataset):
@@ -107,7 +107,7 @@ if __name__ == "__main__":
 
 
 def _many(n: int, bad: int) -> str:
-    calls = [f"        DataLoader(torch.load('part{i}.pt'), batch_size=8)," for i in range(n)]
+    calls = [f"        DataLoader(ImageFolder('part{i}'), batch_size=8)," for i in range(n)]
     calls[bad] = "        DataLoader(Stream(), batch_size=8),"
     return MANY.replace("{calls}", "\n".join(calls))
 
@@ -143,7 +143,7 @@ def test_check_simulates_the_run_time_worker_count(monkeypatch: pytest.MonkeyPat
     assert all("`num_workers=LOADER_WORKERS`, defined after the imports" in f.fix.message for f in findings)
     assert trials == []
     # A module that mentions ``os`` gets a real trial: the added import could change what it means.
-    mentions = text.replace("import torch", "import torch  # needs no os")
+    mentions = text.replace("import ImageFolder", "import ImageFolder  # needs no os")
     again = decided_findings(mentions, "many.py", _options(mentions, frozenset({"LL201"}), PORTABLE))
     assert len(trials) == 1
     assert _shown(again) == _shown(findings)

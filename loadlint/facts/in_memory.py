@@ -4,7 +4,8 @@ is not).
 
 It is not one when every value the dataset may be is held in memory (a
 ``TensorDataset``, a range or tensor of indices, literals, a local class
-that only indexes such values), pads pre-tokenized rows
+that only indexes such values, an object ``torch.load`` or ``pickle.load``
+read whole, or an item of one: a cached dataset), pads pre-tokenized rows
 (``loadlint.facts.pretokenized``), or is a live source: a dataset fed by a
 generator method of the object that builds the loader (lightning-bolts'
 ``ExperienceSourceDataset(self.train_batch)``, which steps the environment
@@ -13,13 +14,17 @@ object.
 
 A dataset name is followed through each of its bindings that reach the
 call (a name bound to ``TensorDataset(...)`` in two branches; in the else
-branch the loader is built in, only the binding there), a parameter through the calls
+branch the loader is built in, only the binding there; ``a, b = x, y``),
+a parameter through the calls
 of this module that pass it, and a helper of this module through its
-returns (``gen_tensor_dataset(features)``).  A value that is not traced
-keeps the loader a pipeline.
+returns (``gen_tensor_dataset(features)``; ``features, dataset =
+convert(...)``: the second member of each pair it returns).  A value that
+is not traced keeps the loader a pipeline.
 """
 
 from __future__ import annotations
+
+from typing import Sequence
 
 import libcst as cst
 
@@ -30,8 +35,8 @@ from loadlint.facts.datasets import (
 )
 from loadlint.facts.loaders import LoaderCall
 from loadlint.facts.names import NameFacts
-from loadlint.facts.pretokenized import pretokenized
-from loadlint.facts.resolve import MISSING, Point, Scope, canonical, follow_name, reaching
+from loadlint.facts.pretokenized import DESERIALIZED, pretokenized
+from loadlint.facts.resolve import MISSING, Binding, Point, Scope, canonical, follow_name, reaching
 
 _MAX_DEPTH = 12
 _TENSOR_DATASET = "torch.utils.data.TensorDataset"
@@ -77,7 +82,32 @@ def _in_memory(names: NameFacts, facts: DatasetFacts, call: LoaderCall) -> bool:
         return False
     if _index(names, facts, expr, scope, frozenset()):
         return True
-    return all(held_in_memory(names, facts, value, owner) for value, owner in values)
+    return all(tensor_dataset(names, value) or deserializing(names, value) or held_in_memory(names, facts, value, owner)
+               for value, owner in values)
+
+
+def memory_dataset(names: NameFacts, facts: DatasetFacts, expr: cst.BaseExpression, scope: Scope) -> bool:
+    """A dataset passed or returned to another module, held in memory: each
+    of its values a ``TensorDataset`` or deserialized whole."""
+    values = dataset_values(names, facts, expr, scope)
+    return bool(values) and all(tensor_dataset(names, v) or deserializing(names, v) for v, _ in values)
+
+
+def memory_members(
+    names: NameFacts, facts: DatasetFacts, returns: Sequence[cst.BaseExpression | None], scope: Scope
+) -> dict[int, list[int]]:
+    """By length, the positions of a function's returned tuple literals of
+    that length at which every such return holds a dataset in memory."""
+    by_length: dict[int, list[cst.Tuple | cst.List]] = {}
+    for value in returns:
+        if isinstance(value, (cst.Tuple, cst.List)) and not any(type(e) is cst.StarredElement for e in value.elements):
+            by_length.setdefault(len(value.elements), []).append(value)
+    out: dict[int, list[int]] = {}
+    for length, literals in by_length.items():
+        held = [i for i in range(length) if all(memory_dataset(names, facts, t.elements[i].value, scope) for t in literals)]
+        if held:
+            out[length] = held
+    return out
 
 
 def tensor_dataset(names: NameFacts, value: cst.BaseExpression) -> bool:
@@ -131,11 +161,11 @@ def _values(
         if key in seen:
             return True  # ``a = b; b = a`` in a loop: its other values are followed already
         seen.add(key)
-        if all(b.value is not None for b in bindings):
+        # A binding that cannot reach the read (``del cached`` after it) is no value of it.
+        seen_here = bindings if point is None else reaching(bindings, point)
+        if seen_here and all(b.value is not None or b.element is not None or b.part is not None for b in seen_here):
             # A binding's value is read where the binding is made.
-            seen_here = bindings if point is None else reaching(bindings, point)
-            return bool(seen_here) and all(
-                _values(names, facts, b.value, owner, out, seen, depth + 1, b.point) for b in seen_here if b.value)
+            return all(_bound(names, facts, b, owner, out, seen, depth + 1) for b in seen_here)
         passed = passed_for(names, facts, expr.value, scope)
         return bool(passed) and all(_values(names, facts, v, s, out, seen, depth + 1) for v, s in passed)
     if type(expr) is cst.Subscript and isinstance(expr.value, (cst.Dict, cst.List, cst.Tuple)):
@@ -151,8 +181,55 @@ def _values(
             value is not None and _values(names, facts, value, built_by.scope, out, seen, depth + 1)
             for value in returned
         )
-    out.append((expr, scope))
+    loaded = _deserialized(names, facts, expr, scope, point, depth)
+    out.append((loaded, scope) if loaded is not None else (expr, scope))
     return True
+
+
+def _bound(
+    names: NameFacts, facts: DatasetFacts, binding: Binding, owner: Scope,
+    out: list[Value], seen: set[tuple[int, str, Point | None]], depth: int,
+) -> bool:
+    """The values one binding gives its name: its value, a literal's member
+    (``a, b = x, y``), or the member at its position of the tuple literals
+    of that length a helper of this module returns (``features, dataset =
+    convert(...)``; a return of another shape is not what is unpacked)."""
+    if binding.value is not None:
+        return _values(names, facts, binding.value, owner, out, seen, depth, binding.point)
+    if binding.element is not None:
+        return _values(names, facts, binding.element, owner, out, seen, depth, binding.point)
+    built_by = helper(names, binding.unpacks, owner) if binding.unpacks is not None else None
+    if built_by is None or binding.part is None:
+        return False
+    position, length = binding.part
+    members = [m for m in facts.returns.get(built_by, []) if isinstance(m, (cst.Tuple, cst.List))
+               and len(m.elements) == length and not any(type(e) is cst.StarredElement for e in m.elements)]
+    return bool(members) and all(
+        _values(names, facts, m.elements[position].value, built_by.scope, out, seen, depth) for m in members
+    )
+
+
+def _deserialized(
+    names: NameFacts, facts: DatasetFacts, expr: cst.BaseExpression, scope: Scope, point: Point | None, depth: int,
+) -> cst.Call | None:
+    """The ``torch.load(...)`` (or ``pickle.load``) an item of which ``expr``
+    is (``cached["dataset"]``, ``torch.load(f)[0]``), when every value of the
+    name it indexes is one; None otherwise."""
+    base = expr
+    while type(base) is cst.Subscript:
+        base = base.value
+    if base is expr:
+        return None
+    found: list[Value] = []
+    if not _values(names, facts, base, scope, found, set(), depth + 1, point) or not found:
+        return None
+    loads = [value for value, _ in found if deserializing(names, value)]
+    return loads[0] if len(loads) == len(found) and type(loads[0]) is cst.Call else None
+
+
+def deserializing(names: NameFacts, value: cst.BaseExpression) -> bool:
+    """``torch.load(...)`` or ``pickle.load(...)``: an object read whole into memory."""
+    return type(value) is cst.Call and canonical(names.imports.qualify(value.func)) in DESERIALIZED
 
 
 def live_generator(names: NameFacts, facts: DatasetFacts, call: LoaderCall) -> str | None:

@@ -109,6 +109,10 @@ class Binding:
     point: Point | None = None
     #: ``a, b = build(...)``: the call whose result is unpacked (``value`` stays None).
     unpacks: cst.Call | None = None
+    #: An unpacking target's position and the number of targets (``b``: (1, 2)).
+    part: tuple[int, int] | None = None
+    #: ``a, b = x, y``: the literal's member this name takes (``value`` stays None).
+    element: cst.BaseExpression | None = None
 
 
 @dataclass
@@ -180,8 +184,9 @@ class Scope:
     defaults: dict[str, Option] = field(default_factory=dict)
 
     def bind(self, name: str, value: cst.BaseExpression | None, path: tuple[int, ...] = (), order: int = 0,
-             point: Point | None = None, unpacks: cst.Call | None = None) -> None:
-        self.bindings.setdefault(name, []).append(Binding(value, path, order, point, unpacks))
+             point: Point | None = None, unpacks: cst.Call | None = None,
+             part: tuple[int, int] | None = None, element: cst.BaseExpression | None = None) -> None:
+        self.bindings.setdefault(name, []).append(Binding(value, path, order, point, unpacks, part, element))
 
     def lookup(self, name: str) -> tuple[Scope, list[Binding]] | None:
         """Python's LEGB lookup, skipping class scopes from inner functions."""

@@ -111,15 +111,25 @@ class ScopeCursor:
         return self.functions[-1] if self.functions else None
 
     def _bind_target(self, target: cst.BaseExpression, value: cst.BaseExpression | None,
-                     unpacks: cst.Call | None = None) -> None:
+                     unpacks: cst.Call | None = None, part: tuple[int, int] | None = None,
+                     element: cst.BaseExpression | None = None) -> None:
         if type(target) is cst.Name:
-            self.scope.bind(target.value, value, tuple(self.path), self.order, self.point(), unpacks)
+            self.scope.bind(target.value, value, tuple(self.path), self.order, self.point(), unpacks, part, element)
         elif type(target) is cst.Tuple or type(target) is cst.List:
-            for element in target.elements:
-                inner = element.value
+            items = target.elements
+            # Positions count only without a starred target; a literal's
+            # members pair with the targets only when as many and unstarred.
+            plain = not any(type(item.value) is cst.StarredElement for item in items)
+            members = value.elements if plain and isinstance(value, (cst.Tuple, cst.List)) else None
+            if members is not None and (len(members) != len(items) or any(type(m) is cst.StarredElement for m in members)):
+                members = None
+            for i, item in enumerate(items):
+                inner = item.value
                 if type(inner) is cst.StarredElement:
                     inner = inner.value
-                self._bind_target(inner, None, value if type(value) is cst.Call else None)
+                self._bind_target(inner, None, value if type(value) is cst.Call else None,
+                                  (i, len(items)) if plain and type(value) is cst.Call else None,
+                                  members[i].value if members is not None else None)
         elif type(target) is cst.StarredElement:
             self._bind_target(target.value, None)
 

@@ -43,7 +43,7 @@ from loadlint.facts.counts import positive_count
 from loadlint.facts.datasets import imported_dataset_class, in_memory_classes
 from loadlint.facts.pretokenized import imported_rows, padded_row_helpers
 from loadlint.facts.handles import handle_classes
-from loadlint.facts.in_memory import tensor_dataset
+from loadlint.facts.in_memory import memory_dataset, memory_members
 from loadlint.facts.lightning_runs import gpu_runs, lightning_classes
 from loadlint.facts.loaders import LoaderCall
 from loadlint.facts.iteration import plain_copy
@@ -64,7 +64,7 @@ MODULE = "<module>"
 #: The loader arguments project analysis reasons about (absent: torch's default).
 _LOADER_SETTINGS = ("num_workers", "persistent_workers", "pin_memory", "multiprocessing_context", "sampler")
 #: Bumped when the shape changes, so cached summaries are not misread.
-VERSION = 11
+VERSION = 12
 
 
 def summarise(facts: ModuleFacts, ref_of: RefOf) -> Summary:
@@ -280,7 +280,7 @@ class _Function:
         self.samplers = groups.samplers.get(id(scope), [])
         self.sampler_index = {id(c.node): i for i, c in enumerate(self.samplers)}
         self.sampler_vars = {c.key[1]: i for i, c in enumerate(self.samplers) if c.key is not None}
-        self.site_targets: dict[str, tuple[int, int | None]] = {}
+        self.site_targets: dict[str, tuple[int, int | None, int]] = {}
         #: id of a recorded call node -> its index in the summary's calls.
         self.site_index: dict[int, int] = {}
         #: The names its descriptors import (listed in the summary: the join
@@ -311,8 +311,8 @@ class _Function:
                 kind = device_kind(expr, scope, self.facts.names.imports)
                 if kind is not None:
                     return {"device": kind}
-                index, part = self.site_targets[name]
-                return {"call": index, "index": part}
+                index, part, length = self.site_targets[name]
+                return {"call": index, "index": part} if part is None else {"call": index, "index": part, "of": length}
         if type(expr) is cst.Subscript and scope is self.scope:
             key = _member_key(expr, scope)
             found = self.subject(key) if key is not None else None
@@ -376,12 +376,21 @@ class _Function:
         if returns:
             last = returns[-1]
             members = self._returned_members(last)
+            memory = memory_members(self.facts.names, self.facts.datasets, returns, self.scope)
             if members is not None:
-                out["returns"] = {"tuple": True, "values": [self.describe(e, self.scope) for _, e in members]}
+                values = [self.describe(e, self.scope) for _, e in members]
                 if type(last) is not cst.Tuple and type(last) is not cst.List:
-                    out["returns"]["keys"] = [k for k, _ in members]
+                    out["returns"] = {"tuple": True, "values": values, "keys": [k for k, _ in members]}
+                else:
+                    held = memory.pop(len(members), [])
+                    out["returns"] = {"tuple": True, "values": [{"memory": True} if i in held else v for i, v in enumerate(values)]}
             else:
-                out["returns"] = {"tuple": False, "values": [self.describe(last, self.scope)]}
+                whole = last if all(type(r) not in (cst.Tuple, cst.List) for r in returns) else None
+                held_whole = all(r is not None and self._memory(r) for r in returns) if whole is not None else False
+                out["returns"] = {"tuple": False, "values": [{"memory": True} if held_whole else self.describe(last, self.scope)]}
+            if memory:
+                # Unpacked into as many names as one of its other returns has members.
+                out["returns"]["unpacked"] = {str(length): held for length, held in sorted(memory.items())}
         out["reads"] = sorted(self.reads)
         return _in_order(out)
 
@@ -473,28 +482,25 @@ class _Function:
                 slot = arg.keyword.value if arg.keyword is not None else str(position)
                 if arg.keyword is None:
                     position += 1
-                args[slot] = {"memory": True} if self._tensors(arg.value, site.scope) else self.describe(arg.value, site.scope)
+                args[slot] = {"memory": True} if self._memory(arg.value, site.scope) else self.describe(arg.value, site.scope)
             index = len(out)
             for target in site.targets:
                 elements = target.elements if isinstance(target, (cst.Tuple, cst.List)) else None
                 if elements is None and type(target) is cst.Name:
-                    self.site_targets[target.value] = (index, None)
+                    self.site_targets[target.value] = (index, None, 0)
                 for i, element in enumerate(elements or ()):
                     if type(element.value) is cst.Name:
-                        self.site_targets[element.value.value] = (index, i)
+                        self.site_targets[element.value.value] = (index, i, len(elements or ()))
             self.site_index[id(site.node)] = index
             out.append({"callee": callee, "at": self.ref_of(site.node), "in_loop": site.in_loop, "guarded": site.in_main_guard, "args": args})
         return out
 
-    def _tensors(self, expr: cst.BaseExpression, scope: Scope) -> bool:
-        """A ``TensorDataset(...)``, or a name bound once to one: passed to
-        another module's function, a dataset held in memory (LL201)."""
-        if type(expr) is cst.Name:
-            found = scope.lookup(expr.value)
-            if found is None or len(found[1]) != 1 or found[1][0].value is None:
-                return False
-            expr = found[1][0].value
-        return tensor_dataset(self.facts.names, expr)
+    def _memory(self, expr: cst.BaseExpression, scope: Scope | None = None) -> bool:
+        """A dataset held in memory (``memory_dataset``), passed to or
+        returned for another module's loader (LL201)."""
+        if type(expr) is not cst.Name and type(expr) is not cst.Call and type(expr) is not cst.Subscript:
+            return False
+        return memory_dataset(self.facts.names, self.facts.datasets, expr, scope or self.scope)
 
     def subject(self, key: tuple[int, str], depth: int = 0) -> Descriptor | None:
         """What a loader variable holds: a parameter, a loader built here, a
@@ -505,7 +511,7 @@ class _Function:
         if key[1] in self.loader_vars:
             return {"loader": self.loader_vars[key[1]]}
         if key[1] in self.site_targets:
-            index, part = self.site_targets[key[1]]
+            index, part, _ = self.site_targets[key[1]]
             return {"call": index, "index": part}
         # A container's member or a holder's attribute (``phases['train'].loader``), not ``self.x``.
         if "[" not in key[1] and ("." not in key[1] or key[1].startswith("self.")) or depth > 4:

@@ -121,6 +121,16 @@ class Members(tuple["Value", ...]):
         return made
 
 
+@dataclass(frozen=True, eq=False)
+class Unpacked:
+    """A call's result whose function also returns tuple literals of other
+    lengths than its last return: that return's value, and by length, the
+    members of those literals that are datasets held in memory."""
+
+    value: Value
+    held: dict[int, list[int]]
+
+
 class _Missing:
     """The argument is absent from the call (torch's default applies)."""
 
@@ -130,7 +140,8 @@ MISSING_VALUE = _Missing()
 #: at its function): unknown, and known to be so only for want of a caller.
 UNBOUND: Descriptor = {"unbound": True}
 #: A descriptor (``{"value": 4}``...), a loader, a tuple of values, or None (unknown).
-Value = Union[Descriptor, LoaderRef, SamplerRef, tuple["Value", ...], None, _Missing]
+Value = Union[Descriptor, LoaderRef, SamplerRef, tuple["Value", ...], Unpacked, None, _Missing]
+MEMORY: Descriptor = {"memory": True}
 
 
 def resolve(descriptor: Descriptor, frame: Frame, loaders: list[LoaderRef], results: list[Value]) -> Value:
@@ -157,6 +168,11 @@ def resolve(descriptor: Descriptor, frame: Frame, loaders: list[LoaderRef], resu
         index = descriptor["call"]
         result = results[index] if 0 <= index < len(results) else None
         part = descriptor.get("index")
+        if isinstance(result, Unpacked):
+            length = descriptor.get("of")
+            if isinstance(part, int) and isinstance(length, int) and length in result.held:
+                return MEMORY if part in result.held[length] else None
+            result = result.value
         if part is None:
             return result
         if isinstance(part, str):
@@ -179,7 +195,8 @@ class Walk:
     ) -> None:
         self.summary_of = summary_of
         self.callee = callee
-        #: Whether a module's summary is at hand without parsing it.
+        #: Whether a module is entered though given no loader: its summary
+        #: is at hand without parsing it, or it builds datasets to pass on.
         self.known = known
         self.frames = 0
         self.loaders: list[LoaderRef] = []
@@ -235,7 +252,9 @@ class Walk:
         values = tuple(resolve(d, frame, loaders, results) for d in returns.get("values", []))
         if "keys" in returns:
             return Members(values, tuple(returns["keys"]))
-        return values if returns.get("tuple") else (values[0] if values else None)
+        value = values if returns.get("tuple") else (values[0] if values else None)
+        unpacked = returns.get("unpacked")
+        return Unpacked(value, {int(n): held for n, held in unpacked.items()}) if unpacked else value
 
     def _call(self, frame: Frame, call: CallSummary, loaders: list[LoaderRef], results: list[Value], depth: int) -> Value:
         if depth >= MAX_DEPTH or self.frames >= MAX_FRAMES:

@@ -54,7 +54,9 @@ class SynchronousLoading(Rule):
 
     The rule stays silent when `num_workers` cannot be resolved statically,
     and where the dataset is not a loading pipeline (`facts/in_memory.py`),
-    workers only adding overhead: a `TensorDataset`; a range or tensor of
+    workers only adding overhead: a `TensorDataset`; a dataset read back
+    whole from a cache (`torch.load(path)`, `pickle.load(f)`, or an item of
+    one such as `torch.load(path)["dataset"]`); a range or tensor of
     indices (`range(t.size(0))`, `mask.nonzero().view(-1)`, a rank's
     `split`); a list, tuple or comprehension of in-memory values or a tensor
     from `torch.arange`/`randn`/`zeros`/... (without a custom `collate_fn`);
@@ -72,7 +74,9 @@ class SynchronousLoading(Rule):
     (`{"train": a, "test": b}[split]`) and through each
     binding of its name that reaches the call (a loader built in an `else`
     branch reads the binding made there, not the `if` branch's), the
-    callers passing a parameter and a helper's returns.  Any other call in `__getitem__`, a file read in `__init__`,
+    callers passing a parameter and a helper's returns, a member unpacked
+    from a helper (`features, dataset = convert(...)`: the second member
+    of each pair it returns) or from a literal (`a, ds = x, y`).  Any other call in `__getitem__`, a file read in `__init__`,
     or a container passed in from outside keeps the finding.  A dataset
     fed by a generator method of the object building the loader
     (lightning-bolts' `ExperienceSourceDataset(self.train_batch)`, stepping
@@ -128,12 +132,15 @@ class SynchronousLoading(Rule):
     pass`): the rule cannot tell it from the loop users copy.  A dataset
     parameter is followed to the values this module's own calls pass, and
     project analysis follows it to other modules' callers: when every
-    caller a walk reaches passes a `TensorDataset` (or a name bound once to
-    one), the finding is taken back.  A value one more call away is not
-    followed: NVIDIA's BERT distillation builds a `TensorDataset` in
-    `squad_utils`, returns it in a tuple to `task_distill.py`, which passes
-    it to `squad_metrics.evaluate(args, model, dataset, ...)`; that loader
-    keeps a finding it should not have.
+    caller a walk reaches passes a dataset held in memory (a
+    `TensorDataset` or one read back whole, by the tests above, also as a
+    member of what another module's function returns), the finding is
+    taken back.  NVIDIA's BERT distillation builds a `TensorDataset` in
+    `squad_utils` (or reads it back with `torch.load`), returns it first of
+    three to `task_distill.py`, which passes it to
+    `squad_metrics.evaluate(args, model, dataset, ...)`: no finding there.
+    A module that builds no loader is entered for this only when its text
+    names `TensorDataset`.
     Measured with `benchmarks/pretokenized.py` (2 CPUs): a batch of 8
     costs 1.6 to 1.9 ms in the training process, and 1 or 2 workers made it
     0.41x to 0.56x as fast (moving each batch back from a worker costs more
@@ -172,12 +179,11 @@ class SynchronousLoading(Rule):
     measurement was made elsewhere.
 
     Known limitations (still reported; a `noqa` says the choice):
-    - a dataset held in memory that reaches the loader more than one call
-      from where it is built (a `TensorDataset` returned in a tuple by one
-      module and handed by a second to a third module's
-      `evaluate(args, model, dataset)`, NVIDIA's BERT distillation): a
-      parameter is followed to its callers' values, a helper to its
-      returns, not both in a row;
+    - a dataset held in memory that reaches the loader through a
+      container, an attribute or a call the project walk does not enter
+      (a function of an installed package, a module whose text never
+      names `TensorDataset`), or that a function returns in a tuple whose
+      other returns of the same length hold something else;
     - a loader left at `num_workers=0` on purpose over a dataset that
       prefetches on its own threads (DLRM's binary datasets with
       `batch_size=None`), in-memory graphs batched by a custom
