@@ -385,8 +385,8 @@ class _Function:
                     held = memory.pop(len(members), [])
                     out["returns"] = {"tuple": True, "values": [{"memory": True} if i in held else v for i, v in enumerate(values)]}
             else:
-                whole = last if all(type(r) not in (cst.Tuple, cst.List) for r in returns) else None
-                held_whole = all(r is not None and self._memory(r) for r in returns) if whole is not None else False
+                # Held in memory only when every return is, none of them a tuple literal.
+                held_whole = all(type(r) not in (cst.Tuple, cst.List) and r is not None and self._memory(r) for r in returns)
                 out["returns"] = {"tuple": False, "values": [{"memory": True} if held_whole else self.describe(last, self.scope)]}
             if memory:
                 # Unpacked into as many names as one of its other returns has members.
