@@ -59,7 +59,9 @@ if __name__ == "__main__":
             dist.all_reduce(batch.sum())
             seen += batch[:, 0].int().tolist()
     digest = hashlib.sha256(repr(seen).encode()).hexdigest()[:16]
-    print(f"rank {rank}: {len(seen)} samples {digest} then {torch.rand(2).tolist()}", flush=True)
+    # One write: under PYTHONUNBUFFERED, print writes the newline apart, and the ranks' lines interleave.
+    sys.stdout.write(f"rank {rank}: {len(seen)} samples {digest} then {torch.rand(2).tolist()}\\n")
+    sys.stdout.flush()
     dist.destroy_process_group()
 """
 
