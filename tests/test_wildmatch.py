@@ -28,7 +28,9 @@ NAMES = ["a", "b", "ab", "ba", "aab", "c", "*", "bb"]
 def test_agrees_with_pathspec_on_patterns_without_negation(raw, names, is_dir):
     # A segment of three or more stars is git's ``**`` (git check-ignore:
     # ``***/a`` ignores ``a``); pathspec reads it as one segment's ``*``.
-    lines = [line for line in raw if "//" not in line and line != "/"
+    # A line ending in ``**/`` matches folders only (git check-ignore:
+    # ``a/**/`` leaves the file ``a/a``); pathspec matches the file too.
+    lines = [line for line in raw if "//" not in line and line != "/" and not line.endswith("**/")
              and not any(len(part) > 2 and set(part) == {"*"} for part in line.split("/"))]
     if not lines:
         return
@@ -57,6 +59,10 @@ def test_agrees_with_pathspec_on_patterns_without_negation(raw, names, is_dir):
         ("***/a", "a", True),  # git check-ignore; pathspec says no (Hypothesis found it)
         ("***/a", "d/a", True),
         ("a***", "a/g.py", True),
+        ("a/**/", "a/a", False),  # git check-ignore: folders only; pathspec says yes (Hypothesis found it)
+        ("a/**/", "a/", True),
+        ("a/**/", "a/b/", True),
+        ("a/**/", "a/b/c", True),
         ("[!a]x", "/x", False),
         ("\\#x", "#x", True),
         ("# comment", "# comment", False),
