@@ -35,7 +35,7 @@ from loadlint.facts.datasets import (
 )
 from loadlint.facts.loaders import LoaderCall
 from loadlint.facts.names import NameFacts
-from loadlint.facts.pretokenized import DESERIALIZED, pretokenized
+from loadlint.facts.pretokenized import deserializing, pretokenized
 from loadlint.facts.resolve import MISSING, Binding, Point, Scope, canonical, follow_name, reaching
 
 _MAX_DEPTH = 12
@@ -225,11 +225,6 @@ def _deserialized(
         return None
     loads = [value for value, _ in found if deserializing(names, value)]
     return loads[0] if len(loads) == len(found) and type(loads[0]) is cst.Call else None
-
-
-def deserializing(names: NameFacts, value: cst.BaseExpression) -> bool:
-    """``torch.load(...)`` or ``pickle.load(...)``: an object read whole into memory."""
-    return type(value) is cst.Call and canonical(names.imports.qualify(value.func)) in DESERIALIZED
 
 
 def live_generator(names: NameFacts, facts: DatasetFacts, call: LoaderCall) -> str | None:

@@ -57,7 +57,12 @@ _READING_BUILTINS = frozenset({"len", "max", "min", "list", "zip"})
 _SHAPE_METHODS = frozenset({"size", "flip", "view", "reshape", "unsqueeze", "squeeze", "long", "bool", "contiguous"})
 #: A dataset deserialized whole (DeepSpeed-Chat caches its tokenized splits
 #: with ``torch.save`` and reads them back): the rows, held in memory.
-DESERIALIZED = frozenset({"torch.load", "pickle.load"})
+_DESERIALIZED = frozenset({"torch.load", "pickle.load"})
+
+
+def deserializing(names: NameFacts, value: cst.BaseExpression) -> bool:
+    """``torch.load(...)`` or ``pickle.load(...)``: an object read whole into memory."""
+    return type(value) is cst.Call and canonical(names.imports.qualify(value.func)) in _DESERIALIZED
 
 
 def pretokenized(names: NameFacts, facts: DatasetFacts, call: LoaderCall) -> bool:
@@ -317,7 +322,7 @@ def _reaching(target: cst.BaseExpression, scope: Scope, read: cst.Call | None) -
 def _rows_value(target: cst.BaseExpression, names: NameFacts) -> bool:
     """A split by name (``ds["train"]``, ``ds["a" if mnli else "b"]``), a
     row method's result, or a dataset deserialized whole."""
-    if type(target) is cst.Call and canonical(names.imports.qualify(target.func)) in DESERIALIZED:
+    if deserializing(names, target):
         return True
     if type(target) is cst.Subscript:
         key = target.slice[0].slice if len(target.slice) == 1 else None

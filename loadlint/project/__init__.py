@@ -105,13 +105,18 @@ class Project:
                 return None
             return resolver.module_file(importer, name)
 
+        # A module that builds a TensorDataset may return it for another
+        # module's loader (LL201 follows it); its text says so unparsed,
+        # searched once whatever the number of calls into it.
+        builds_tensors: dict[str, bool] = {}
+
         def worth(path: str) -> bool:
-            # A module that builds a TensorDataset may return it for another
-            # module's loader (LL201 follows it); its text says so unparsed.
             if path in self.summaries:
                 return True
-            text = self.read_text(path)
-            return text is not None and "TensorDataset" in text
+            if path not in builds_tensors:
+                text = self.read_text(path)
+                builds_tensors[path] = text is not None and "TensorDataset" in text
+            return builds_tensors[path]
 
         walk = Walk(summary_of, callee, worth)
         for path in sorted(self._roots()):
